@@ -1,0 +1,75 @@
+# mod_rlaas — build, test, demo.
+#   make          build the module (.libs/mod_rlaas.so) with apxs
+#   make test     unit tests and the Apache::Test suite (drops root itself)
+#   make demo     a private redis-server and httpd showing limiting live
+#   make install  install the module with apxs (as root)
+
+APXS ?= apxs
+CC ?= gcc
+
+# Warnings are errors: the build must stay clean.
+WARN = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wcast-align \
+       -Wwrite-strings -Wstrict-prototypes -Wmissing-prototypes \
+       -Wformat=2 -Wno-format-nonliteral -Wundef
+EXTRA_CFLAGS ?=
+EXTRA_LDFLAGS ?=
+
+# Strategy scripts, in the order of rlaas_strategy_e.
+LUA = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
+      lua/leaky.lua lua/gcra.lua
+
+# Sources that need no httpd headers (unit-tested and fuzzed on their own).
+CORE_SRC = src/rlaas_parse.c src/rlaas_key.c src/rlaas_reply.c \
+           src/rlaas_log.c
+HTTPD_SRC = src/rlaas_config.c src/rlaas_identity.c src/rlaas_redis.c \
+            src/rlaas_limit.c
+GEN_SRC = src/rlaas_scripts.c
+SRC = mod_rlaas.c $(HTTPD_SRC) $(CORE_SRC) $(GEN_SRC)
+HDR = $(wildcard src/*.h)
+
+MODULE = .libs/mod_rlaas.so
+
+APR_CFLAGS := $(shell apr-1-config --cppflags --includes 2>/dev/null) \
+              $(shell apu-1-config --includes 2>/dev/null)
+APR_LIBS := $(shell apu-1-config --link-ld 2>/dev/null) \
+            $(shell apr-1-config --link-ld 2>/dev/null)
+
+.PHONY: all test unit demo install clean format
+
+all: $(MODULE)
+
+$(GEN_SRC): $(LUA) tools/embed-lua.sh
+	sh tools/embed-lua.sh $@ $(LUA)
+
+$(MODULE): $(SRC) $(HDR)
+	$(APXS) -c -o mod_rlaas.la -I src \
+	    $(foreach f,$(WARN) $(EXTRA_CFLAGS),-Wc,$(f)) \
+	    $(foreach f,$(EXTRA_LDFLAGS),-Wl,$(f)) \
+	    $(SRC) -lhiredis
+
+# ---- unit tests (cmocka), no httpd needed ----
+UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c))
+
+build/unit/%: t/unit/%.c $(CORE_SRC) $(GEN_SRC) $(HDR)
+	@mkdir -p build/unit
+	$(CC) -g -O1 $(WARN) $(EXTRA_CFLAGS) -I src $(APR_CFLAGS) -o $@ $< \
+	    $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis $(APR_LIBS)
+
+unit: $(UNIT_TESTS)
+	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
+
+test:
+	sh tools/test.sh
+
+demo:
+	sh tools/demo.sh
+
+install: $(MODULE)
+	$(APXS) -i -n rlaas mod_rlaas.la
+
+format:
+	clang-format -i mod_rlaas.c $(filter-out $(GEN_SRC),$(wildcard src/*.c)) src/*.h t/unit/*.c
+
+clean:
+	rm -rf .libs build *.la *.lo *.slo *.o src/*.lo src/*.slo src/*.o \
+	    src/.libs $(GEN_SRC) src/*.tmp

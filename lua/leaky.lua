@@ -1,0 +1,72 @@
+-- rlaas leaky bucket: HASH K:lb {level, ts}
+-- KEYS[1]=K ARGV[1]=limit ARGV[2]=window ms
+-- reply {allowed, remaining, reset_ms, retry_ms}
+if redis.replicate_commands then redis.replicate_commands() end
+local K, L, W = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+if not (L and W and L >= 1 and W >= 1 and L <= 1e9 and W <= 2^35
+    and L % 1 == 0 and W % 1 == 0) then
+  return redis.error_reply('ERR rlaas: bad limit or window')
+end
+local t = redis.call('TIME') -- rlaas:clock
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function s(x) return string.format('%d', x) end
+-- exact a*b = q*m + x for a, m < 2^36, b and q < 2^53 (16-bit long mult.)
+local function muldiv(a, b, m)
+  local q, x, p = 0, 0, 2^48
+  while p >= 1 do
+    x = x * 65536 + a * (math.floor(b / p) % 65536)
+    local k = math.floor(x / m)
+    q, x, p = q * 65536 + k, x - k * m, p / 65536
+  end
+  return q, x
+end
+local function gcd(a, b) while b > 0 do a, b = b, a % b end return a end
+
+-- ticks: a hit is c ticks of water, r ticks drain per ms, empty after W ms
+local g = gcd(L, W)
+local c, r = W / g, L / g
+local key = K .. ':lb'
+-- level = n hits + f ticks (0 <= f < c); missing key: empty
+local n, f, ts = 0, 0, now
+local h = redis.call('HMGET', key, 'level', 'ts')
+local v, ots = h[1], tonumber(h[2])
+if v and ots then
+  local a, b = string.match(v, '^(%d+):(%d+)$')
+  if a then n, f = tonumber(a), tonumber(b)
+  elseif tonumber(v) then
+    v = math.max(0, tonumber(v))
+    n = math.floor(v / c)
+    f = v - n * c
+  end
+  if f >= c then f = c - 1 end
+  if n > L then n, f = L, 0 end
+  local dt = now - ots
+  if dt < 0 then
+    ts = ots  -- clock went back: no drain, keep the stored time
+  elseif dt >= W then
+    n, f = 0, 0
+  else
+    local dq, dx = muldiv(dt, r, c)
+    n, f = n - dq, f - dx
+    if f < 0 then n, f = n - 1, f + c end
+    if n < 0 then n, f = 0, 0 end
+  end
+end
+-- a hit fits iff level + c <= L * c, i.e. ceil(level / c) < L
+local u = n + (f > 0 and 1 or 0)
+local ok = u < L
+if ok then n, u = n + 1, u + 1 end
+local off = ts - now
+-- until empty: ceil((n * c + f) / r)
+local q, x = muldiv(n, c, r)
+local reset = off + q + math.ceil((x + f) / r)
+local retry = 0
+if u >= L then
+  -- until level <= (L - 1) * c
+  q, x = muldiv(n - L + 1, c, r)
+  retry = off + q + math.ceil((x + f) / r)
+end
+if L * c < 2^53 then v = s(n * c + f) else v = s(n) .. ':' .. s(f) end
+redis.call('HMSET', key, 'level', v, 'ts', s(ts))
+redis.call('PEXPIRE', key, s(math.max(1, reset)))
+return {ok and 1 or 0, L - u, reset, retry}

@@ -1,0 +1,86 @@
+-- rlaas sliding window estimate (seed 002): STRING K:sw
+-- KEYS[1]=K ARGV[1]=limit ARGV[2]=window ms
+-- reply {allowed, remaining, reset_ms, retry_ms}
+if redis.replicate_commands then redis.replicate_commands() end
+local K, L, W = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
+if not (L and W and L >= 1 and W >= 1 and L <= 1e9 and W <= 2^35
+    and L % 1 == 0 and W % 1 == 0) then
+  return redis.error_reply('ERR rlaas: bad limit or window')
+end
+local t = redis.call('TIME') -- rlaas:clock
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function s(x) return string.format('%d', x) end
+-- exact a*b = q*m + x for a, m < 2^36, b and q < 2^53 (16-bit long mult.)
+local function muldiv(a, b, m)
+  local q, x, p = 0, 0, 2^48
+  while p >= 1 do
+    x = x * 65536 + a * (math.floor(b / p) % 65536)
+    local k = math.floor(x / m)
+    q, x, p = q * 65536 + k, x - k * m, p / 65536
+  end
+  return q, x
+end
+
+local B = 16777216
+local key = K .. ':sw'
+local i = math.floor(now / W)
+local e = now - i * W
+local P, C = 0, 0
+local v = redis.call('GET', key)
+if v then
+  local si, sp, sc = string.match(v, '^(%d+):(%d+):(%d+)$')
+  local d
+  if si then
+    si, sp, sc = tonumber(si), tonumber(sp), tonumber(sc)
+    d = si - i
+  else
+    -- packed: (prev * 2^24 + curr) * 4 + window mod 4
+    local x = tonumber(v)
+    if x then
+      d = (x % 4 - i % 4) % 4
+      if d == 3 then d = -1 elseif d == 2 then d = nil end
+      x = math.floor(x / 4)
+      sp, sc = math.floor(x / B), x % B
+    end
+  end
+  if d == 0 then P, C = sp, sc
+  elseif d == -1 then P = sc
+  elseif d and d > 0 then
+    -- clock went back: hold time at the start of the stored window
+    i, e, P, C = i + d, 0, sp, sc
+  end
+end
+-- P's weight, rounded up: ceil(P * (W - e) / W)
+local q, x = muldiv(P, W - e, W)
+local wp = q + (x > 0 and 1 or 0)
+local ok = wp + C + 1 <= L
+if ok then C = C + 1 end
+local rem = math.max(0, L - wp - C)
+local off = i * W + e - now
+local retry = 0
+if rem == 0 then
+  local d
+  local R = L - C - 1
+  if R >= 0 and P > R then
+    -- later in this window: P * (W - e1) <= R * W
+    local e1 = math.max(e + 1, W - muldiv(R, W, P))
+    if e1 < W then d = e1 - e end
+  end
+  if not d then
+    -- next window, where C is the previous count
+    local e2 = 0
+    if C >= L then e2 = W - muldiv(L - 1, W, C) end
+    if e2 < W then d = W - e + e2 else d = 2 * W - e end
+  end
+  retry = d + off
+end
+local reset = off
+if C > 0 then reset = reset + 2 * W - e elseif P > 0 then reset = reset + W - e end
+if L < B and P < B and C < B then
+  v = s((P * B + C) * 4 + i % 4)
+else
+  v = s(i) .. ':' .. s(P) .. ':' .. s(C)
+end
+-- dead before window i+2, where mod-4 aliasing could misread it
+redis.call('SET', key, v, 'PX', s(2 * W - e + off))
+return {ok and 1 or 0, rem, reset, retry}

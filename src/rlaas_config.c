@@ -1,0 +1,421 @@
+#include "rlaas_config.h"
+
+#include "http_log.h"
+#include "apr_strings.h"
+
+APLOG_USE_MODULE(rlaas);
+
+extern module AP_MODULE_DECLARE_DATA rlaas_module;
+
+/* "RLaaSLimit: invalid value 'abc': expected an integer from 1 to ..." */
+static const char *bad_value(cmd_parms *cmd, const char *arg,
+                             const char *accepted)
+{
+    return apr_psprintf(cmd->pool, "%s: invalid value '%s': expected %s",
+                        cmd->cmd->name, arg, accepted);
+}
+
+/* ---- server scope ---- */
+
+static rlaas_target_t *new_target(apr_pool_t *p)
+{
+    rlaas_target_t *t = apr_pcalloc(p, sizeof(*t));
+
+    t->database = -1;
+    t->timeout_ms = -1;
+    t->pool_max = -1;
+    return t;
+}
+
+void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s)
+{
+    rlaas_server_conf_t *sc = apr_pcalloc(p, sizeof(*sc));
+
+    (void)s;
+    sc->target = new_target(p);
+    return sc;
+}
+
+#define PICK(field, unset) (add->field != (unset) ? add->field : base->field)
+
+static rlaas_target_t *merge_target(apr_pool_t *p, const rlaas_target_t *base,
+                                    const rlaas_target_t *add)
+{
+    rlaas_target_t *t = new_target(p);
+
+    if (add->host != NULL) {
+        t->host = add->host;
+        t->port = add->port;
+        t->is_unix = add->is_unix;
+    }
+    else {
+        t->host = base->host;
+        t->port = base->port;
+        t->is_unix = base->is_unix;
+    }
+    /* Credentials travel together: a vhost naming its own user or password
+     * must not inherit half of its parent's pair. */
+    if (add->username != NULL || add->password != NULL) {
+        t->username = add->username;
+        t->password = add->password;
+    }
+    else {
+        t->username = base->username;
+        t->password = base->password;
+    }
+    t->database = PICK(database, -1);
+    t->timeout_ms = PICK(timeout_ms, -1);
+    t->pool_max = PICK(pool_max, -1);
+    return t;
+}
+
+void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    const rlaas_server_conf_t *base = basev, *add = addv;
+    rlaas_server_conf_t *sc = apr_pcalloc(p, sizeof(*sc));
+
+    sc->target_set = add->target_set;
+    sc->target = add->target_set ? merge_target(p, base->target, add->target)
+                                 : base->target;
+    sc->key_prefix = PICK(key_prefix, NULL);
+    return sc;
+}
+
+static rlaas_target_t *target_for(cmd_parms *cmd)
+{
+    rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
+
+    sc->target_set = 1;
+    return sc->target;
+}
+
+static const char *set_redis(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    rlaas_target_t *t = target_for(cmd);
+    char *host = apr_palloc(cmd->pool, strlen(arg) + 1);
+    const char *err = rlaas_parse_redis_addr(arg, host, &t->port, &t->is_unix);
+
+    (void)dummy;
+    if (err != NULL)
+        return bad_value(cmd, arg, err);
+    t->host = host;
+    return NULL;
+}
+
+static const char *set_redis_user(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    (void)dummy;
+    if (*arg == '\0')
+        return bad_value(cmd, arg, "a non-empty ACL user name");
+    target_for(cmd)->username = arg;
+    return NULL;
+}
+
+static const char *set_redis_pass(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    (void)dummy;
+    /* The value is not repeated in the message: it is a secret. */
+    if (*arg == '\0')
+        return apr_psprintf(cmd->pool, "%s: expected a non-empty password",
+                            cmd->cmd->name);
+    target_for(cmd)->password = arg;
+    return NULL;
+}
+
+static const char *set_redis_db(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    int64_t v;
+    const char *err = rlaas_parse_nonneg_int(arg, 1000000, &v);
+
+    (void)dummy;
+    if (err != NULL)
+        return bad_value(cmd, arg, "an integer from 0 to 1000000");
+    target_for(cmd)->database = (int)v;
+    return NULL;
+}
+
+static const char *set_redis_timeout(cmd_parms *cmd, void *dummy,
+                                     const char *arg)
+{
+    int64_t ms;
+    const char *err =
+        rlaas_parse_duration_ms(arg, 1, RLAAS_TIMEOUT_MAX_MS, &ms);
+
+    (void)dummy;
+    if (err != NULL)
+        return apr_psprintf(cmd->pool,
+                            "%s: invalid value '%s': expected %s, "
+                            "from 1ms to 60s",
+                            cmd->cmd->name, arg, err);
+    target_for(cmd)->timeout_ms = (int)ms;
+    return NULL;
+}
+
+static const char *set_redis_pool_max(cmd_parms *cmd, void *dummy,
+                                      const char *arg)
+{
+    int64_t v;
+    const char *err = rlaas_parse_nonneg_int(arg, 100000, &v);
+
+    (void)dummy;
+    if (err != NULL || v < 1)
+        return bad_value(cmd, arg, "an integer from 1 to 100000");
+    target_for(cmd)->pool_max = (int)v;
+    return NULL;
+}
+
+static const char *set_key_prefix(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    const char *err = rlaas_parse_prefix(arg);
+
+    (void)dummy;
+    if (err != NULL)
+        return bad_value(cmd, arg, err);
+    rlaas_server_conf(cmd->server)->key_prefix = arg;
+    return NULL;
+}
+
+/* ---- directory scope ---- */
+
+void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
+{
+    rlaas_dir_conf_t *d = apr_pcalloc(p, sizeof(*d));
+
+    (void)dir;
+    d->limit = -1;
+    d->window_ms = -1;
+    d->strategy = RLAAS_STRATEGY_UNSET;
+    d->fail_open = -1;
+    d->engine = -1;
+    return d;
+}
+
+void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    const rlaas_dir_conf_t *base = basev, *add = addv;
+    rlaas_dir_conf_t *d = apr_palloc(p, sizeof(*d));
+
+    if (add->limit != -1) {
+        d->limit = add->limit;
+        d->limit_arg = add->limit_arg;
+    }
+    else {
+        d->limit = base->limit;
+        d->limit_arg = base->limit_arg;
+    }
+    if (add->window_ms != -1) {
+        d->window_ms = add->window_ms;
+        d->window_arg = add->window_arg;
+    }
+    else {
+        d->window_ms = base->window_ms;
+        d->window_arg = base->window_arg;
+    }
+    if (add->sources != NULL) {
+        d->sources = add->sources;
+        d->sources_need_user = add->sources_need_user;
+    }
+    else {
+        d->sources = base->sources;
+        d->sources_need_user = base->sources_need_user;
+    }
+    d->strategy = PICK(strategy, RLAAS_STRATEGY_UNSET);
+    d->fail_open = PICK(fail_open, -1);
+    d->zone = PICK(zone, NULL);
+    d->engine = PICK(engine, -1);
+    return d;
+}
+
+static const char *set_limit(cmd_parms *cmd, void *dv, const char *arg)
+{
+    rlaas_dir_conf_t *d = dv;
+    const char *err = rlaas_parse_limit(arg, &d->limit);
+
+    if (err != NULL)
+        return bad_value(cmd, arg, err);
+    d->limit_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, d->limit);
+    return NULL;
+}
+
+static const char *set_window(cmd_parms *cmd, void *dv, const char *arg)
+{
+    rlaas_dir_conf_t *d = dv;
+    const char *err =
+        rlaas_parse_duration_ms(arg, 1, RLAAS_WINDOW_MAX_MS, &d->window_ms);
+
+    if (err != NULL)
+        return apr_psprintf(cmd->pool,
+                            "%s: invalid value '%s': expected %s, "
+                            "from 1ms to 30d",
+                            cmd->cmd->name, arg, err);
+    d->window_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, d->window_ms);
+    return NULL;
+}
+
+static const char *set_strategy(cmd_parms *cmd, void *dv, const char *arg)
+{
+    rlaas_dir_conf_t *d = dv;
+    rlaas_strategy_e st;
+    const char *err = rlaas_parse_strategy(arg, &st);
+
+    if (err != NULL)
+        return bad_value(cmd, arg, err);
+    d->strategy = st;
+    return NULL;
+}
+
+static const char *add_source(cmd_parms *cmd, rlaas_key_source_t *ks,
+                              const char *arg)
+{
+    const char *err = rlaas_parse_source(arg, &ks->src);
+
+    if (err != NULL)
+        return bad_value(cmd, arg, err);
+    if (ks->src.type == RLAAS_SRC_EXPR) {
+        ks->expr = ap_expr_parse_cmd(cmd, ks->src.name,
+                                     AP_EXPR_FLAG_STRING_RESULT, &err, NULL);
+        if (err != NULL)
+            return apr_psprintf(cmd->pool, "%s: invalid expression in '%s': %s",
+                                cmd->cmd->name, arg, err);
+    }
+    else if (ks->src.name != NULL) {
+        ks->name = apr_pstrndup(cmd->pool, ks->src.name, ks->src.name_len);
+    }
+    return NULL;
+}
+
+static const char *set_key_by(cmd_parms *cmd, void *dv, int argc,
+                              char *const argv[])
+{
+    rlaas_dir_conf_t *d = dv;
+    apr_array_header_t *list;
+    int i, need_user = 0;
+
+    if (argc < 1 || argc > RLAAS_SOURCES_MAX)
+        return apr_psprintf(cmd->pool, "%s: expected 1 to %d sources, got %d",
+                            cmd->cmd->name, RLAAS_SOURCES_MAX, argc);
+    list = apr_array_make(cmd->pool, argc, sizeof(rlaas_key_source_t));
+    for (i = 0; i < argc; i++) {
+        rlaas_key_source_t *ks = apr_array_push(list);
+        const char *err;
+
+        memset(ks, 0, sizeof(*ks));
+        err = add_source(cmd, ks, argv[i]);
+        if (err != NULL)
+            return err;
+        need_user |= ks->src.type == RLAAS_SRC_USER;
+    }
+    d->sources = list;
+    d->sources_need_user = need_user;
+    return NULL;
+}
+
+static const char *set_zone(cmd_parms *cmd, void *dv, const char *arg)
+{
+    const char *err = rlaas_parse_name(arg);
+
+    if (err != NULL)
+        return bad_value(cmd, arg, err);
+    ((rlaas_dir_conf_t *)dv)->zone = arg;
+    return NULL;
+}
+
+static const char *set_fail_open(cmd_parms *cmd, void *dv, int on)
+{
+    (void)cmd;
+    ((rlaas_dir_conf_t *)dv)->fail_open = on;
+    return NULL;
+}
+
+static const char *set_engine(cmd_parms *cmd, void *dv, int on)
+{
+    (void)cmd;
+    ((rlaas_dir_conf_t *)dv)->engine = on;
+    return NULL;
+}
+
+/* Per-directory directives are what a tenant may set in .htaccess under
+ * "AllowOverride Limit"; everything about Redis is the operator's. */
+#define DIR_SCOPE (RSRC_CONF | ACCESS_CONF | OR_LIMIT)
+
+const command_rec rlaas_cmds[] = {
+    AP_INIT_TAKE1(RLAAS_D_REDIS, set_redis, NULL, RSRC_CONF,
+                  "Redis server: host[:port], [IPv6]:port or unix:/path"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_USER, set_redis_user, NULL, RSRC_CONF,
+                  "Redis ACL user name"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_PASS, set_redis_pass, NULL, RSRC_CONF,
+                  "Redis password"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_DB, set_redis_db, NULL, RSRC_CONF,
+                  "Redis database number"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_TIMEOUT, set_redis_timeout, NULL, RSRC_CONF,
+                  "Bound on connecting, each command and waiting for a "
+                  "pooled connection, e.g. 100ms"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_POOLMAX, set_redis_pool_max, NULL, RSRC_CONF,
+                  "Redis connections per child process"),
+    AP_INIT_TAKE1(RLAAS_D_KEY_PREFIX, set_key_prefix, NULL, RSRC_CONF,
+                  "Prefix of every Redis key"),
+    AP_INIT_TAKE1(RLAAS_D_LIMIT, set_limit, NULL, DIR_SCOPE,
+                  "Requests allowed per window; enables limiting"),
+    AP_INIT_TAKE1(RLAAS_D_WINDOW, set_window, NULL, DIR_SCOPE,
+                  "Window length: 500ms, 30s, 1m, 1h, 1d"),
+    AP_INIT_TAKE1(RLAAS_D_STRATEGY, set_strategy, NULL, DIR_SCOPE,
+                  "Algorithm: " RLAAS_STRATEGY_CHOICES),
+    AP_INIT_TAKE_ARGV(RLAAS_D_KEY_BY, set_key_by, NULL, DIR_SCOPE,
+                      "Client identity: ip, user, api_key, header:NAME, "
+                      "cookie:NAME, query:NAME, env:NAME, expr=EXPR"),
+    AP_INIT_FLAG(RLAAS_D_FAIL_OPEN, set_fail_open, NULL, DIR_SCOPE,
+                 "Allow requests when Redis can't decide (default Off)"),
+    AP_INIT_TAKE1(RLAAS_D_ZONE, set_zone, NULL, DIR_SCOPE,
+                  "Name separating this section's counters from others"),
+    AP_INIT_FLAG(RLAAS_D_ENGINE, set_engine, NULL, DIR_SCOPE,
+                 "Off exempts this section from limiting"),
+    {NULL}};
+
+/* ---- accessors ---- */
+
+rlaas_server_conf_t *rlaas_server_conf(const server_rec *s)
+{
+    return ap_get_module_config(s->module_config, &rlaas_module);
+}
+
+rlaas_dir_conf_t *rlaas_dir_conf(const request_rec *r)
+{
+    return ap_get_module_config(r->per_dir_config, &rlaas_module);
+}
+
+int rlaas_dir_active(const rlaas_dir_conf_t *d)
+{
+    return d != NULL && d->limit > 0 && d->engine != 0;
+}
+
+int64_t rlaas_dir_window_ms(const rlaas_dir_conf_t *d)
+{
+    return d->window_ms > 0 ? d->window_ms : RLAAS_DEFAULT_WINDOW_MS;
+}
+
+const char *rlaas_dir_window_arg(const rlaas_dir_conf_t *d)
+{
+    return d->window_arg != NULL ? d->window_arg
+                                 : APR_STRINGIFY(RLAAS_DEFAULT_WINDOW_MS);
+}
+
+rlaas_strategy_e rlaas_dir_strategy(const rlaas_dir_conf_t *d)
+{
+    return d->strategy != RLAAS_STRATEGY_UNSET ? (rlaas_strategy_e)d->strategy
+                                               : RLAAS_DEFAULT_STRATEGY;
+}
+
+int rlaas_dir_fail_open(const rlaas_dir_conf_t *d)
+{
+    return d->fail_open == 1;
+}
+
+const char *rlaas_server_prefix(const rlaas_server_conf_t *sc)
+{
+    return sc->key_prefix != NULL ? sc->key_prefix : RLAAS_DEFAULT_PREFIX;
+}
+
+int rlaas_target_timeout_ms(const rlaas_target_t *t)
+{
+    return t->timeout_ms > 0 ? t->timeout_ms : RLAAS_DEFAULT_TIMEOUT_MS;
+}

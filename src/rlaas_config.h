@@ -1,0 +1,101 @@
+/*
+ * Configuration: the per-server Redis settings and the per-directory limit
+ * settings, their directives and merge rules.
+ *
+ * Unset values hold a sentinel (-1 or NULL); merging never changes its
+ * inputs; defaults apply where the values are read (the rlaas_*_get
+ * helpers below), so a child section that sets nothing inherits.
+ */
+#ifndef RLAAS_CONFIG_H
+#define RLAAS_CONFIG_H
+
+#include "httpd.h"
+#include "http_config.h"
+#include "ap_expr.h"
+
+#include "rlaas_parse.h"
+
+/* Directive names, used in the command table and in error messages. */
+#define RLAAS_D_REDIS         "RLaaSRedis"
+#define RLAAS_D_REDIS_USER    "RLaaSRedisUsername"
+#define RLAAS_D_REDIS_PASS    "RLaaSRedisPassword"
+#define RLAAS_D_REDIS_DB      "RLaaSRedisDatabase"
+#define RLAAS_D_REDIS_TIMEOUT "RLaaSRedisTimeout"
+#define RLAAS_D_REDIS_POOLMAX "RLaaSRedisPoolMax"
+#define RLAAS_D_KEY_PREFIX    "RLaaSKeyPrefix"
+#define RLAAS_D_LIMIT         "RLaaSLimit"
+#define RLAAS_D_WINDOW        "RLaaSWindow"
+#define RLAAS_D_STRATEGY      "RLaaSStrategy"
+#define RLAAS_D_KEY_BY        "RLaaSKeyBy"
+#define RLAAS_D_FAIL_OPEN     "RLaaSFailOpen"
+#define RLAAS_D_ZONE          "RLaaSZone"
+#define RLAAS_D_ENGINE        "RLaaSEngine"
+
+#define RLAAS_DEFAULT_HOST       "127.0.0.1"
+#define RLAAS_DEFAULT_PORT       6379
+#define RLAAS_DEFAULT_TIMEOUT_MS 100
+#define RLAAS_DEFAULT_PREFIX     "rlaas:rate_limit:"
+#define RLAAS_DEFAULT_WINDOW_MS  60000
+#define RLAAS_DEFAULT_STRATEGY   RLAAS_STRATEGY_SLIDING_LOG
+
+struct rlaas_pool_t;
+
+/* Where and how to reach Redis. Virtual hosts that set no Redis directive
+ * share their parent's target, and so its per-child connection pool. */
+typedef struct {
+    const char *host; /* NULL: default; a socket path when is_unix */
+    int port;         /* 0 with a unix socket */
+    int is_unix;
+    const char *username;      /* NULL: no ACL user */
+    const char *password;      /* NULL: no AUTH; never logged */
+    int database;              /* -1: unset (0) */
+    int timeout_ms;            /* -1: unset */
+    int pool_max;              /* -1: unset (the MPM's threads per child) */
+    struct rlaas_pool_t *pool; /* set in each child by child_init */
+} rlaas_target_t;
+
+typedef struct {
+    rlaas_target_t *target; /* never NULL */
+    int target_set;         /* this section named a Redis directive */
+    const char *key_prefix; /* NULL: unset */
+} rlaas_server_conf_t;
+
+typedef struct {
+    rlaas_source_t src;
+    const char *name;     /* NUL-terminated header/cookie/query/env name */
+    ap_expr_info_t *expr; /* for expr= */
+} rlaas_key_source_t;
+
+typedef struct {
+    int64_t limit;         /* -1: unset, no limiting */
+    const char *limit_arg; /* limit as the script's argument */
+    int64_t window_ms;     /* -1: unset */
+    const char *window_arg;
+    int strategy;                /* RLAAS_STRATEGY_UNSET */
+    apr_array_header_t *sources; /* of rlaas_key_source_t; NULL: unset */
+    int sources_need_user;       /* decide after authentication */
+    int fail_open;               /* -1: unset (off) */
+    const char *zone;            /* NULL: unset */
+    int engine;                  /* -1: unset (on) */
+} rlaas_dir_conf_t;
+
+extern const command_rec rlaas_cmds[];
+
+void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s);
+void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
+void *rlaas_create_dir_conf(apr_pool_t *p, char *dir);
+void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
+
+rlaas_server_conf_t *rlaas_server_conf(const server_rec *s);
+rlaas_dir_conf_t *rlaas_dir_conf(const request_rec *r);
+
+/* Read-time defaults. */
+int rlaas_dir_active(const rlaas_dir_conf_t *d);
+int64_t rlaas_dir_window_ms(const rlaas_dir_conf_t *d);
+const char *rlaas_dir_window_arg(const rlaas_dir_conf_t *d);
+rlaas_strategy_e rlaas_dir_strategy(const rlaas_dir_conf_t *d);
+int rlaas_dir_fail_open(const rlaas_dir_conf_t *d);
+const char *rlaas_server_prefix(const rlaas_server_conf_t *sc);
+int rlaas_target_timeout_ms(const rlaas_target_t *t);
+
+#endif

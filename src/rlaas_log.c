@@ -1,0 +1,16 @@
+#include "rlaas_log.h"
+
+long rlaas_log_gate_pass(rlaas_log_gate_t *g, apr_time_t now,
+                         unsigned interval_s)
+{
+    apr_uint32_t sec = (apr_uint32_t)apr_time_sec(now);
+    apr_uint32_t next = apr_atomic_read32(&g->next_sec);
+
+    /* Only the thread that moves next_sec forward logs; the others count. */
+    if (sec < next ||
+        apr_atomic_cas32(&g->next_sec, sec + interval_s, next) != next) {
+        apr_atomic_inc32(&g->suppressed);
+        return -1;
+    }
+    return (long)apr_atomic_xchg32(&g->suppressed, 0);
+}

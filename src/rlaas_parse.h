@@ -1,0 +1,74 @@
+/*
+ * Parsers for directive values. Pure C: no httpd or APR headers, so the
+ * unit tests and the fuzz targets can drive them without a server.
+ */
+#ifndef RLAAS_PARSE_H
+#define RLAAS_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RLAAS_LIMIT_MAX      1000000000LL
+#define RLAAS_WINDOW_MAX_MS  (30LL * 24 * 3600 * 1000) /* 30 days */
+#define RLAAS_TIMEOUT_MAX_MS (60LL * 1000)
+#define RLAAS_NAME_MAX       64  /* zone names, header/cookie/query/env names */
+#define RLAAS_PREFIX_MAX     128 /* RLaaSKeyPrefix */
+#define RLAAS_SOURCES_MAX    8   /* sources per RLaaSKeyBy */
+
+/* Strategy identifiers; the order is the order of the embedded scripts. */
+typedef enum {
+    RLAAS_STRATEGY_UNSET = -1,
+    RLAAS_STRATEGY_FIXED = 0,
+    RLAAS_STRATEGY_SLIDING_LOG,
+    RLAAS_STRATEGY_SLIDING,
+    RLAAS_STRATEGY_TOKEN,
+    RLAAS_STRATEGY_LEAKY,
+    RLAAS_STRATEGY_GCRA,
+    RLAAS_STRATEGY_COUNT
+} rlaas_strategy_e;
+
+typedef enum {
+    RLAAS_SRC_IP = 0,
+    RLAAS_SRC_USER,
+    RLAAS_SRC_API_KEY,
+    RLAAS_SRC_HEADER,
+    RLAAS_SRC_COOKIE,
+    RLAAS_SRC_QUERY,
+    RLAAS_SRC_ENV,
+    RLAAS_SRC_EXPR
+} rlaas_source_type_e;
+
+/* One RLaaSKeyBy source. For EXPR, name is the expression text. */
+typedef struct {
+    rlaas_source_type_e type;
+    const char *name; /* points into the parsed argument; NULL if none */
+    size_t name_len;
+    int credential; /* value is a secret: always hashed */
+} rlaas_source_t;
+
+/* Each parser returns NULL on success or a static text saying what is
+ * accepted, for the caller to put into its error message. */
+const char *rlaas_parse_limit(const char *s, int64_t *out);
+const char *rlaas_parse_duration_ms(const char *s, int64_t min_ms,
+                                    int64_t max_ms, int64_t *out);
+const char *rlaas_parse_nonneg_int(const char *s, int64_t max, int64_t *out);
+const char *rlaas_parse_strategy(const char *s, rlaas_strategy_e *out);
+const char *rlaas_parse_source(const char *s, rlaas_source_t *out);
+const char *rlaas_parse_name(const char *s);
+const char *rlaas_parse_prefix(const char *s);
+
+/* RLaaSRedis: "host", "host:port", "[v6addr]:port" or "unix:/path".
+ * host (NUL-terminated copy, bracket-free) must have room for len(s)+1. */
+const char *rlaas_parse_redis_addr(const char *s, char *host, int *port,
+                                   int *is_unix);
+
+/* Canonical name of a strategy, as used in logs and metrics. */
+const char *rlaas_strategy_name(rlaas_strategy_e st);
+
+/* Accepted spellings, for error messages. */
+#define RLAAS_STRATEGY_CHOICES                                                 \
+    "fixed (fixed-window-algo, fixed_window), "                                \
+    "sliding-window-algo (sliding_log), sliding (sliding_window), "            \
+    "token (token_bucket), leaky (leaky_bucket), gcra"
+
+#endif

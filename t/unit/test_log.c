@@ -1,0 +1,38 @@
+/* Log gates: one line per interval, and an exact count of the rest. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "rlaas_log.h"
+
+static void one_line_per_interval(void **state)
+{
+    rlaas_log_gate_t g = {0, 0};
+    apr_time_t t0 = apr_time_from_sec(1000);
+    int i;
+
+    (void)state;
+    assert_int_equal(rlaas_log_gate_pass(&g, t0, 1), 0);
+    for (i = 0; i < 5; i++)
+        assert_int_equal(rlaas_log_gate_pass(&g, t0 + i * 1000, 1), -1);
+    /* the next second passes and reports the five it held back */
+    assert_int_equal(rlaas_log_gate_pass(&g, t0 + apr_time_from_sec(1), 1), 5);
+    assert_int_equal(rlaas_log_gate_pass(&g, t0 + apr_time_from_sec(1), 1), -1);
+    /* a longer interval holds lines back longer */
+    assert_int_equal(rlaas_log_gate_pass(&g, t0 + apr_time_from_sec(2), 10), 1);
+    assert_int_equal(rlaas_log_gate_pass(&g, t0 + apr_time_from_sec(11), 10),
+                     -1);
+    assert_int_equal(rlaas_log_gate_pass(&g, t0 + apr_time_from_sec(12), 10),
+                     1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(one_line_per_interval),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,115 @@
+/* Script replies: only the agreed shape becomes a verdict. Replies are
+ * built by hiredis' own reader from RESP bytes, as they come off the
+ * wire. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rlaas_reply.h"
+
+static redisReply *parse(const char *resp)
+{
+    redisReader *rd = redisReaderCreate();
+    void *rep = NULL;
+
+    assert_non_null(rd);
+    assert_int_equal(redisReaderFeed(rd, resp, strlen(resp)), REDIS_OK);
+    assert_int_equal(redisReaderGetReply(rd, &rep), REDIS_OK);
+    redisReaderFree(rd);
+    assert_non_null(rep);
+    return rep;
+}
+
+static rlaas_reply_status_e verdict(const char *resp, rlaas_verdict_t *v)
+{
+    redisReply *rep = parse(resp);
+    rlaas_reply_status_e st = rlaas_reply_verdict(rep, v);
+
+    freeReplyObject(rep);
+    return st;
+}
+
+static void allowed_and_denied(void **state)
+{
+    rlaas_verdict_t v;
+
+    (void)state;
+    assert_int_equal(verdict("*4\r\n:1\r\n:4\r\n:5000\r\n:0\r\n", &v),
+                     RLAAS_REPLY_OK);
+    assert_int_equal(v.allowed, 1);
+    assert_int_equal(v.remaining, 4);
+    assert_int_equal(v.reset_ms, 5000);
+    assert_int_equal(v.retry_ms, 0);
+    assert_int_equal(verdict("*4\r\n:0\r\n:0\r\n:900\r\n:400\r\n", &v),
+                     RLAAS_REPLY_OK);
+    assert_int_equal(v.allowed, 0);
+    assert_int_equal(v.retry_ms, 400);
+}
+
+static void noscript_and_errors(void **state)
+{
+    rlaas_verdict_t v;
+
+    (void)state;
+    assert_int_equal(
+        verdict("-NOSCRIPT No matching script. Please use EVAL.\r\n", &v),
+        RLAAS_REPLY_NOSCRIPT);
+    assert_int_equal(verdict("-ERR user_script:1: boom\r\n", &v),
+                     RLAAS_REPLY_ERROR);
+    assert_int_equal(verdict("-NOSCRIP\r\n", &v), RLAAS_REPLY_ERROR);
+}
+
+static void wrong_shapes(void **state)
+{
+    static const char *bad[] = {
+        "+OK\r\n",
+        ":1\r\n",
+        "$-1\r\n",
+        "*-1\r\n",
+        "*0\r\n",
+        "*3\r\n:1\r\n:4\r\n:5000\r\n",
+        "*5\r\n:1\r\n:4\r\n:5000\r\n:0\r\n:0\r\n",
+        "*4\r\n:2\r\n:4\r\n:5000\r\n:0\r\n",           /* allowed not 0/1 */
+        "*4\r\n:1\r\n:-1\r\n:5000\r\n:0\r\n",          /* negative remaining */
+        "*4\r\n:1\r\n:4\r\n:-5\r\n:0\r\n",             /* negative reset */
+        "*4\r\n:0\r\n:4\r\n:1\r\n:99999999999999\r\n", /* absurd retry */
+        "*4\r\n$1\r\n1\r\n:4\r\n:5000\r\n:0\r\n",      /* string, not integer */
+        "*4\r\n:1\r\n*0\r\n:5000\r\n:0\r\n",           /* nested array */
+    };
+    rlaas_verdict_t v;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(verdict(bad[i], &v), RLAAS_REPLY_BAD);
+    assert_int_equal(rlaas_reply_verdict(NULL, &v), RLAAS_REPLY_BAD);
+}
+
+static void retry_after_rounding(void **state)
+{
+    (void)state;
+    assert_int_equal(rlaas_retry_after_s(0), 1);
+    assert_int_equal(rlaas_retry_after_s(1), 1);
+    assert_int_equal(rlaas_retry_after_s(400), 1);
+    assert_int_equal(rlaas_retry_after_s(1000), 1);
+    assert_int_equal(rlaas_retry_after_s(1001), 2);
+    assert_int_equal(rlaas_retry_after_s(59999), 60);
+    assert_int_equal(rlaas_ms_to_s_ceil(0), 0);
+    assert_int_equal(rlaas_ms_to_s_ceil(1), 1);
+    assert_int_equal(rlaas_ms_to_s_ceil(2000), 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(allowed_and_denied),
+        cmocka_unit_test(noscript_and_errors),
+        cmocka_unit_test(wrong_shapes),
+        cmocka_unit_test(retry_after_rounding),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

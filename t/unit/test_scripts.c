@@ -1,0 +1,70 @@
+/* The embedded scripts: every strategy has one, and its SHA1 is the one
+ * Redis computes, or EVALSHA would miss every time. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "apr_sha1.h"
+
+#include "rlaas_scripts.h"
+
+static void sha1_matches_body(void **state)
+{
+    int i;
+
+    (void)state;
+    for (i = 0; i < RLAAS_STRATEGY_COUNT; i++) {
+        const rlaas_script_t *sc = &rlaas_scripts[i];
+        unsigned char d[APR_SHA1_DIGESTSIZE];
+        char hex[41];
+        apr_sha1_ctx_t ctx;
+        int j;
+
+        assert_non_null(sc->body);
+        assert_int_equal(strlen(sc->body), sc->len);
+        assert_true(sc->len > 0);
+        apr_sha1_init(&ctx);
+        apr_sha1_update_binary(&ctx, (const unsigned char *)sc->body,
+                               (unsigned int)sc->len);
+        apr_sha1_final(d, &ctx);
+        for (j = 0; j < APR_SHA1_DIGESTSIZE; j++)
+            snprintf(hex + 2 * j, 3, "%02x", d[j]);
+        assert_string_equal(hex, sc->sha1);
+    }
+}
+
+static void scripts_in_strategy_order(void **state)
+{
+    (void)state;
+    assert_string_equal(rlaas_scripts[RLAAS_STRATEGY_FIXED].file, "fixed");
+    assert_string_equal(rlaas_scripts[RLAAS_STRATEGY_SLIDING_LOG].file,
+                        "sliding_log");
+    assert_string_equal(rlaas_scripts[RLAAS_STRATEGY_SLIDING].file, "sliding");
+    assert_string_equal(rlaas_scripts[RLAAS_STRATEGY_TOKEN].file, "token");
+    assert_string_equal(rlaas_scripts[RLAAS_STRATEGY_LEAKY].file, "leaky");
+    assert_string_equal(rlaas_scripts[RLAAS_STRATEGY_GCRA].file, "gcra");
+}
+
+static void time_comes_from_redis(void **state)
+{
+    int i;
+
+    (void)state;
+    for (i = 0; i < RLAAS_STRATEGY_COUNT; i++)
+        assert_non_null(strstr(rlaas_scripts[i].body, "redis.call('TIME')"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(sha1_matches_body),
+        cmocka_unit_test(scripts_in_strategy_order),
+        cmocka_unit_test(time_comes_from_redis),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
