@@ -20,9 +20,9 @@ LUA = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
 
 # Sources that need no httpd headers (unit-tested and fuzzed on their own).
 CORE_SRC = src/rlaas_parse.c src/rlaas_key.c src/rlaas_reply.c \
-           src/rlaas_log.c
+           src/rlaas_log.c src/rlaas_headers.c src/rlaas_breaker.c
 HTTPD_SRC = src/rlaas_config.c src/rlaas_identity.c src/rlaas_redis.c \
-            src/rlaas_limit.c
+            src/rlaas_limit.c src/rlaas_metrics.c
 GEN_SRC = src/rlaas_scripts.c
 SRC = mod_rlaas.c $(HTTPD_SRC) $(CORE_SRC) $(GEN_SRC)
 HDR = $(wildcard src/*.h)
@@ -53,7 +53,7 @@ UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c))
 build/unit/%: t/unit/%.c $(CORE_SRC) $(GEN_SRC) $(HDR)
 	@mkdir -p build/unit
 	$(CC) -g -O1 $(WARN) $(EXTRA_CFLAGS) -I src $(APR_CFLAGS) -o $@ $< \
-	    $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis $(APR_LIBS)
+	    $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis $(APR_LIBS) -lpthread
 
 unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done

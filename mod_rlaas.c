@@ -12,14 +12,19 @@
  *   rlaas_reply     reading a script's reply (no httpd headers)
  *   rlaas_scripts   the strategy scripts, embedded from lua/ at build time
  *   rlaas_limit     the decision and the response
+ *   rlaas_headers   RateLimit and X-RateLimit-* fields (no httpd headers)
+ *   rlaas_breaker   the per-child circuit breaker (no httpd headers)
+ *   rlaas_metrics   counters in shared memory, Prometheus and mod_status
  *   rlaas_log       rate-limited log lines
  */
 #include "httpd.h"
 #include "http_config.h"
 #include "http_request.h"
+#include "mod_status.h"
 
 #include "rlaas_config.h"
 #include "rlaas_limit.h"
+#include "rlaas_metrics.h"
 #include "rlaas_redis.h"
 
 static void rlaas_child_init(apr_pool_t *pchild, server_rec *s)
@@ -34,6 +39,10 @@ static void rlaas_register_hooks(apr_pool_t *p)
                            APR_HOOK_MIDDLE);
     ap_hook_fixups(rlaas_limit_fixups, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_child_init(rlaas_child_init, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_post_config(rlaas_metrics_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_handler(rlaas_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    APR_OPTIONAL_HOOK(ap, status_hook, rlaas_metrics_status_hook, NULL, NULL,
+                      APR_HOOK_MIDDLE);
 }
 
 AP_DECLARE_MODULE(rlaas) = {

@@ -24,6 +24,8 @@ static rlaas_target_t *new_target(apr_pool_t *p)
     t->database = -1;
     t->timeout_ms = -1;
     t->pool_max = -1;
+    t->circuit_failures = -1;
+    t->circuit_cooldown_ms = -1;
     return t;
 }
 
@@ -66,6 +68,14 @@ static rlaas_target_t *merge_target(apr_pool_t *p, const rlaas_target_t *base,
     t->database = PICK(database, -1);
     t->timeout_ms = PICK(timeout_ms, -1);
     t->pool_max = PICK(pool_max, -1);
+    if (add->circuit_failures != -1) {
+        t->circuit_failures = add->circuit_failures;
+        t->circuit_cooldown_ms = add->circuit_cooldown_ms;
+    }
+    else {
+        t->circuit_failures = base->circuit_failures;
+        t->circuit_cooldown_ms = base->circuit_cooldown_ms;
+    }
     return t;
 }
 
@@ -175,6 +185,38 @@ static const char *set_key_prefix(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
+/* "RLaaSCircuitBreaker off" or "RLaaSCircuitBreaker <failures> [cooldown]" */
+static const char *set_circuit(cmd_parms *cmd, void *dummy, const char *n,
+                               const char *cool)
+{
+    rlaas_target_t *t = target_for(cmd);
+    int64_t failures, ms = RLAAS_DEFAULT_CIRCUIT_COOLDOWN_MS;
+    const char *err;
+
+    (void)dummy;
+    if (cool == NULL && ap_cstr_casecmp(n, "off") == 0) {
+        t->circuit_failures = 0;
+        t->circuit_cooldown_ms = 0;
+        return NULL;
+    }
+    err = rlaas_parse_nonneg_int(n, 1000000, &failures);
+    if (err != NULL || failures < 1)
+        return bad_value(cmd, n,
+                         "off, or a number of consecutive failures from 1 to "
+                         "1000000 followed by an optional cool-down");
+    if (cool != NULL) {
+        err = rlaas_parse_duration_ms(cool, 1, RLAAS_TIMEOUT_MAX_MS, &ms);
+        if (err != NULL)
+            return apr_psprintf(cmd->pool,
+                                "%s: invalid cool-down '%s': expected %s, "
+                                "from 1ms to 60s",
+                                cmd->cmd->name, cool, err);
+    }
+    t->circuit_failures = (int)failures;
+    t->circuit_cooldown_ms = (int)ms;
+    return NULL;
+}
+
 /* ---- directory scope ---- */
 
 void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
@@ -187,6 +229,9 @@ void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
     d->strategy = RLAAS_STRATEGY_UNSET;
     d->fail_open = -1;
     d->engine = -1;
+    d->headers = RLAAS_HEADERS_UNSET;
+    d->dry_run = -1;
+    d->circuit_fail_open = -1;
     return d;
 }
 
@@ -223,6 +268,9 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->fail_open = PICK(fail_open, -1);
     d->zone = PICK(zone, NULL);
     d->engine = PICK(engine, -1);
+    d->headers = PICK(headers, RLAAS_HEADERS_UNSET);
+    d->dry_run = PICK(dry_run, -1);
+    d->circuit_fail_open = PICK(circuit_fail_open, -1);
     return d;
 }
 
@@ -334,6 +382,31 @@ static const char *set_engine(cmd_parms *cmd, void *dv, int on)
     return NULL;
 }
 
+static const char *set_headers(cmd_parms *cmd, void *dv, const char *arg)
+{
+    rlaas_headers_e mode;
+    const char *err = rlaas_parse_headers_mode(arg, &mode);
+
+    if (err != NULL)
+        return bad_value(cmd, arg, err);
+    ((rlaas_dir_conf_t *)dv)->headers = mode;
+    return NULL;
+}
+
+static const char *set_dry_run(cmd_parms *cmd, void *dv, int on)
+{
+    (void)cmd;
+    ((rlaas_dir_conf_t *)dv)->dry_run = on;
+    return NULL;
+}
+
+static const char *set_circuit_fail_open(cmd_parms *cmd, void *dv, int on)
+{
+    (void)cmd;
+    ((rlaas_dir_conf_t *)dv)->circuit_fail_open = on;
+    return NULL;
+}
+
 /* Per-directory directives are what a tenant may set in .htaccess under
  * "AllowOverride Limit"; everything about Redis is the operator's. */
 #define DIR_SCOPE (RSRC_CONF | ACCESS_CONF | OR_LIMIT)
@@ -354,6 +427,9 @@ const command_rec rlaas_cmds[] = {
                   "Redis connections per child process"),
     AP_INIT_TAKE1(RLAAS_D_KEY_PREFIX, set_key_prefix, NULL, RSRC_CONF,
                   "Prefix of every Redis key"),
+    AP_INIT_TAKE12(RLAAS_D_CIRCUIT, set_circuit, NULL, RSRC_CONF,
+                   "off, or consecutive Redis failures that open the "
+                   "circuit and the cool-down before a probe (5 500ms)"),
     AP_INIT_TAKE1(RLAAS_D_LIMIT, set_limit, NULL, DIR_SCOPE,
                   "Requests allowed per window; enables limiting"),
     AP_INIT_TAKE1(RLAAS_D_WINDOW, set_window, NULL, DIR_SCOPE,
@@ -369,6 +445,14 @@ const command_rec rlaas_cmds[] = {
                   "Name separating this section's counters from others"),
     AP_INIT_FLAG(RLAAS_D_ENGINE, set_engine, NULL, DIR_SCOPE,
                  "Off exempts this section from limiting"),
+    AP_INIT_TAKE1(RLAAS_D_HEADERS, set_headers, NULL, DIR_SCOPE,
+                  "Rate-limit header fields: draft, legacy, both or off"),
+    AP_INIT_FLAG(RLAAS_D_DRY_RUN, set_dry_run, NULL, DIR_SCOPE,
+                 "On: evaluate, count and report, but never deny"),
+    AP_INIT_FLAG(RLAAS_D_CIRCUIT_FAIL_OPEN, set_circuit_fail_open, NULL,
+                 DIR_SCOPE,
+                 "On: allow requests while the circuit breaker is open, "
+                 "even with RLaaSFailOpen off"),
     {NULL}};
 
 /* ---- accessors ---- */
@@ -408,6 +492,24 @@ rlaas_strategy_e rlaas_dir_strategy(const rlaas_dir_conf_t *d)
 int rlaas_dir_fail_open(const rlaas_dir_conf_t *d)
 {
     return d->fail_open == 1;
+}
+
+rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d)
+{
+    return d->headers != RLAAS_HEADERS_UNSET ? (rlaas_headers_e)d->headers
+                                             : RLAAS_HEADERS_DRAFT;
+}
+
+int rlaas_target_circuit_failures(const rlaas_target_t *t)
+{
+    return t->circuit_failures >= 0 ? t->circuit_failures
+                                    : RLAAS_DEFAULT_CIRCUIT_FAILURES;
+}
+
+int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t)
+{
+    return t->circuit_cooldown_ms > 0 ? t->circuit_cooldown_ms
+                                      : RLAAS_DEFAULT_CIRCUIT_COOLDOWN_MS;
 }
 
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc)

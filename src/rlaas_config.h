@@ -13,30 +13,37 @@
 #include "http_config.h"
 #include "ap_expr.h"
 
+#include "rlaas_headers.h"
 #include "rlaas_parse.h"
 
 /* Directive names, used in the command table and in error messages. */
-#define RLAAS_D_REDIS         "RLaaSRedis"
-#define RLAAS_D_REDIS_USER    "RLaaSRedisUsername"
-#define RLAAS_D_REDIS_PASS    "RLaaSRedisPassword"
-#define RLAAS_D_REDIS_DB      "RLaaSRedisDatabase"
-#define RLAAS_D_REDIS_TIMEOUT "RLaaSRedisTimeout"
-#define RLAAS_D_REDIS_POOLMAX "RLaaSRedisPoolMax"
-#define RLAAS_D_KEY_PREFIX    "RLaaSKeyPrefix"
-#define RLAAS_D_LIMIT         "RLaaSLimit"
-#define RLAAS_D_WINDOW        "RLaaSWindow"
-#define RLAAS_D_STRATEGY      "RLaaSStrategy"
-#define RLAAS_D_KEY_BY        "RLaaSKeyBy"
-#define RLAAS_D_FAIL_OPEN     "RLaaSFailOpen"
-#define RLAAS_D_ZONE          "RLaaSZone"
-#define RLAAS_D_ENGINE        "RLaaSEngine"
+#define RLAAS_D_REDIS             "RLaaSRedis"
+#define RLAAS_D_REDIS_USER        "RLaaSRedisUsername"
+#define RLAAS_D_REDIS_PASS        "RLaaSRedisPassword"
+#define RLAAS_D_REDIS_DB          "RLaaSRedisDatabase"
+#define RLAAS_D_REDIS_TIMEOUT     "RLaaSRedisTimeout"
+#define RLAAS_D_REDIS_POOLMAX     "RLaaSRedisPoolMax"
+#define RLAAS_D_KEY_PREFIX        "RLaaSKeyPrefix"
+#define RLAAS_D_LIMIT             "RLaaSLimit"
+#define RLAAS_D_WINDOW            "RLaaSWindow"
+#define RLAAS_D_STRATEGY          "RLaaSStrategy"
+#define RLAAS_D_KEY_BY            "RLaaSKeyBy"
+#define RLAAS_D_FAIL_OPEN         "RLaaSFailOpen"
+#define RLAAS_D_ZONE              "RLaaSZone"
+#define RLAAS_D_ENGINE            "RLaaSEngine"
+#define RLAAS_D_HEADERS           "RLaaSHeaders"
+#define RLAAS_D_DRY_RUN           "RLaaSDryRun"
+#define RLAAS_D_CIRCUIT           "RLaaSCircuitBreaker"
+#define RLAAS_D_CIRCUIT_FAIL_OPEN "RLaaSCircuitFailOpen"
 
-#define RLAAS_DEFAULT_HOST       "127.0.0.1"
-#define RLAAS_DEFAULT_PORT       6379
-#define RLAAS_DEFAULT_TIMEOUT_MS 100
-#define RLAAS_DEFAULT_PREFIX     "rlaas:rate_limit:"
-#define RLAAS_DEFAULT_WINDOW_MS  60000
-#define RLAAS_DEFAULT_STRATEGY   RLAAS_STRATEGY_SLIDING_LOG
+#define RLAAS_DEFAULT_HOST                "127.0.0.1"
+#define RLAAS_DEFAULT_PORT                6379
+#define RLAAS_DEFAULT_TIMEOUT_MS          100
+#define RLAAS_DEFAULT_PREFIX              "rlaas:rate_limit:"
+#define RLAAS_DEFAULT_WINDOW_MS           60000
+#define RLAAS_DEFAULT_STRATEGY            RLAAS_STRATEGY_SLIDING_LOG
+#define RLAAS_DEFAULT_CIRCUIT_FAILURES    5
+#define RLAAS_DEFAULT_CIRCUIT_COOLDOWN_MS 500
 
 struct rlaas_pool_t;
 
@@ -51,6 +58,8 @@ typedef struct {
     int database;              /* -1: unset (0) */
     int timeout_ms;            /* -1: unset */
     int pool_max;              /* -1: unset (the MPM's threads per child) */
+    int circuit_failures;      /* -1: unset; 0: no circuit breaker */
+    int circuit_cooldown_ms;   /* -1: unset */
     struct rlaas_pool_t *pool; /* set in each child by child_init */
 } rlaas_target_t;
 
@@ -77,6 +86,9 @@ typedef struct {
     int fail_open;               /* -1: unset (off) */
     const char *zone;            /* NULL: unset */
     int engine;                  /* -1: unset (on) */
+    int headers;                 /* RLAAS_HEADERS_UNSET (draft) */
+    int dry_run;                 /* -1: unset (off) */
+    int circuit_fail_open;       /* -1: unset (off) */
 } rlaas_dir_conf_t;
 
 extern const command_rec rlaas_cmds[];
@@ -95,6 +107,9 @@ int64_t rlaas_dir_window_ms(const rlaas_dir_conf_t *d);
 const char *rlaas_dir_window_arg(const rlaas_dir_conf_t *d);
 rlaas_strategy_e rlaas_dir_strategy(const rlaas_dir_conf_t *d);
 int rlaas_dir_fail_open(const rlaas_dir_conf_t *d);
+rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d);
+int rlaas_target_circuit_failures(const rlaas_target_t *t);
+int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t);
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc);
 int rlaas_target_timeout_ms(const rlaas_target_t *t);
 

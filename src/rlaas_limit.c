@@ -7,41 +7,89 @@
 #include "apr_strings.h"
 
 #include "rlaas_config.h"
+#include "rlaas_headers.h"
 #include "rlaas_identity.h"
 #include "rlaas_log.h"
+#include "rlaas_metrics.h"
 #include "rlaas_redis.h"
 
 APLOG_USE_MODULE(rlaas);
 
-#define RLAAS_ENV_STATUS "RLAAS_STATUS"
-#define RLAAS_BODY_429   "Rate limit exceeded"
-
-typedef enum {
-    RLAAS_OUT_ALLOWED = 0,
-    RLAAS_OUT_DENIED,
-    RLAAS_OUT_ERROR,
-    RLAAS_OUT_FAIL_OPEN
-} rlaas_outcome_e;
-
-static const char *const outcome_names[] = {"allowed", "denied", "error",
-                                            "fail_open"};
+#define RLAAS_ENV_STATUS    "RLAAS_STATUS"
+#define RLAAS_ENV_REMAINING "RLAAS_REMAINING"
+#define RLAAS_BODY_429      "Rate limit exceeded"
 
 /* One gate per kind of line, per child: at most one line a second. */
 static rlaas_log_gate_t gate_error;
 static rlaas_log_gate_t gate_denied;
+static rlaas_log_gate_t gate_alert;
 
-static void set_status(request_rec *r, rlaas_outcome_e o)
+/* What happened to one request, gathered for headers, logs and metrics. */
+typedef struct {
+    request_rec *r;
+    const rlaas_dir_conf_t *d;
+    rlaas_strategy_e strategy;
+    const char *key;
+    rlaas_verdict_t v;
+    int have_verdict;
+} decision_t;
+
+/* Rate-limit fields go into err_headers_out, so they reach the client on
+ * whatever response follows: a static file, a proxied or CGI response, an
+ * error page, or the 429. */
+static void add_headers(const decision_t *dc)
 {
-    apr_table_setn(r->subprocess_env, RLAAS_ENV_STATUS, outcome_names[o]);
+    request_rec *r = dc->r;
+    const rlaas_dir_conf_t *d = dc->d;
+    rlaas_headers_e mode = rlaas_dir_headers(d);
+    const char *name = d->zone != NULL ? d->zone : RLAAS_POLICY_DEFAULT;
+    char buf[RLAAS_NAME_MAX + 64];
+
+    if (mode & RLAAS_HEADERS_DRAFT) {
+        rlaas_fmt_policy(buf, sizeof(buf), name, d->limit,
+                         rlaas_dir_window_ms(d));
+        apr_table_set(r->err_headers_out, "RateLimit-Policy", buf);
+        if (dc->have_verdict) {
+            rlaas_fmt_ratelimit(buf, sizeof(buf), name, &dc->v);
+            apr_table_set(r->err_headers_out, "RateLimit", buf);
+        }
+    }
+    if (mode & RLAAS_HEADERS_LEGACY) {
+        apr_table_setn(r->err_headers_out, "X-RateLimit-Limit", d->limit_arg);
+        if (dc->have_verdict) {
+            apr_table_setn(
+                r->err_headers_out, "X-RateLimit-Remaining",
+                apr_psprintf(r->pool, "%" APR_INT64_T_FMT, dc->v.remaining));
+            apr_table_setn(r->err_headers_out, "X-RateLimit-Reset",
+                           apr_psprintf(r->pool, "%" APR_INT64_T_FMT,
+                                        rlaas_ms_to_s_ceil(dc->v.reset_ms)));
+        }
+    }
+}
+
+static int record(const decision_t *dc, rlaas_outcome_e o, int rc)
+{
+    request_rec *r = dc->r;
+
+    apr_table_setn(r->subprocess_env, RLAAS_ENV_STATUS, rlaas_outcome_name(o));
+    if (dc->have_verdict)
+        apr_table_setn(
+            r->subprocess_env, RLAAS_ENV_REMAINING,
+            apr_psprintf(r->pool, "%" APR_INT64_T_FMT, dc->v.remaining));
+    rlaas_metrics_decision(dc->strategy, o);
+    add_headers(dc);
+    return rc;
 }
 
 /* 429 with a plain-text body. An "ErrorDocument 429" wins: then httpd
  * builds the response as for any other error. */
-static int deny(request_rec *r, const rlaas_verdict_t *v)
+static int deny(const decision_t *dc)
 {
+    request_rec *r = dc->r;
+
     apr_table_setn(r->err_headers_out, "Retry-After",
                    apr_psprintf(r->pool, "%" APR_INT64_T_FMT,
-                                rlaas_retry_after_s(v->retry_ms)));
+                                rlaas_retry_after_s(dc->v.retry_ms)));
     if (ap_response_code_string(
             r, ap_index_of_response(HTTP_TOO_MANY_REQUESTS)) != NULL)
         return HTTP_TOO_MANY_REQUESTS;
@@ -60,70 +108,110 @@ static int deny(request_rec *r, const rlaas_verdict_t *v)
     return DONE;
 }
 
-static void log_denied(request_rec *r, const char *key)
+static const char *suppressed(request_rec *r, long dropped)
 {
-    long dropped = rlaas_log_gate_pass(&gate_denied, apr_time_now(), 1);
-
-    if (dropped < 0 || !APLOG_R_IS_LEVEL(r, APLOG_INFO))
-        return;
-    ap_log_rerror(
-        APLOG_MARK, APLOG_INFO, 0, r, "RLAAS0020: rate limit exceeded for %s%s",
-        key,
-        dropped > 0
-            ? apr_psprintf(r->pool, " (%ld similar lines suppressed)", dropped)
-            : "");
+    return dropped > 0
+               ? apr_psprintf(r->pool, " (%ld similar lines suppressed)",
+                              dropped)
+               : "";
 }
 
-static void log_error(request_rec *r, rlaas_rerr_e e, const char *detail,
-                      int fail_open)
+/* Denials are logged at info ("LogLevel rlaas:info" shows them), at most
+ * one line a second per child. */
+static void log_denied(const decision_t *dc, int dry_run)
 {
-    long dropped = rlaas_log_gate_pass(&gate_error, apr_time_now(), 1);
+    request_rec *r = dc->r;
+    long dropped;
+
+    if (!APLOG_R_IS_LEVEL(r, APLOG_INFO))
+        return;
+    dropped = rlaas_log_gate_pass(&gate_denied, apr_time_now(), 1);
+    if (dropped < 0)
+        return;
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
+                  "RLAAS0020: rate limit exceeded for %s (%s, limit %s per "
+                  "%sms)%s%s",
+                  dc->key, rlaas_strategy_name(dc->strategy), dc->d->limit_arg,
+                  rlaas_dir_window_arg(dc->d),
+                  dry_run ? "; allowed: RLaaSDryRun on" : "",
+                  suppressed(r, dropped));
+}
+
+static void log_error(const decision_t *dc, rlaas_rerr_e e, const char *detail,
+                      const char *policy, int level)
+{
+    request_rec *r = dc->r;
+    rlaas_log_gate_t *gate = level <= APLOG_ALERT ? &gate_alert : &gate_error;
+    long dropped = rlaas_log_gate_pass(gate, apr_time_now(), 1);
 
     if (dropped < 0)
         return;
-    ap_log_rerror(
-        APLOG_MARK, fail_open ? APLOG_WARNING : APLOG_ERR, 0, r,
-        "RLAAS0021: Redis %s error: %s; request %s%s", rlaas_rerr_name(e),
-        detail ? detail : "-",
-        fail_open ? "allowed (RLaaSFailOpen on)"
-                  : "refused with 500 (RLaaSFailOpen off)",
-        dropped > 0
-            ? apr_psprintf(r->pool, " (%ld similar lines suppressed)", dropped)
-            : "");
+    ap_log_rerror(APLOG_MARK, level, 0, r,
+                  "RLAAS0021: Redis %s error: %s; request %s%s",
+                  rlaas_rerr_name(e), detail ? detail : "-", policy,
+                  suppressed(r, dropped));
+}
+
+/* The limiter could not decide: the section's policy says what happens. */
+static int undecided(decision_t *dc, rlaas_rerr_e e, const char *detail)
+{
+    const rlaas_dir_conf_t *d = dc->d;
+
+    rlaas_metrics_redis_error(e);
+    if (rlaas_dir_fail_open(d)) {
+        log_error(dc, e, detail, "allowed (RLaaSFailOpen on)", APLOG_WARNING);
+        return record(dc, RLAAS_OUT_FAIL_OPEN, DECLINED);
+    }
+    if (d->dry_run == 1) {
+        log_error(dc, e, detail, "allowed (RLaaSDryRun on)", APLOG_WARNING);
+        return record(dc, RLAAS_OUT_FAIL_OPEN, DECLINED);
+    }
+    if (e == RLAAS_RERR_CIRCUIT && d->circuit_fail_open == 1) {
+        log_error(dc, e, detail,
+                  "allowed: RLaaSCircuitFailOpen switched this section to "
+                  "fail-open while Redis keeps failing",
+                  APLOG_ALERT);
+        return record(dc, RLAAS_OUT_FAIL_OPEN, DECLINED);
+    }
+    log_error(dc, e, detail, "refused with 500 (RLaaSFailOpen off)", APLOG_ERR);
+    return record(dc, RLAAS_OUT_ERROR, HTTP_INTERNAL_SERVER_ERROR);
 }
 
 static int limit(request_rec *r, const rlaas_dir_conf_t *d)
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
+    decision_t dc;
     rlaas_call_t call;
-    rlaas_verdict_t v;
     const char *detail = NULL;
     rlaas_rerr_e e;
 
-    call.strategy = rlaas_dir_strategy(d);
-    call.key = rlaas_identity_key(r, sc, d, &call.key_len);
+    dc.r = r;
+    dc.d = d;
+    dc.strategy = rlaas_dir_strategy(d);
+    dc.have_verdict = 0;
+    call.strategy = dc.strategy;
+    call.key = dc.key = rlaas_identity_key(r, sc, d, &call.key_len);
     call.limit = d->limit_arg;
     call.window = rlaas_dir_window_arg(d);
-    e = rlaas_redis_eval(r, sc->target, &call, &v, &detail);
-    if (e != RLAAS_RERR_NONE) {
-        int open = rlaas_dir_fail_open(d);
-
-        log_error(r, e, detail, open);
-        set_status(r, open ? RLAAS_OUT_FAIL_OPEN : RLAAS_OUT_ERROR);
-        return open ? DECLINED : HTTP_INTERNAL_SERVER_ERROR;
-    }
+    e = rlaas_redis_eval(r, sc->target, &call, &dc.v, &detail);
+    if (e != RLAAS_RERR_NONE)
+        return undecided(&dc, e, detail);
+    dc.have_verdict = 1;
     ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
                   "RLAAS0022: %s %s: allowed=%d remaining=%" APR_INT64_T_FMT
                   " reset=%" APR_INT64_T_FMT "ms retry=%" APR_INT64_T_FMT "ms",
-                  rlaas_strategy_name(call.strategy), call.key, v.allowed,
-                  v.remaining, v.reset_ms, v.retry_ms);
-    if (v.allowed) {
-        set_status(r, RLAAS_OUT_ALLOWED);
-        return DECLINED;
+                  rlaas_strategy_name(dc.strategy), dc.key, dc.v.allowed,
+                  dc.v.remaining, dc.v.reset_ms, dc.v.retry_ms);
+    if (dc.v.allowed)
+        return record(&dc, RLAAS_OUT_ALLOWED, DECLINED);
+    if (d->dry_run == 1) {
+        log_denied(&dc, 1);
+        return record(&dc, RLAAS_OUT_DRY_RUN_DENIED, DECLINED);
     }
-    log_denied(r, call.key);
-    set_status(r, RLAAS_OUT_DENIED);
-    return deny(r, &v);
+    log_denied(&dc, 0);
+    /* headers and status first: deny() may send the response itself */
+    record(&dc, RLAAS_OUT_DENIED, 0);
+    return deny(&dc);
 }
 
 /* After an internal redirect (ErrorDocument, mod_rewrite) the final request
@@ -131,9 +219,13 @@ static int limit(request_rec *r, const rlaas_dir_conf_t *d)
 static void carry_status(request_rec *r)
 {
     const char *st = apr_table_get(r->prev->subprocess_env, RLAAS_ENV_STATUS);
+    const char *rem =
+        apr_table_get(r->prev->subprocess_env, RLAAS_ENV_REMAINING);
 
     if (st != NULL)
         apr_table_setn(r->subprocess_env, RLAAS_ENV_STATUS, st);
+    if (rem != NULL)
+        apr_table_setn(r->subprocess_env, RLAAS_ENV_REMAINING, rem);
 }
 
 static int checkpoint(request_rec *r, int after_auth)

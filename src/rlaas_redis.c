@@ -11,6 +11,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "rlaas_breaker.h"
+#include "rlaas_metrics.h"
 #include "rlaas_scripts.h"
 
 APLOG_USE_MODULE(rlaas);
@@ -18,6 +20,8 @@ APLOG_USE_MODULE(rlaas);
 struct rlaas_pool_t {
     apr_reslist_t *list;
     const rlaas_target_t *target;
+    server_rec *s; /* for the circuit's log lines */
+    rlaas_breaker_t breaker;
 };
 
 /* One pooled slot. The slot lives as long as the pool; its connection is
@@ -31,7 +35,8 @@ typedef struct {
 const char *rlaas_rerr_name(rlaas_rerr_e e)
 {
     static const char *const names[RLAAS_RERR_COUNT] = {
-        "none", "pool", "connect", "auth", "select", "timeout", "io", "reply"};
+        "none",    "pool", "connect", "auth",        "select",
+        "timeout", "io",   "reply",   "circuit_open"};
 
     return e >= 0 && e < RLAAS_RERR_COUNT ? names[e] : "unknown";
 }
@@ -63,6 +68,7 @@ static void conn_drop(rlaas_conn_t *c)
     if (c->ctx != NULL) {
         redisFree(c->ctx);
         c->ctx = NULL;
+        rlaas_metrics_connection(-1);
     }
 }
 
@@ -75,6 +81,16 @@ static apr_status_t slot_free(void *res, void *params, apr_pool_t *p)
     return APR_SUCCESS;
 }
 
+/* A child leaving with its circuit open takes its share of the gauge. */
+static apr_status_t pool_cleanup(void *data)
+{
+    struct rlaas_pool_t *pl = data;
+
+    if (rlaas_breaker_is_open(&pl->breaker))
+        rlaas_metrics_circuit(-1);
+    return APR_SUCCESS;
+}
+
 static void pool_create(apr_pool_t *pchild, server_rec *s, rlaas_target_t *t)
 {
     struct rlaas_pool_t *pl = apr_pcalloc(pchild, sizeof(*pl));
@@ -82,6 +98,10 @@ static void pool_create(apr_pool_t *pchild, server_rec *s, rlaas_target_t *t)
     apr_status_t rv;
 
     pl->target = t;
+    pl->s = s;
+    rlaas_breaker_init(&pl->breaker, (unsigned)rlaas_target_circuit_failures(t),
+                       apr_time_from_msec(rlaas_target_circuit_cooldown_ms(t)));
+    apr_pool_cleanup_register(pchild, pl, pool_cleanup, apr_pool_cleanup_null);
     rv = apr_reslist_create(&pl->list, 0, max, max, 0, slot_make, slot_free,
                             NULL, pchild);
     if (rv != APR_SUCCESS) {
@@ -223,9 +243,11 @@ static rlaas_rerr_e conn_open(call_ctx_t *cc, rlaas_conn_t *c)
     }
     if (c->ctx->err) {
         cc->detail = apr_pstrdup(cc->r->pool, c->ctx->errstr);
-        conn_drop(c);
+        redisFree(c->ctx);
+        c->ctx = NULL;
         return RLAAS_RERR_CONNECT;
     }
+    rlaas_metrics_connection(1);
     c->timeout_us = 0;
     if (!conn_budget(cc, c)) {
         conn_drop(c);
@@ -262,6 +284,7 @@ static rlaas_rerr_e script_load(call_ctx_t *cc, rlaas_conn_t *c,
         memcmp(rep->str, sc->sha1, 40) != 0)
         e = reply_error(cc, rep);
     freeReplyObject(rep);
+    rlaas_metrics_script_load();
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, cc->r,
                   "RLAAS0002: loaded script %s (%s)", sc->file,
                   e == RLAAS_RERR_NONE ? "ok" : "failed");
@@ -283,11 +306,15 @@ static rlaas_rerr_e eval_once(call_ctx_t *cc, rlaas_conn_t *c,
         redisReply *rep;
         rlaas_reply_status_e st;
 
+        apr_time_t t0;
+
         if (!conn_budget(cc, c))
             return RLAAS_RERR_TIMEOUT;
+        t0 = apr_time_now();
         rep = command(c, 6, argv, lens, &err_no);
         if (rep == NULL)
             return transport_error(cc, c, err_no);
+        rlaas_metrics_latency(apr_time_now() - t0);
         st = rlaas_reply_verdict(rep, v);
         e = st == RLAAS_REPLY_OK ? RLAAS_RERR_NONE : reply_error(cc, rep);
         /* A script's own error leaves the connection sound; any other
@@ -305,43 +332,93 @@ static rlaas_rerr_e eval_once(call_ctx_t *cc, rlaas_conn_t *c,
     return e;
 }
 
-rlaas_rerr_e rlaas_redis_eval(request_rec *r, rlaas_target_t *t,
-                              const rlaas_call_t *call, rlaas_verdict_t *v,
-                              const char **detail)
+/* Logs each change of the circuit once, and keeps the gauge. */
+static void circuit_event(struct rlaas_pool_t *pl, rlaas_breaker_event_e ev,
+                          rlaas_rerr_e e)
 {
-    call_ctx_t cc;
+    switch (ev) {
+    case RLAAS_BREAKER_OPENED:
+        rlaas_metrics_circuit(1);
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, pl->s,
+                     "RLAAS0040: circuit opened after %u consecutive Redis "
+                     "failures (last: %s); requests get the fail-open policy "
+                     "without trying Redis for %" APR_TIME_T_FMT "ms",
+                     pl->breaker.threshold, rlaas_rerr_name(e),
+                     apr_time_as_msec(pl->breaker.cooldown));
+        break;
+    case RLAAS_BREAKER_REOPENED:
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, pl->s,
+                     "RLAAS0041: circuit probe failed (%s); circuit stays "
+                     "open",
+                     rlaas_rerr_name(e));
+        break;
+    case RLAAS_BREAKER_CLOSED:
+        rlaas_metrics_circuit(-1);
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, pl->s,
+                     "RLAAS0042: circuit closed: Redis answers again");
+        break;
+    case RLAAS_BREAKER_SAME:
+        break;
+    }
+}
+
+static rlaas_rerr_e eval_pooled(call_ctx_t *cc, struct rlaas_pool_t *pl,
+                                const rlaas_call_t *call, rlaas_verdict_t *v)
+{
     rlaas_conn_t *c;
     rlaas_rerr_e e;
     int reused;
     void *res;
 
-    cc.r = r;
-    cc.t = t;
-    cc.detail = NULL;
-    cc.deadline =
-        apr_time_now() + apr_time_from_msec(rlaas_target_timeout_ms(t));
-    if (t->pool == NULL) {
-        *detail = "no connection pool in this process";
-        return RLAAS_RERR_POOL;
-    }
-    if (apr_reslist_acquire(t->pool->list, &res) != APR_SUCCESS) {
-        *detail = "all pooled connections busy";
+    if (apr_reslist_acquire(pl->list, &res) != APR_SUCCESS) {
+        cc->detail = "no pooled connection became free in time";
         return RLAAS_RERR_POOL;
     }
     c = res;
     reused = c->ctx != NULL;
-    e = reused ? RLAAS_RERR_NONE : conn_open(&cc, c);
+    e = reused ? RLAAS_RERR_NONE : conn_open(cc, c);
     if (e == RLAAS_RERR_NONE) {
-        e = eval_once(&cc, c, call, v);
+        e = eval_once(cc, c, call, v);
         /* An idle pooled connection may have been closed by Redis (its
          * "timeout" setting, a restart): try once more on a new one. */
         if (e == RLAAS_RERR_IO && reused) {
-            e = conn_open(&cc, c);
+            e = conn_open(cc, c);
             if (e == RLAAS_RERR_NONE)
-                e = eval_once(&cc, c, call, v);
+                e = eval_once(cc, c, call, v);
         }
     }
-    apr_reslist_release(t->pool->list, c);
+    apr_reslist_release(pl->list, c);
+    return e;
+}
+
+rlaas_rerr_e rlaas_redis_eval(request_rec *r, rlaas_target_t *t,
+                              const rlaas_call_t *call, rlaas_verdict_t *v,
+                              const char **detail)
+{
+    struct rlaas_pool_t *pl = t->pool;
+    call_ctx_t cc;
+    rlaas_rerr_e e;
+    apr_time_t now = apr_time_now();
+
+    *detail = NULL;
+    if (pl == NULL) {
+        *detail = "no connection pool in this process";
+        return RLAAS_RERR_POOL;
+    }
+    if (!rlaas_breaker_allow(&pl->breaker, now)) {
+        *detail = "circuit open after repeated Redis failures";
+        return RLAAS_RERR_CIRCUIT;
+    }
+    cc.r = r;
+    cc.t = t;
+    cc.detail = NULL;
+    cc.deadline = now + apr_time_from_msec(rlaas_target_timeout_ms(t));
+    e = eval_pooled(&cc, pl, call, v);
+    circuit_event(pl,
+                  e == RLAAS_RERR_NONE
+                      ? rlaas_breaker_success(&pl->breaker)
+                      : rlaas_breaker_failure(&pl->breaker, apr_time_now()),
+                  e);
     *detail = cc.detail;
     return e;
 }

@@ -24,6 +24,7 @@ typedef enum {
     RLAAS_RERR_TIMEOUT, /* no reply within the timeout */
     RLAAS_RERR_IO,      /* connection lost or protocol error */
     RLAAS_RERR_REPLY,   /* an error reply, or a reply of the wrong shape */
+    RLAAS_RERR_CIRCUIT, /* not tried: the circuit breaker is open */
     RLAAS_RERR_COUNT
 } rlaas_rerr_e;
 

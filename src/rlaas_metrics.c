@@ -1,0 +1,267 @@
+#include "rlaas_metrics.h"
+
+#include "http_log.h"
+#include "http_protocol.h"
+#include "apr_atomic.h"
+#include "apr_shm.h"
+#include "apr_strings.h"
+#include "mod_status.h"
+
+APLOG_USE_MODULE(rlaas);
+
+#define SHM_KEY "rlaas_metrics_shm"
+
+/* Latency bucket upper bounds: microseconds, and as exposed (seconds). */
+static const apr_uint32_t lat_bounds_us[] = {100,   250,    500,    1000,
+                                             2500,  5000,   10000,  25000,
+                                             50000, 100000, 250000, 1000000};
+static const char *const lat_labels[] = {
+    "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01",
+    "0.025",  "0.05",    "0.1",    "0.25",  "1",      "+Inf"};
+#define LAT_N (sizeof(lat_bounds_us) / sizeof(lat_bounds_us[0]))
+
+typedef struct {
+    apr_uint64_t decisions[RLAAS_STRATEGY_COUNT][RLAAS_OUT_COUNT];
+    apr_uint64_t redis_errors[RLAAS_RERR_COUNT];
+    apr_uint64_t latency[LAT_N + 1]; /* per bucket, last is +Inf */
+    apr_uint64_t latency_sum_us;
+    apr_uint64_t connects;
+    apr_uint64_t script_loads;
+    apr_uint64_t circuit_opened;
+    apr_uint32_t connections; /* gauge */
+    apr_uint32_t circuits;    /* gauge */
+} rlaas_counters_t;
+
+/* Set in the parent before children fork; NULL if the segment could not
+ * be made, which disables metrics and nothing else. */
+static rlaas_counters_t *counters;
+
+static const char *const outcome_names[RLAAS_OUT_COUNT] = {
+    "allowed", "denied", "error", "fail_open", "dry_run_denied"};
+/* The same, as keys of server-status?auto. */
+static const char *const outcome_keys[RLAAS_OUT_COUNT] = {
+    "RLaaSAllowed", "RLaaSDenied", "RLaaSError", "RLaaSFailOpen",
+    "RLaaSDryRunDenied"};
+
+const char *rlaas_outcome_name(rlaas_outcome_e o)
+{
+    return o >= 0 && o < RLAAS_OUT_COUNT ? outcome_names[o] : "unknown";
+}
+
+int rlaas_metrics_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                              apr_pool_t *ptemp, server_rec *s)
+{
+    apr_pool_t *keep = s->process->pool;
+    apr_shm_t *shm = NULL;
+    apr_status_t rv;
+
+    (void)pconf;
+    (void)plog;
+    (void)ptemp;
+    apr_pool_userdata_get((void **)&shm, SHM_KEY, keep);
+    if (shm == NULL || apr_shm_size_get(shm) != sizeof(rlaas_counters_t)) {
+        rv = apr_shm_create(&shm, sizeof(rlaas_counters_t), NULL, keep);
+        if (rv != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
+                         "RLAAS0030: cannot create shared memory for "
+                         "metrics; metrics are disabled");
+            counters = NULL;
+            return OK;
+        }
+        memset(apr_shm_baseaddr_get(shm), 0, sizeof(rlaas_counters_t));
+        apr_pool_userdata_set(shm, SHM_KEY, apr_pool_cleanup_null, keep);
+    }
+    counters = apr_shm_baseaddr_get(shm);
+    return OK;
+}
+
+void rlaas_metrics_decision(rlaas_strategy_e st, rlaas_outcome_e o)
+{
+    if (counters != NULL)
+        apr_atomic_inc64(&counters->decisions[st][o]);
+}
+
+void rlaas_metrics_redis_error(rlaas_rerr_e e)
+{
+    if (counters != NULL)
+        apr_atomic_inc64(&counters->redis_errors[e]);
+}
+
+void rlaas_metrics_latency(apr_interval_time_t t)
+{
+    size_t i = 0;
+
+    if (counters == NULL)
+        return;
+    if (t < 0)
+        t = 0;
+    while (i < LAT_N && t > (apr_interval_time_t)lat_bounds_us[i])
+        i++;
+    apr_atomic_inc64(&counters->latency[i]);
+    apr_atomic_add64(&counters->latency_sum_us, (apr_uint64_t)t);
+}
+
+void rlaas_metrics_connection(int opened)
+{
+    if (counters == NULL)
+        return;
+    if (opened > 0) {
+        apr_atomic_inc64(&counters->connects);
+        apr_atomic_inc32(&counters->connections);
+    }
+    else {
+        apr_atomic_dec32(&counters->connections);
+    }
+}
+
+void rlaas_metrics_script_load(void)
+{
+    if (counters != NULL)
+        apr_atomic_inc64(&counters->script_loads);
+}
+
+void rlaas_metrics_circuit(int opened)
+{
+    if (counters == NULL)
+        return;
+    if (opened > 0) {
+        apr_atomic_inc64(&counters->circuit_opened);
+        apr_atomic_inc32(&counters->circuits);
+    }
+    else {
+        apr_atomic_dec32(&counters->circuits);
+    }
+}
+
+/* ---- exposition ---- */
+
+static apr_uint64_t rd(volatile apr_uint64_t *v)
+{
+    return apr_atomic_read64(v);
+}
+
+static void help(request_rec *r, const char *name, const char *type,
+                 const char *text)
+{
+    ap_rprintf(r, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+}
+
+static void write_decisions(request_rec *r, rlaas_counters_t *c)
+{
+    apr_uint64_t fail_open = 0;
+    int st, o;
+
+    help(r, "rlaas_decisions_total", "counter",
+         "Rate-limit decisions by strategy and outcome.");
+    for (st = 0; st < RLAAS_STRATEGY_COUNT; st++) {
+        for (o = 0; o < RLAAS_OUT_COUNT; o++) {
+            apr_uint64_t n = rd(&c->decisions[st][o]);
+
+            if (o == RLAAS_OUT_FAIL_OPEN)
+                fail_open += n;
+            ap_rprintf(r,
+                       "rlaas_decisions_total{strategy=\"%s\","
+                       "outcome=\"%s\"} %" APR_UINT64_T_FMT "\n",
+                       rlaas_strategy_name(st), outcome_names[o], n);
+        }
+    }
+    help(r, "rate_limiter_fail_open_total", "counter",
+         "Requests allowed because the limiter could not decide.");
+    ap_rprintf(r, "rate_limiter_fail_open_total %" APR_UINT64_T_FMT "\n",
+               fail_open);
+}
+
+static void write_redis(request_rec *r, rlaas_counters_t *c)
+{
+    apr_uint64_t cum = 0;
+    size_t i;
+    int e;
+
+    help(r, "rlaas_redis_errors_total", "counter", "Redis errors by kind.");
+    for (e = 1; e < RLAAS_RERR_COUNT; e++)
+        ap_rprintf(
+            r, "rlaas_redis_errors_total{kind=\"%s\"} %" APR_UINT64_T_FMT "\n",
+            rlaas_rerr_name(e), rd(&c->redis_errors[e]));
+    help(r, "rlaas_redis_latency_seconds", "histogram",
+         "Round-trip time of the rate-limit script call.");
+    for (i = 0; i <= LAT_N; i++) {
+        cum += rd(&c->latency[i]);
+        ap_rprintf(r,
+                   "rlaas_redis_latency_seconds_bucket{le=\"%s\"} "
+                   "%" APR_UINT64_T_FMT "\n",
+                   lat_labels[i], cum);
+    }
+    ap_rprintf(r, "rlaas_redis_latency_seconds_sum %.6f\n",
+               rd(&c->latency_sum_us) / 1e6);
+    ap_rprintf(r, "rlaas_redis_latency_seconds_count %" APR_UINT64_T_FMT "\n",
+               cum);
+    help(r, "rlaas_redis_connections", "gauge",
+         "Open Redis connections, all children.");
+    ap_rprintf(r, "rlaas_redis_connections %u\n",
+               apr_atomic_read32(&c->connections));
+    help(r, "rlaas_redis_connects_total", "counter",
+         "Redis connections opened.");
+    ap_rprintf(r, "rlaas_redis_connects_total %" APR_UINT64_T_FMT "\n",
+               rd(&c->connects));
+    help(r, "rlaas_redis_script_loads_total", "counter",
+         "Scripts loaded after NOSCRIPT (Redis restart or failover).");
+    ap_rprintf(r, "rlaas_redis_script_loads_total %" APR_UINT64_T_FMT "\n",
+               rd(&c->script_loads));
+    help(r, "rlaas_circuit_open", "gauge",
+         "Circuit breakers currently open (one per child and Redis).");
+    ap_rprintf(r, "rlaas_circuit_open %u\n", apr_atomic_read32(&c->circuits));
+    help(r, "rlaas_circuit_opened_total", "counter",
+         "Times a circuit breaker opened.");
+    ap_rprintf(r, "rlaas_circuit_opened_total %" APR_UINT64_T_FMT "\n",
+               rd(&c->circuit_opened));
+}
+
+int rlaas_metrics_handler(request_rec *r)
+{
+    if (r->handler == NULL || strcmp(r->handler, RLAAS_METRICS_HANDLER) != 0)
+        return DECLINED;
+    r->allowed |= (AP_METHOD_BIT << M_GET);
+    if (r->method_number != M_GET)
+        return HTTP_METHOD_NOT_ALLOWED;
+    if (counters == NULL)
+        return HTTP_SERVICE_UNAVAILABLE;
+    ap_set_content_type(r, "text/plain; version=0.0.4; charset=utf-8");
+    apr_table_setn(r->headers_out, "Cache-Control", "no-store");
+    if (r->header_only)
+        return OK;
+    write_decisions(r, counters);
+    write_redis(r, counters);
+    return OK;
+}
+
+int rlaas_metrics_status_hook(request_rec *r, int flags)
+{
+    rlaas_counters_t *c = counters;
+    apr_uint64_t sum[RLAAS_OUT_COUNT] = {0};
+    int st, o;
+
+    if (c == NULL)
+        return OK;
+    for (st = 0; st < RLAAS_STRATEGY_COUNT; st++)
+        for (o = 0; o < RLAAS_OUT_COUNT; o++)
+            sum[o] += rd(&c->decisions[st][o]);
+    if (flags & AP_STATUS_SHORT) {
+        for (o = 0; o < RLAAS_OUT_COUNT; o++)
+            ap_rprintf(r, "%s: %" APR_UINT64_T_FMT "\n", outcome_keys[o],
+                       sum[o]);
+        ap_rprintf(r, "RLaaSRedisConnections: %u\nRLaaSCircuitsOpen: %u\n",
+                   apr_atomic_read32(&c->connections),
+                   apr_atomic_read32(&c->circuits));
+        return OK;
+    }
+    ap_rputs("<hr />\n<h2>mod_rlaas</h2>\n<table border=\"0\">\n", r);
+    for (o = 0; o < RLAAS_OUT_COUNT; o++)
+        ap_rprintf(r, "<tr><td>%s</td><td>%" APR_UINT64_T_FMT "</td></tr>\n",
+                   outcome_names[o], sum[o]);
+    ap_rprintf(r,
+               "<tr><td>Redis connections open</td><td>%u</td></tr>\n"
+               "<tr><td>circuits open</td><td>%u</td></tr>\n</table>\n",
+               apr_atomic_read32(&c->connections),
+               apr_atomic_read32(&c->circuits));
+    return OK;
+}

@@ -1,0 +1,46 @@
+/*
+ * Counters for operators, summed over every child of the server: they live
+ * in one anonymous shared memory segment created by the parent in
+ * post_config, and every child adds to them with atomic instructions (no
+ * lock, no lost update under prefork). The segment hangs off the process
+ * pool, so counts survive graceful restarts.
+ *
+ * Served as Prometheus text by "SetHandler rlaas-metrics", and as a section
+ * of mod_status' server-status page.
+ */
+#ifndef RLAAS_METRICS_H
+#define RLAAS_METRICS_H
+
+#include "httpd.h"
+
+#include "rlaas_parse.h"
+#include "rlaas_redis.h"
+
+typedef enum {
+    RLAAS_OUT_ALLOWED = 0,
+    RLAAS_OUT_DENIED,
+    RLAAS_OUT_ERROR,
+    RLAAS_OUT_FAIL_OPEN,
+    RLAAS_OUT_DRY_RUN_DENIED,
+    RLAAS_OUT_COUNT
+} rlaas_outcome_e;
+
+#define RLAAS_METRICS_HANDLER "rlaas-metrics"
+
+const char *rlaas_outcome_name(rlaas_outcome_e o);
+
+/* Creates the segment on first start, finds it again after a restart. */
+int rlaas_metrics_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                              apr_pool_t *ptemp, server_rec *s);
+
+void rlaas_metrics_decision(rlaas_strategy_e st, rlaas_outcome_e o);
+void rlaas_metrics_redis_error(rlaas_rerr_e e);
+void rlaas_metrics_latency(apr_interval_time_t t);
+void rlaas_metrics_connection(int opened); /* +1 opened, -1 closed */
+void rlaas_metrics_script_load(void);
+void rlaas_metrics_circuit(int opened); /* +1 opened, -1 closed */
+
+int rlaas_metrics_handler(request_rec *r);
+int rlaas_metrics_status_hook(request_rec *r, int flags);
+
+#endif

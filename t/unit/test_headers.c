@@ -1,0 +1,68 @@
+/* RateLimit header values and modes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rlaas_headers.h"
+
+static void modes(void **state)
+{
+    rlaas_headers_e m;
+
+    (void)state;
+    assert_null(rlaas_parse_headers_mode("draft", &m));
+    assert_int_equal(m, RLAAS_HEADERS_DRAFT);
+    assert_null(rlaas_parse_headers_mode("legacy", &m));
+    assert_int_equal(m, RLAAS_HEADERS_LEGACY);
+    assert_null(rlaas_parse_headers_mode("both", &m));
+    assert_int_equal(m & RLAAS_HEADERS_DRAFT, RLAAS_HEADERS_DRAFT);
+    assert_int_equal(m & RLAAS_HEADERS_LEGACY, RLAAS_HEADERS_LEGACY);
+    assert_null(rlaas_parse_headers_mode("off", &m));
+    assert_int_equal(m, RLAAS_HEADERS_OFF);
+    assert_non_null(rlaas_parse_headers_mode("Draft", &m));
+    assert_non_null(rlaas_parse_headers_mode("", &m));
+}
+
+static void policy(void **state)
+{
+    char buf[128];
+
+    (void)state;
+    rlaas_fmt_policy(buf, sizeof(buf), "default", 5, 5000);
+    assert_string_equal(buf, "\"default\";q=5;w=5");
+    rlaas_fmt_policy(buf, sizeof(buf), "api", 1000000000, 86400000);
+    assert_string_equal(buf, "\"api\";q=1000000000;w=86400");
+    /* sub-second and fractional windows round up, never to 0 */
+    rlaas_fmt_policy(buf, sizeof(buf), "x", 1, 500);
+    assert_string_equal(buf, "\"x\";q=1;w=1");
+    rlaas_fmt_policy(buf, sizeof(buf), "x", 1, 1500);
+    assert_string_equal(buf, "\"x\";q=1;w=2");
+}
+
+static void ratelimit(void **state)
+{
+    char buf[128];
+    rlaas_verdict_t v = {1, 3, 4200, 0};
+
+    (void)state;
+    rlaas_fmt_ratelimit(buf, sizeof(buf), "default", &v);
+    assert_string_equal(buf, "\"default\";r=3;t=5");
+    v.remaining = 0;
+    v.reset_ms = 0;
+    rlaas_fmt_ratelimit(buf, sizeof(buf), "default", &v);
+    assert_string_equal(buf, "\"default\";r=0;t=0");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(modes),
+        cmocka_unit_test(policy),
+        cmocka_unit_test(ratelimit),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
