@@ -73,3 +73,7 @@ format:
 clean:
 	rm -rf .libs build *.la *.lo *.slo *.o src/*.lo src/*.slo src/*.o \
 	    src/.libs $(GEN_SRC) src/*.tmp
+
+# Further targets (sanitizers, fuzzing, valgrind, benchmark) live beside
+# their tools in mk/.
+-include $(wildcard mk/*.mk)
