@@ -1,4 +1,4 @@
--- rlaas sliding log (seeds 000/003): ZSET K, one member per allowed hit
+-- rlaas sliding log (seeds 000/003): ZSET K, a member per allowed hit
 -- KEYS[1]=K ARGV[1]=limit ARGV[2]=window ms
 -- reply {allowed, remaining, reset_ms, retry_ms}
 if redis.replicate_commands then redis.replicate_commands() end
@@ -16,7 +16,7 @@ redis.call('ZREMRANGEBYSCORE', K, '-inf', s(now - W))
 local n = redis.call('ZCARD', K)
 local ok = n < L
 if ok then
-  -- math.random may repeat (fixed seed per call): probe until NX adds
+  -- math.random may repeat (old Redis): probe until NX adds
   local base = s(now) .. '-' .. math.random()
   local m, k = base, n
   while redis.call('ZADD', K, 'NX', s(now), m) == 0 do
@@ -26,15 +26,15 @@ if ok then
   n = n + 1
 end
 local rem = math.max(0, L - n)
--- empty once the newest hit leaves the window
+-- empty when the newest hit leaves
 local top = redis.call('ZRANGE', K, -1, -1, 'WITHSCORES')
 local reset = math.max(0, math.ceil(tonumber(top[2]) + W - now))
 local retry = 0
 if n >= L then
-  -- the next hit fits once hit number n-L (0-based) has left
+  -- a hit fits once hit n-L (0-based) has left
   local e = redis.call('ZRANGE', K, n - L, n - L, 'WITHSCORES')
   retry = math.max(1, math.ceil(tonumber(e[2]) + W - now))
 end
--- 2*W as the seeds; longer if entries lie in the future (clock went back)
+-- 2*W (seeds); longer if the clock went back
 redis.call('PEXPIRE', K, s(math.max(2 * W, reset)))
 return {ok and 1 or 0, rem, reset, retry}
