@@ -95,9 +95,10 @@ static int deny(const decision_t *dc)
         return HTTP_TOO_MANY_REQUESTS;
     /* httpd's error path would send text/html; answer here instead, as a
      * handler would, after reading any request body off the connection so
-     * that it can be kept alive. */
-    ap_discard_request_body(r);
+     * that it can be kept alive. The status comes first: with it set, a
+     * client waiting for "100 Continue" gets none, and no body is read. */
     r->status = HTTP_TOO_MANY_REQUESTS;
+    ap_discard_request_body(r);
     /* As httpd does for its own error pages, so that "Header always"
      * (CORS headers, say) applies to this response too. */
     ap_run_insert_error_filter(r);
