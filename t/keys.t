@@ -1,0 +1,217 @@
+# Client identity and key text: every RLaaSKeyBy source, fallback to the
+# client IP, zones, hashing of credentials and of unsafe values, and that no
+# client can reach another client's key.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use RLaaS::Test qw(:all);
+
+plan skip_all => 'mod_rlaas is not loaded' unless have_module();
+
+my $FB = fallback('127.0.0.1');    # ip~127.0.0.1
+
+# is_key(ZONE, SEGMENT, PATH, %req): one request, then K must exist
+sub keyed_as {
+    my ($zone, $seg, $path, $name, %o) = @_;
+    my $k = rkey($zone, $seg);
+    redis_cmd('DEL', $k);
+    my $code = hit($path, %o);
+    ok($code == 200 && redis_cmd('EXISTS', $k), "$name: key $k")
+        or diag("status $code; keys in zone: "
+                . join(' ', keys_like(rkey($zone, '*'))));
+}
+
+my $em = error_log_mark();
+my @secrets;
+
+# ---------------------------------------------------------------- ip
+{
+    my $k = rkey('k-ip', '127.0.0.1');
+    redis_cmd('DEL', $k);
+    is(hit('/rl/keys/ip'), 200, 'RLaaSKeyBy ip: allowed');
+    is(redis_cmd('ZCARD', $k), 1, 'RLaaSKeyBy ip: K = prefix:zone:127.0.0.1');
+    hit('/rl/keys/ip', h => { 'X-Forwarded-For' => '198.51.100.23', 'X-Real-IP' => '198.51.100.24' });
+    is(redis_cmd('ZCARD', $k), 2, 'X-Forwarded-For / X-Real-IP are not read by the ip source');
+    is(scalar(keys_like('*198.51.100.2*')), 0, 'no key from a client-supplied forwarding header');
+}
+
+# ---------------------------------------------------------------- api_key
+{
+    my $key = uid('apikey');
+    push @secrets, $key;
+    keyed_as('k-api', hseg($key), '/rl/keys/api_key', 'api_key (X-API-Key) is always hashed',
+        h => { 'X-API-Key' => $key });
+    ok(!redis_cmd('EXISTS', rkey('k-api', $key)), 'api_key: the raw key never appears in Redis');
+    keyed_as('k-api', $FB, '/rl/keys/api_key', 'api_key missing: falls back to ip~<ip>');
+}
+
+# ---------------------------------------------------------------- header
+{
+    my $u = uid('hdr');
+    keyed_as('k-hdr', $u, '/rl/keys/header', 'header:X-User with a safe value: raw', h => { 'X-User' => $u });
+    keyed_as('k-hdr', $FB, '/rl/keys/header', 'header:X-User missing: falls back to ip~<ip>');
+    keyed_as('k-hdr', $FB, '/rl/keys/header', 'header:X-User empty: falls back to ip~<ip>',
+        h => { 'X-User' => '' });
+}
+
+# ---------------------------------------------------------------- credential headers
+for my $c (
+    ['h-authorization',       'k-h-authz',    'Authorization'],
+    ['h-authorization-lc',    'k-h-authz-lc', 'Authorization', ' (directive names it in lower case)'],
+    ['h-proxy-authorization', 'k-h-pauthz',   'Proxy-Authorization'],
+    ['h-cookie',              'k-h-cookie',   'Cookie'],
+    ['h-x-api-key',           'k-h-xapikey',  'X-API-Key'],
+) {
+    my ($loc, $zone, $hdr, $note) = @$c;
+    my $v = uid('cred');    # a value that would be safe as raw key text
+    push @secrets, $v;
+    keyed_as($zone, hseg($v), "/rl/keys/$loc", "header:$hdr is a credential: hashed" . ($note // ''),
+        h => { $hdr => $v });
+    ok(!redis_cmd('EXISTS', rkey($zone, $v)), "header:$hdr: the raw value never appears in Redis");
+}
+
+# ---------------------------------------------------------------- cookie
+{
+    my $s = uid('sess');
+    push @secrets, $s;
+    keyed_as('k-cookie', hseg($s), '/rl/keys/cookie', 'cookie:session is always hashed',
+        h => { Cookie => "a=1; session=$s; b=2" });
+    keyed_as('k-cookie', hseg($s), '/rl/keys/cookie', 'cookie:session found first in the header',
+        h => { Cookie => "session=$s" });
+    keyed_as('k-cookie', $FB, '/rl/keys/cookie', 'cookie:session absent: falls back',
+        h => { Cookie => "xsession=zzz; sessionx=yyy" });
+    keyed_as('k-cookie', $FB, '/rl/keys/cookie', 'no Cookie header: falls back');
+}
+
+# ---------------------------------------------------------------- query
+{
+    my $t = uid('tenant');
+    keyed_as('k-query', $t, "/rl/keys/query?x=1&tenant=$t&y=2", 'query:tenant: raw');
+    my $g = uid('good');
+    keyed_as('k-query', $g, "/rl/keys/query?xtenant=evil&tenant=$g", 'query:tenant does not match xtenant');
+    ok(!redis_cmd('EXISTS', rkey('k-query', 'evil')), 'query:tenant: the value of xtenant is not used');
+    keyed_as('k-query', $FB, '/rl/keys/query?other=1', 'query:tenant absent: falls back');
+    keyed_as('k-query', $FB, '/rl/keys/query?tenant=', 'query:tenant empty: falls back');
+}
+
+# ---------------------------------------------------------------- env
+{
+    keyed_as('k-env', 'gold', '/rl/keys/env', 'env:PLAN (set by SetEnvIf before the check): raw',
+        h => { 'X-Plan' => 'gold' });
+    keyed_as('k-env', $FB, '/rl/keys/env', 'env:PLAN unset: falls back', h => { 'X-Plan' => 'bronze' });
+}
+
+# ---------------------------------------------------------------- expr
+{
+    my $t = uid('acme');
+    keyed_as('k-expr', "GET-$t", '/rl/keys/expr', 'expr=%{REQUEST_METHOD}-%{HTTP:X-Tenant}',
+        h => { 'X-Tenant' => $t });
+    keyed_as('k-expr-empty', $t, '/rl/keys/expr-empty', 'expr=%{HTTP:X-Tenant}: raw value',
+        h => { 'X-Tenant' => $t });
+    keyed_as('k-expr-empty', $FB, '/rl/keys/expr-empty', 'expr= evaluating to an empty string: falls back');
+    my $bad = "a:b $t";
+    keyed_as('k-expr-empty', hseg($bad), '/rl/keys/expr-empty', 'expr= value with unsafe bytes: hashed',
+        h => { 'X-Tenant' => $bad });
+}
+
+# ---------------------------------------------------------------- several sources
+{
+    my $u = uid('mu');
+    my $t = uid('mt');
+    keyed_as('k-multi', "$u:$t", "/rl/keys/multi?tenant=$t", 'two sources: segments joined with ":"',
+        h => { 'X-User' => $u });
+    keyed_as('k-multi', "$u:$FB", '/rl/keys/multi', 'two sources, one missing: that one falls back',
+        h => { 'X-User' => $u });
+    my $bad = 'x:y';
+    keyed_as('k-multi', hseg($bad) . ":$t", "/rl/keys/multi?tenant=$t",
+        'two sources: an unsafe segment is hashed on its own', h => { 'X-User' => $bad });
+}
+
+# ---------------------------------------------------------------- zones
+{
+    my $u = uid('zone');
+    my @c = map { hit($_, h => { 'X-User' => $u }) }
+        qw(/rl/keys/zone-a /rl/keys/zone-b /rl/keys/zone-a /rl/keys/zone-b);
+    is("@c", '200 200 429 429', 'different zones count separately (limit 1 each)');
+    ok(redis_cmd('EXISTS', rkey('za', $u)) && redis_cmd('EXISTS', rkey('zb', $u)),
+        'zone is part of the key: prefix:za:<id> and prefix:zb:<id>');
+
+    my $v = uid('nozone');
+    my @d = map { hit($_, h => { 'X-User' => $v }) } qw(/rl/keys/nozone-a /rl/keys/nozone-b);
+    is("@d", '200 429', 'no zone: two sections share the counter of one identity');
+    ok(redis_cmd('EXISTS', rkey(undef, $v)), 'no zone: K = prefix:<id>');
+}
+
+# ---------------------------------------------------------------- hostile values
+{
+    my $pl = length(rkey('k-hdr', ''));
+    my %cases = (
+        'colon'              => 'a:b',
+        'another key'        => 'rlaas:rate_limit:victim',
+        'other strategy key' => 'victim:tb',
+        'glob'               => 'star*',
+        'space'              => 'has space',
+        'braces (hash tag)'  => '{slot}x',
+        'slash'              => 'a/b',
+        'tilde'              => 'a~b',
+        'utf-8'              => "caf\xc3\xa9",
+        '65 bytes'           => 'x' x 65,
+        '4000 bytes'         => 'y' x 4000,
+        'quote'              => q{a"b'c},
+        'percent'            => 'a%0d%0ab',
+    );
+    for my $name (sort keys %cases) {
+        my $v = $cases{$name} . "-" . int(rand 1e6);
+        $v = $cases{$name} if $name =~ /bytes/;
+        keyed_as('k-hdr', hseg($v), '/rl/keys/header', "hostile value ($name): hashed",
+            h => { 'X-User' => $v });
+    }
+    my $v64 = 'z' x 63 . int(rand 10);
+    keyed_as('k-hdr', $v64, '/rl/keys/header', '64 safe bytes: still raw', h => { 'X-User' => $v64 });
+    my @long = grep { length($_) > $pl + 64 } keys_like(rkey('k-hdr', '*'));
+    is_deeply(\@long, [], 'no key longer than prefix + zone + 64 bytes, whatever the client sends');
+    ok(!redis_cmd('EXISTS', 'rlaas:rate_limit:victim'), 'a client cannot write another client\'s key');
+    is(scalar(keys_like('*victim*')), 0, 'no key holds the hostile text');
+}
+
+# ---------------------------------------------------------------- forged fallback
+{
+    my $fbk = rkey('k-forge', $FB);
+    my $forged = rkey('k-forge', hseg($FB));
+    redis_cmd('DEL', $fbk, $forged);
+    is(hit('/rl/keys/forge'), 200, 'no X-User: allowed under the fallback key');
+    is(hit('/rl/keys/forge', h => { 'X-User' => $FB }), 200,
+        'X-User "ip~127.0.0.1" does not reach the fallback key (its own counter)');
+    ok(redis_cmd('EXISTS', $forged), 'a value that looks like a fallback is hashed');
+    is(hit('/rl/keys/forge'), 429, 'the fallback client is still limited (limit 1)');
+    redis_cmd('DEL', $fbk, $forged);
+}
+
+# ---------------------------------------------------------------- mod_remoteip
+{
+    my $k = rkey('rip', '203.0.113.9');
+    redis_cmd('DEL', $k);
+    is(hit('/rl/rip/ip', vhost => 'rlaas_remoteip', h => { 'X-Forwarded-For' => '203.0.113.9' }), 200,
+        'behind mod_remoteip: allowed');
+    ok(redis_cmd('EXISTS', $k), 'ip source uses the address mod_remoteip sets (useragent_ip)');
+    my $v6 = '2001:db8::7';
+    keyed_as('rip', hseg($v6), '/rl/rip/ip', 'an IPv6 client address contains ":" and is hashed',
+        vhost => 'rlaas_remoteip', h => { 'X-Forwarded-For' => $v6 });
+    keyed_as('rip-fb', 'ip~' . hseg('2001:db8::8'), '/rl/rip/fallback',
+        'fallback for an IPv6 client: ip~ + the hashed address',
+        vhost => 'rlaas_remoteip', h => { 'X-Forwarded-For' => '2001:db8::8' });
+}
+
+# ---------------------------------------------------------------- secrets in logs
+{
+    my $log = error_log_since($em);
+    ok(length $log, 'the error log has entries for these requests (LogLevel rlaas:trace8)');
+    my @leaked = grep { index($log, $_) >= 0 } @secrets;
+    is_deeply(\@leaked, [], 'credential values (api_key, cookies, Authorization...) never appear in the error log');
+    my @in_redis = grep { my $s = $_; grep { index($_, $s) >= 0 } keys_like('*') } @secrets;
+    is_deeply(\@in_redis, [], 'credential values never appear in any Redis key');
+}
+
+done_testing();

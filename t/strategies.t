@@ -1,0 +1,79 @@
+# The later strategies: sliding (sliding_window), token (token_bucket),
+# leaky (leaky_bucket) and gcra. Skipped as a whole while the module does not
+# accept `RLaaSStrategy token`.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(sleep time);
+use RLaaS::Test qw(:all);
+
+plan skip_all => 'mod_rlaas is not loaded' unless have_module();
+{
+    my ($rc, $out) = httpd_config_test("<Location /x>\n RLaaSLimit 1\n RLaaSStrategy token\n</Location>\n");
+    plan skip_all => "the module does not accept 'RLaaSStrategy token' yet: $out" if $rc;
+}
+
+# bucket-like strategies: limit 3 per 3s (one unit per second), bursts of 3
+for my $c (
+    ['token',        'st-token',        'tb',   'hash'],
+    ['token_bucket', 'st-token-bucket', 'tb',   'hash'],
+    ['leaky',        'st-leaky',        'lb',   'hash'],
+    ['leaky_bucket', 'st-leaky-bucket', 'lb',   'hash'],
+    ['gcra',         'st-gcra',         'gcra', 'string'],
+) {
+    my ($name, $zone, $suffix, $type) = @$c;
+    my $u = uid($name);
+    my %h = (h => { 'X-User' => $u });
+    my $t0 = time;
+    my @c = codes(4, "/rl/st/$name", %h);
+    my $burst = time - $t0;
+    is("@c", '200 200 200 429', "RLaaSStrategy $name, limit 3 per 3s: a burst of 3, then 429");
+    my $k = rkey($zone, $u) . ":$suffix";
+    is(redis_cmd('TYPE', $k), $type, "RLaaSStrategy $name keeps a \U$type\E at K:$suffix");
+    my $p = redis_cmd('PTTL', $k);
+    ok($p > 0 && $p <= 6_000, "RLaaSStrategy $name: its key has a TTL (PTTL $p)");
+    ok(!redis_cmd('EXISTS', rkey($zone, $u)), "RLaaSStrategy $name writes nothing at K itself");
+    my $res = req("/rl/st/$name", %h);
+    is($res->code, 429, "RLaaSStrategy $name: still denied right after the burst");
+    my $ra = $res->header('Retry-After') // 0;
+    ok($ra >= 1 && $ra <= 2, "RLaaSStrategy $name: Retry-After is about one unit (1s) ($ra)");
+    SKIP: {
+        skip "the burst took too long (${burst}s) to time the refill", 2 if $burst > 0.5;
+        sleep 1.25;
+        is(hit("/rl/st/$name", %h), 200, "RLaaSStrategy $name: one unit comes back after 1s");
+        is(hit("/rl/st/$name", %h), 429, "RLaaSStrategy $name: but only one");
+    }
+}
+
+# sliding window estimate: limit 3 per 60s
+for my $name (qw(sliding sliding_window)) {
+    my $zone = $name eq 'sliding' ? 'st-sliding' : 'st-sliding-window';
+    my $u = uid($name);
+    my @c = codes(5, "/rl/st/$name", h => { 'X-User' => $u });
+    is("@c", '200 200 200 429 429', "RLaaSStrategy $name, limit 3: 3 allowed, then 429");
+    my $k = rkey($zone, $u) . ':sw';
+    ok(redis_cmd('EXISTS', $k), "RLaaSStrategy $name keeps its state at K:sw");
+    my $p = redis_cmd('PTTL', $k);
+    ok($p > 0 && $p <= 120_000, "RLaaSStrategy $name: its key has a TTL (PTTL $p)");
+}
+
+# one zone and identity under every strategy: switching never errors
+{
+    my $u = uid('mix');
+    my $K = rkey('st-mix', $u);
+    my @names = qw(fixed sliding_log sliding token leaky gcra);
+    my @c = map { hit("/rl/st/mix/$_", h => { 'X-User' => $u }) } @names, @names;
+    is("@c", join(' ', ('200') x 12),
+        'the same K under all six strategies, twice over: no WRONGTYPE, no 500');
+    my @k = keys_like("$K*");
+    my %want = map { $_ => 1 } ($K, "$K:sw", "$K:tb", "$K:lb", "$K:gcra");
+    my @fixed = grep { /^\Q$K\E:\d+$/ } @k;
+    is(scalar(@fixed), 1, 'fixed window: K:<window>');
+    is_deeply([grep { $want{$_} } @k], [sort keys %want], 'the others: K, K:sw, K:tb, K:lb, K:gcra');
+    my @nottl = grep { redis_cmd('PTTL', $_) <= 0 } @k;
+    is_deeply(\@nottl, [], 'every key every strategy writes has a TTL');
+}
+
+done_testing();

@@ -1,0 +1,163 @@
+#!/bin/sh
+# tools/test.sh - the whole test suite; `make test` runs it, and so does CI.
+#
+#   build (make), unit tests (make unit), Lua script tests (prove t/lua), then
+#   the Apache::Test suite once per MPM (event, prefork, worker), each run with
+#   its own private redis-servers and free ports.
+#
+# Apache::Test refuses to run as root (httpd would not keep its children as
+# root). Run as root, this script creates the system user $RLAAS_TEST_USER
+# (default rlaas-test) if needed, copies the source tree into a new temporary
+# directory owned by that user (the caller's checkout is left alone) and runs
+# itself there as that user, returning its exit status.
+#
+# Environment:
+#   RLAAS_TEST_MPMS   MPMs to run the suite under (default "event prefork worker")
+#   RLAAS_TEST_USER   the unprivileged user when started as root (rlaas-test)
+#   RLAAS_TEST_KEEP=1 keep the temporary copy even when everything passed
+#   RLAAS_TEST_TMPDIR where the temporary copy goes (default /tmp)
+#   TEST_FILES        Apache::Test files to run (default: all of t/*.t)
+set -u
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+
+# --------------------------------------------------------------- as root
+if [ "$(id -u)" = 0 ] && [ -z "${RLAAS_TEST_INNER:-}" ]; then
+    user=${RLAAS_TEST_USER:-rlaas-test}
+    if ! id "$user" >/dev/null 2>&1; then
+        echo "== creating system user $user"
+        useradd --system --user-group --no-create-home \
+            --home-dir /nonexistent --shell /usr/sbin/nologin "$user" || exit 1
+    fi
+    tmp=$(mktemp -d "${RLAAS_TEST_TMPDIR:-/tmp}/rlaas-test.XXXXXX") || exit 1
+    echo "== copying $top to $tmp/src (tests run there as $user)"
+    mkdir "$tmp/src" "$tmp/home"
+    # the working tree as it is (uncommitted changes included), without
+    # git metadata or logs of earlier runs
+    (cd "$top" && tar --exclude=./.git --exclude=./t/logs -cf - .) |
+        (cd "$tmp/src" && tar -xf -) || exit 1
+    chown -R "$user:" "$tmp" || exit 1
+    chmod 755 "$tmp"
+    if command -v runuser >/dev/null 2>&1; then
+        runuser -u "$user" -- env HOME="$tmp/home" TMPDIR=/tmp \
+            RLAAS_TEST_INNER=1 sh "$tmp/src/tools/test.sh"
+    elif command -v setpriv >/dev/null 2>&1; then
+        setpriv --reuid="$user" --regid="$user" --init-groups -- \
+            env HOME="$tmp/home" TMPDIR=/tmp RLAAS_TEST_INNER=1 \
+            sh "$tmp/src/tools/test.sh"
+    else
+        su -s /bin/sh -c "HOME='$tmp/home' TMPDIR=/tmp RLAAS_TEST_INNER=1 sh '$tmp/src/tools/test.sh'" "$user"
+    fi
+    rc=$?
+    if [ "$rc" = 0 ] && [ -z "${RLAAS_TEST_KEEP:-}" ]; then
+        rm -rf "$tmp"
+    else
+        echo "== the test tree is kept in $tmp/src (logs in t/logs-*)"
+    fi
+    exit "$rc"
+fi
+
+# --------------------------------------------------------------- as a user
+cd "$top" || exit 1
+export PATH="$PATH:/usr/sbin:/sbin"
+export PERL5LIB="$top/t/lib${PERL5LIB:+:$PERL5LIB}"
+
+results=$(mktemp "${TMPDIR:-/tmp}/rlaas-results.XXXXXX") || exit 1
+trap 'rm -f "$results" "$results".out' EXIT
+failed_stages=""
+passed=0
+failed=0
+
+header() {
+    echo
+    echo "======================================================================"
+    echo "== $*"
+    echo "======================================================================"
+}
+
+# count NAME: reads the stage's output in $results.out, adds its test counts
+# (prove's "Tests=N" and "Failed x/y subtests", cmocka's PASSED/FAILED lines)
+count() {
+    eval "$(perl -ne '
+        $t += $1 if /^Files=\d+, Tests=(\d+)/;
+        $f += $1 if /Failed (\d+)\/\d+ subtests/;
+        $p += $1 if /^\[  PASSED  \] (\d+) test/;
+        $f += $1 if /^\[  FAILED  \] (\d+) test/;
+        END { printf "n_pass=%d n_fail=%d\n", ($t||0) + ($p||0) - ($f||0) + 0, $f||0 }
+    ' "$results.out")"
+    passed=$((passed + n_pass))
+    failed=$((failed + n_fail))
+}
+
+# stage NAME CMD...: runs CMD with its output shown and kept for count
+stage() {
+    name=$1; shift
+    header "$name"
+    { "$@"; echo $? > "$results"; } 2>&1 | tee "$results.out"
+    rc=$(cat "$results")
+    count
+    if [ "$rc" != 0 ]; then
+        [ "$n_fail" = 0 ] && failed=$((failed + 1))
+        failed_stages="$failed_stages
+  $name (exit $rc)"
+        echo "== FAILED: $name (exit $rc)"
+        return 1
+    fi
+    echo "== ok: $name"
+    return 0
+}
+
+apache_suite() {
+    mpm=$1
+    rm -rf t/logs
+    RLAAS_TEST_MPM=$mpm perl t/TEST.PL >/dev/null || return 1
+    RLAAS_TEST_MPM=$mpm t/TEST -clean >/dev/null 2>&1
+    # shellcheck disable=SC2086
+    RLAAS_TEST_MPM=$mpm t/TEST ${TEST_FILES:-}
+    rc=$?
+    if [ "$rc" != 0 ]; then
+        for f in t/logs/error_log t/logs/rlaas_status_log; do
+            [ -f "$f" ] || continue
+            echo
+            echo "---------------- $f (last 300 lines) ----------------"
+            tail -n 300 "$f"
+        done
+    fi
+    # in the temporary copy (started as root), keep each MPM's logs
+    if [ -n "${RLAAS_TEST_INNER:-}" ] && [ -d t/logs ]; then
+        rm -rf "t/logs-$mpm"
+        cp -a t/logs "t/logs-$mpm"
+    fi
+    return "$rc"
+}
+
+echo "mod_rlaas tests as $(id -un) in $top (CI=${CI:-})"
+
+if ! stage "build (make)" make; then
+    echo "the build failed: nothing else is run"
+    echo
+    echo "tests: $passed passed, $((failed)) failed"
+    exit 1
+fi
+
+stage "unit tests (make unit)" make unit
+
+if ls t/lua/*.t >/dev/null 2>&1; then
+    stage "Lua script tests (prove -I t/lib t/lua)" prove -I t/lib t/lua
+fi
+
+for mpm in ${RLAAS_TEST_MPMS:-event prefork worker}; do
+    stage "Apache::Test suite, $mpm MPM" apache_suite "$mpm"
+done
+
+header "summary"
+if [ -n "$failed_stages" ]; then
+    echo "failed stages:$failed_stages"
+    echo
+    echo "tests: $passed passed, $failed failed"
+    exit 1
+fi
+echo "all stages passed"
+echo
+echo "tests: $passed passed, $failed failed"
+exit 0
