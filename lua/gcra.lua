@@ -37,7 +37,7 @@ if v then
     x, y = tonumber(x), math.min(tonumber(y), r - 1)
   else
     x = tonumber(v)
-    if x then y = x % r; x = (x - y) / r end
+    if x and x % 1 == 0 then y = x % r; x = (x - y) / r else x = nil end
   end
   -- past TAT: full bucket; later than a day past now + W: not written
   -- by this limit/window (the tick size changed), start afresh

@@ -33,10 +33,12 @@ if v then
   if si then
     si, sp, sc = tonumber(si), tonumber(sp), tonumber(sc)
     d = si - i
+    -- over a day ahead: written under another window size, not held
+    if d > 0 and si * W - now > W + 86400000 then d = nil end
   else
     -- packed: (prev * 2^24 + curr) * 4 + window mod 4
     local x = tonumber(v)
-    if x then
+    if x and x >= 0 and x % 1 == 0 then
       d = (x % 4 - i % 4) % 4
       if d == 3 then d = -1 elseif d == 2 then d = nil end
       x = math.floor(x / 4)
@@ -76,7 +78,8 @@ if rem == 0 then
 end
 local reset = off
 if C > 0 then reset = reset + 2 * W - e elseif P > 0 then reset = reset + W - e end
-if L < B and P < B and C < B then
+-- one small integer while the counts fit, else "i:prev:curr"
+if P < B and C < B then
   v = s((P * B + C) * 4 + i % 4)
 else
   v = s(i) .. ':' .. s(P) .. ':' .. s(C)

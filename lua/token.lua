@@ -30,11 +30,12 @@ local key = K .. ':tb'
 local n, f, ts = L, 0, now
 local h = redis.call('HMGET', key, 'tokens', 'ts')
 local v, ots = h[1], tonumber(h[2])
+if ots then ots = math.floor(ots) end
 if v and ots then
   local a, b = string.match(v, '^(%d+):(%d+)$')
   if a then n, f = tonumber(a), tonumber(b)
   elseif tonumber(v) then
-    v = math.max(0, tonumber(v))
+    v = math.max(0, math.floor(tonumber(v)))
     n = math.floor(v / c)
     f = v - n * c
   end

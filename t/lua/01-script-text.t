@@ -1,0 +1,61 @@
+# The production text of each script: what the build embeds and what the
+# fake-clock variant may differ in. Plus one real-TIME run of each.
+use strict;
+use warnings;
+use Test::More;
+use FindBin;
+use lib $FindBin::Bin;
+use ScriptTest;
+use Digest::SHA qw(sha1_hex);
+
+my $h = ScriptTest->new;
+my $r = $h->redis;
+
+for my $s (STRATEGIES) {
+    my $t = lua_text($s);
+    ok -f lua_path($s), "$s.lua exists";
+    unlike $t, qr/[^\x09\x0a\x20-\x7e]/, "$s: ASCII only, no CR or control bytes";
+    unlike $t, qr/\A#/, "$s: no shebang or flags line";
+    like $t, qr/\n\z/, "$s: ends with a newline";
+    my @clock = grep { /-- rlaas:clock/ } split /\n/, $t;
+    is scalar(@clock), 1, "$s: exactly one rlaas:clock line";
+    is $clock[0], "local t = redis.call('TIME') -- rlaas:clock", "$s: clock line text";
+    my @time = ($t =~ /TIME/g);
+    is scalar(@time), 1, "$s: TIME read only there";
+    unlike $t, qr/ARGV\[[3-9]\]/, "$s: production reads no ARGV beyond 2";
+    like $t, qr/\Aif redis\.replicate_commands then redis\.replicate_commands\(\) end\n|\A(?:--[^\n]*\n)+if redis\.replicate_commands then redis\.replicate_commands\(\) end\n/,
+        "$s: replicate_commands first";
+    my @lines_p = split /\n/, $t, -1;
+    my @lines_f = split /\n/, fake_text($t), -1;
+    is scalar(@lines_f), scalar(@lines_p), "$s: same line count in the fake-clock variant";
+    my @diff = grep { $lines_p[$_] ne $lines_f[$_] } 0 .. $#lines_p;
+    is_deeply [map { $lines_p[$_] } @diff], [$clock[0]], "$s: variant differs only on the clock line";
+    is $lines_f[$diff[0]], "local t = {ARGV[3], ARGV[4]} -- rlaas:clock", "$s: substituted line";
+    # The comment budget: they travel to Redis on every SCRIPT LOAD.
+    my $comment = 0;
+    $comment += length($1) for $t =~ /(--[^\n]*)/g;
+    cmp_ok $comment, '<', 0.3 * length($t), "$s: comments stay short ($comment of " . length($t) . " bytes)";
+    is $r->cmd('SCRIPT', 'LOAD', $t), sha1_hex($t), "$s: SCRIPT LOAD gives the SHA1 of the file bytes";
+
+    # Production text, real clock.
+    my $K = "rlaas:rate_limit:real-$s";
+    my $x = $h->run_real($s, $K, 3, 60000);
+    is ref($x), 'ARRAY', "$s: real TIME run replies an array" or diag explain $x;
+    is scalar(@$x), 4, "$s: four fields";
+    ok !(grep { !defined || !/^\d+$/ } @$x), "$s: non-negative integers (@$x)";
+    is $x->[0], 1, "$s: first hit allowed";
+    is $x->[1], 2, "$s: remaining 2";
+    is $x->[3], 0, "$s: retry 0";
+    ok $x->[2] >= 1 && $x->[2] <= 120000, "$s: reset within bounds ($x->[2])";
+    $h->run_real($s, $K, 3, 60000) for 1 .. 2;
+    $x = $h->run_real($s, $K, 3, 60000);
+    is $x->[0], 0, "$s: 4th of 3 denied (real clock)";
+    ok $x->[3] >= 1, "$s: retry >= 1 when denied";
+
+    # Argument checks: a misconfigured caller gets an error, never a verdict.
+    for my $bad ([0, 1000], [1, 0], [1e9 + 1, 1000], ['x', 1000], [1.5, 1000], [5]) {
+        my $e = $r->cmd('EVALSHA', $h->{sha}{$s}, 1, $K, @$bad);
+        ok RLaaS::Redis::is_error($e), "$s: bad args (@$bad) -> error reply";
+    }
+}
+done_testing;

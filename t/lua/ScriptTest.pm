@@ -1,0 +1,181 @@
+package ScriptTest;
+# Shared by the t/lua/*.t files: loads the strategy scripts into a private
+# redis-server, in production form and with the clock line swapped for a
+# fake clock (ARGV[3] seconds, ARGV[4] microseconds).
+use strict;
+use warnings;
+use Exporter 'import';
+use File::Basename qw(dirname);
+use File::Spec;
+use RLaaS::Redis;
+use Time::HiRes ();
+
+our @EXPORT = qw(STRATEGIES lua_path lua_text fake_text key_of T0);
+our @STRATEGIES = qw(fixed sliding_log sliding token leaky gcra);
+sub STRATEGIES { @STRATEGIES }
+
+# 2023-11-14T00:00:00Z in ms: a multiple of every round window (1 d too)
+use constant T0 => 1_699_920_000_000;
+
+my $ROOT = File::Spec->rel2abs(dirname(__FILE__) . '/../..');
+# RLAAS_LUA_DIR: run the tests against other copies (mutation checks).
+sub lua_path { ($ENV{RLAAS_LUA_DIR} || "$ROOT/lua") . "/$_[0].lua" }
+
+sub lua_text {
+    my ($name) = @_;
+    open my $fh, '<:raw', lua_path($name) or die "$name: $!";
+    local $/;
+    return scalar <$fh>;
+}
+
+# The harness' substitution: redis.call('TIME') -> {ARGV[3], ARGV[4]}
+# on the line carrying -- rlaas:clock, and only there.
+sub fake_text {
+    my ($text) = @_;
+    my @l = split /(?<=\n)/, $text;
+    my $n = 0;
+    for (@l) {
+        next unless /-- rlaas:clock/;
+        $n++ if s/redis\.call\('TIME'\)/{ARGV[3], ARGV[4]}/;
+    }
+    die "clock line not found" unless $n == 1;
+    return join '', @l;
+}
+
+# The key each strategy writes for base key K at time now_ms.
+sub key_of {
+    my ($name, $K, $W, $now) = @_;
+    return "$K:" . int($now / $W) if $name eq 'fixed';
+    return $K if $name eq 'sliding_log';
+    return "$K:" . { sliding => 'sw', token => 'tb', leaky => 'lb', gcra => 'gcra' }->{$name};
+}
+
+sub new {
+    my ($class, %opt) = @_;
+    my $r = $opt{redis} || RLaaS::Redis->start;
+    my $self = bless { r => $r, sha => {}, fake => {} }, $class;
+    for my $s (@STRATEGIES) {
+        my $t = lua_text($s);
+        $self->{sha}{$s} = $self->_load($t);
+        $self->{fake}{$s} = $self->_load(fake_text($t));
+    }
+    return $self;
+}
+
+sub _load {
+    my ($self, $text) = @_;
+    my $sha = $self->{r}->cmd('SCRIPT', 'LOAD', $text);
+    die "SCRIPT LOAD: $sha" if RLaaS::Redis::is_error($sha);
+    return $sha;
+}
+
+sub redis { $_[0]{r} }
+
+# Fake time needs fake expiry: Redis expires keys by the real clock,
+# while a test may make a thousand calls in one fake millisecond against
+# 1 ms TTLs, or jump a day ahead in no real time. So run() notes the TTL
+# each script set on each key of K, exactly, then PERSISTs the key, and
+# deletes it itself once the fake clock passes that time (Redis' rule:
+# gone when now > expiry). pttl() answers in fake time.
+#
+# Exact TTLs: TIME, the script and a PTTL/PERSIST script go in one write,
+# started early in a millisecond; TIME before the script and after the
+# last PTTL proves that no millisecond boundary passed. If one did (a
+# scheduling hiccup), K is restored from a snapshot taken in the same
+# write and the call replayed ({ambiguous} counts these; after 20 tries
+# the later bound is used).
+my $KEYS_LUA = <<'LUA';
+local out = {}
+local function each(ks)
+  for _, k in ipairs(ks) do
+    out[#out + 1] = k
+    out[#out + 1] = redis.call('PTTL', k)
+    redis.call('PERSIST', k)
+  end
+end
+if redis.call('EXISTS', ARGV[1]) == 1 then each({ARGV[1]}) end
+each(redis.call('KEYS', ARGV[1] .. ':*'))
+local t = redis.call('TIME')
+out[#out + 1] = t[1]
+out[#out + 1] = t[2]
+return out
+LUA
+
+# The state of K before a call (DUMP, PTTL), to replay a call whose TTL
+# read straddled a millisecond.
+my $SNAP_LUA = <<'LUA';
+local out = {}
+local ks = redis.call('KEYS', ARGV[1] .. ':*')
+if redis.call('EXISTS', ARGV[1]) == 1 then ks[#ks + 1] = ARGV[1] end
+for _, k in ipairs(ks) do
+  out[#out + 1] = k
+  out[#out + 1] = redis.call('DUMP', k)
+  out[#out + 1] = redis.call('PTTL', k)
+end
+return out
+LUA
+
+# Runs strategy $s at fake time $ms (+ $us microseconds inside that ms).
+sub run {
+    my ($self, $s, $K, $L, $W, $ms, $us) = @_;
+    my $exp = $self->{exp} ||= {};
+    for my $k (sort keys %$exp) {
+        next unless defined $exp->{$k} && $exp->{$k} < $ms;
+        $self->{r}->cmd('DEL', $k);
+        delete $exp->{$k};
+    }
+    my $sec = int($ms / 1000);
+    my $usec = ($ms - $sec * 1000) * 1000 + ($us || 0);
+    my ($snap, $t1, $rep, $kt, $late);
+    for my $try (1 .. 20) {
+        1 while int(Time::HiRes::time() * 1e6) % 1000 > 600;
+        ($snap, $t1, $rep, $kt) = $self->{r}->pipeline(
+            ['EVAL', $SNAP_LUA, 0, $K],
+            ['TIME'],
+            ['EVALSHA', $self->{fake}{$s}, 1, $K, $L, $W, $sec, $usec],
+            ['EVAL', $KEYS_LUA, 0, $K]);
+        die "keys: $kt" if RLaaS::Redis::is_error($kt);
+        my @t2 = splice @$kt, -2;
+        $late = (int($t1->[1] / 1000) + 1000 * $t1->[0] != int($t2[1] / 1000) + 1000 * $t2[0]) ? 1 : 0;
+        last unless $late;
+        # put K back as it was and replay the call
+        $self->{ambiguous}++;
+        $self->{r}->cmd('DEL', $K, @{ $self->{r}->cmd('KEYS', "$K:*") });
+        my @sn = @$snap;
+        while (my ($k, $dump, $pttl) = splice @sn, 0, 3) {
+            $self->{r}->cmd('RESTORE', $k, $pttl > 0 ? $pttl : 0, $dump);
+        }
+    }
+    my %ttl = @$kt;
+    for my $k (keys %ttl) {
+        if ($ttl{$k} >= 0) {
+            $exp->{$k} = $ms + $ttl{$k} + $late;
+        } elsif (!exists $exp->{$k}) {
+            # written without a TTL: remembered for no_ttl()
+            $exp->{$k} = undef;
+            push @{ $self->{no_ttl} }, "$s: $k";
+        }
+    }
+    $self->{now} = $ms;
+    return $rep;
+}
+
+# Fake PTTL of $key as of the last run(): -2 missing, -1 no TTL.
+sub pttl {
+    my ($self, $k) = @_;
+    return -2 unless $self->{r}->cmd('EXISTS', $k);
+    return $self->{r}->cmd('PTTL', $k) unless exists $self->{exp}{$k};
+    return -1 unless defined $self->{exp}{$k};
+    return $self->{exp}{$k} - $self->{now};
+}
+
+# Keys some script left without a TTL (should be none).
+sub no_ttl { @{ $_[0]{no_ttl} || [] } }
+
+# Production script, real Redis TIME.
+sub run_real {
+    my ($self, $s, $K, $L, $W) = @_;
+    return $self->{r}->cmd('EVALSHA', $self->{sha}{$s}, 1, $K, $L, $W);
+}
+
+1;
