@@ -38,6 +38,7 @@ static void rlaas_register_hooks(apr_pool_t *p)
     ap_hook_access_checker(rlaas_limit_access_checker, NULL, NULL,
                            APR_HOOK_MIDDLE);
     ap_hook_fixups(rlaas_limit_fixups, NULL, NULL, APR_HOOK_FIRST);
+    ap_hook_pre_config(rlaas_config_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(rlaas_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(rlaas_metrics_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(rlaas_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);

@@ -1,6 +1,7 @@
 #include "rlaas_config.h"
 
 #include "http_log.h"
+#include "apr_hash.h"
 #include "apr_strings.h"
 
 APLOG_USE_MODULE(rlaas);
@@ -358,6 +359,27 @@ static const char *set_key_by(cmd_parms *cmd, void *dv, int argc,
     return NULL;
 }
 
+/* Zone names of the server configuration. Keys are
+ * <prefix>[<zone>:]<identity>, so a section without a zone whose identity
+ * starts with a zone's name could reach that zone's keys; the identity code
+ * hashes such a first segment. Written only while the parent reads its
+ * configuration (not from .htaccess), read-only in children. */
+static apr_hash_t *zone_names;
+
+int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
+                            apr_pool_t *ptemp)
+{
+    (void)plog;
+    (void)ptemp;
+    zone_names = apr_hash_make(pconf);
+    return OK;
+}
+
+int rlaas_is_zone_name(const char *s, size_t len)
+{
+    return zone_names != NULL && apr_hash_get(zone_names, s, len) != NULL;
+}
+
 static const char *set_zone(cmd_parms *cmd, void *dv, const char *arg)
 {
     const char *err = rlaas_parse_name(arg);
@@ -365,6 +387,8 @@ static const char *set_zone(cmd_parms *cmd, void *dv, const char *arg)
     if (err != NULL)
         return bad_value(cmd, arg, err);
     ((rlaas_dir_conf_t *)dv)->zone = arg;
+    if (zone_names != NULL && ap_check_cmd_context(cmd, NOT_IN_HTACCESS) == NULL)
+        apr_hash_set(zone_names, arg, APR_HASH_KEY_STRING, arg);
     return NULL;
 }
 

@@ -93,6 +93,11 @@ typedef struct {
 
 extern const command_rec rlaas_cmds[];
 
+int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
+                            apr_pool_t *ptemp);
+/* 1 if s (len bytes) is the name of a zone in the server configuration. */
+int rlaas_is_zone_name(const char *s, size_t len);
+
 void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s);
 void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
 void *rlaas_create_dir_conf(apr_pool_t *p, char *dir);

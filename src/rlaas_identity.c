@@ -107,8 +107,14 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
 
         if (i > 0)
             key[n++] = ':';
-        if (v != NULL && vl > 0)
-            n += rlaas_key_segment(key + n, v, vl, src[i].src.credential);
+        if (v != NULL && vl > 0) {
+            /* Without a zone, a first segment spelling a zone's name would
+             * reach that zone's keys: hash it instead. */
+            int hash = src[i].src.credential ||
+                       (i == 0 && d->zone == NULL &&
+                        rlaas_is_zone_name(v, vl));
+            n += rlaas_key_segment(key + n, v, vl, hash);
+        }
         else
             n +=
                 rlaas_key_fallback(key + n, client_ip(r), strlen(client_ip(r)));

@@ -11,9 +11,9 @@
 
 #include <hiredis/hiredis.h>
 
-/* Upper bound for times in a reply: a window is at most 30 days, a retry
- * or reset can't be later than twice that. */
-#define RLAAS_REPLY_MS_MAX (60LL * 24 * 3600 * 1000)
+/* Upper bound for times in a reply: the scripts accept windows up to 2^35
+ * ms, and a reset can reach twice the window plus a clock step back. */
+#define RLAAS_REPLY_MS_MAX (1LL << 37)
 
 typedef struct {
     int allowed;

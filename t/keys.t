@@ -142,6 +142,15 @@ for my $c (
     my @d = map { hit($_, h => { 'X-User' => $v }) } qw(/rl/keys/nozone-a /rl/keys/nozone-b);
     is("@d", '200 429', 'no zone: two sections share the counter of one identity');
     ok(redis_cmd('EXISTS', rkey(undef, $v)), 'no zone: K = prefix:<id>');
+
+    # Without a zone, an identity spelling a zone's name would make
+    # prefix:za:<suffix>, i.e. zone za's key for the identity <suffix>.
+    redis_cmd('DEL', rkey(undef, 'za'), rkey(undef, hseg('za')));
+    is(hit('/rl/keys/nozone-a', h => { 'X-User' => 'za' }), 200,
+        'no zone, identity equal to a zone name: allowed');
+    ok(!redis_cmd('EXISTS', rkey(undef, 'za'))
+        && redis_cmd('EXISTS', rkey(undef, hseg('za'))),
+        'no zone, identity equal to a zone name: hashed, never prefix:za');
 }
 
 # ---------------------------------------------------------------- hostile values
