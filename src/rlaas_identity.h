@@ -9,6 +9,7 @@
 #include "httpd.h"
 
 #include "rlaas_config.h"
+#include "rlaas_key.h"
 
 /* Longest key this module can build, before a strategy's suffix. */
 #define RLAAS_KEY_MAX                                                          \

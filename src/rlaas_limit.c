@@ -12,6 +12,7 @@
 #include "rlaas_log.h"
 #include "rlaas_metrics.h"
 #include "rlaas_redis.h"
+#include "rlaas_resp.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -33,6 +34,14 @@ typedef struct {
     rlaas_verdict_t v;
     int have_verdict;
 } decision_t;
+
+/* Decimal text in the request pool, without apr_psprintf's formatter. */
+static const char *num(apr_pool_t *p, int64_t v)
+{
+    char d[21];
+
+    return apr_pstrmemdup(p, d, rlaas_fmt_i64(d, v));
+}
 
 /* Rate-limit fields go into err_headers_out, so they reach the client on
  * whatever response follows: a static file, a proxied or CGI response, an
@@ -57,12 +66,10 @@ static void add_headers(const decision_t *dc)
     if (mode & RLAAS_HEADERS_LEGACY) {
         apr_table_setn(r->err_headers_out, "X-RateLimit-Limit", d->limit_arg);
         if (dc->have_verdict) {
-            apr_table_setn(
-                r->err_headers_out, "X-RateLimit-Remaining",
-                apr_psprintf(r->pool, "%" APR_INT64_T_FMT, dc->v.remaining));
+            apr_table_setn(r->err_headers_out, "X-RateLimit-Remaining",
+                           num(r->pool, dc->v.remaining));
             apr_table_setn(r->err_headers_out, "X-RateLimit-Reset",
-                           apr_psprintf(r->pool, "%" APR_INT64_T_FMT,
-                                        rlaas_ms_to_s_ceil(dc->v.reset_ms)));
+                           num(r->pool, rlaas_ms_to_s_ceil(dc->v.reset_ms)));
         }
     }
 }
@@ -73,9 +80,8 @@ static int record(const decision_t *dc, rlaas_outcome_e o, int rc)
 
     apr_table_setn(r->subprocess_env, RLAAS_ENV_STATUS, rlaas_outcome_name(o));
     if (dc->have_verdict)
-        apr_table_setn(
-            r->subprocess_env, RLAAS_ENV_REMAINING,
-            apr_psprintf(r->pool, "%" APR_INT64_T_FMT, dc->v.remaining));
+        apr_table_setn(r->subprocess_env, RLAAS_ENV_REMAINING,
+                       num(r->pool, dc->v.remaining));
     rlaas_metrics_decision(dc->strategy, o);
     add_headers(dc);
     return rc;
@@ -88,8 +94,7 @@ static int deny(const decision_t *dc)
     request_rec *r = dc->r;
 
     apr_table_setn(r->err_headers_out, "Retry-After",
-                   apr_psprintf(r->pool, "%" APR_INT64_T_FMT,
-                                rlaas_retry_after_s(dc->v.retry_ms)));
+                   num(r->pool, rlaas_retry_after_s(dc->v.retry_ms)));
     if (ap_response_code_string(
             r, ap_index_of_response(HTTP_TOO_MANY_REQUESTS)) != NULL)
         return HTTP_TOO_MANY_REQUESTS;

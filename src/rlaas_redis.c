@@ -12,7 +12,9 @@
 #include <hiredis/hiredis.h>
 
 #include "rlaas_breaker.h"
+#include "rlaas_identity.h"
 #include "rlaas_metrics.h"
+#include "rlaas_resp.h"
 #include "rlaas_scripts.h"
 
 APLOG_USE_MODULE(rlaas);
@@ -265,6 +267,19 @@ static redisReply *command(rlaas_conn_t *c, int argc, const char **argv,
     return rep;
 }
 
+/* A command already in the protocol's bytes: one write, one reply. */
+static redisReply *command_raw(rlaas_conn_t *c, const char *cmd, size_t len,
+                               int *saved_errno)
+{
+    void *rep = NULL;
+
+    if (redisAppendFormattedCommand(c->ctx, cmd, len) != REDIS_OK ||
+        redisGetReply(c->ctx, &rep) != REDIS_OK)
+        rep = NULL;
+    *saved_errno = errno;
+    return rep;
+}
+
 /* SCRIPT LOAD after NOSCRIPT (Redis restarted, failed over or flushed). */
 static rlaas_rerr_e script_load(call_ctx_t *cc, rlaas_conn_t *c,
                                 const rlaas_script_t *sc)
@@ -295,23 +310,26 @@ static rlaas_rerr_e eval_once(call_ctx_t *cc, rlaas_conn_t *c,
                               const rlaas_call_t *call, rlaas_verdict_t *v)
 {
     const rlaas_script_t *sc = &rlaas_scripts[call->strategy];
-    const char *argv[6] = {"EVALSHA", sc->sha1,    "1",
-                           call->key, call->limit, call->window};
-    size_t lens[6] = {
-        7, 40, 1, call->key_len, strlen(call->limit), strlen(call->window)};
+    char cmd[RLAAS_RESP_EVALSHA_MAX(RLAAS_KEY_MAX)];
+    size_t len;
     int attempt, err_no;
     rlaas_rerr_e e = RLAAS_RERR_REPLY;
 
+    if (call->key_len > RLAAS_KEY_MAX) {
+        cc->detail = "key too long";
+        return RLAAS_RERR_REPLY;
+    }
+    len = rlaas_resp_evalsha(cmd, sc->sha1, call->key, call->key_len,
+                             call->limit, call->window);
     for (attempt = 0; attempt < 2; attempt++) {
         redisReply *rep;
         rlaas_reply_status_e st;
-
         apr_time_t t0;
 
         if (!conn_budget(cc, c))
             return RLAAS_RERR_TIMEOUT;
         t0 = apr_time_now();
-        rep = command(c, 6, argv, lens, &err_no);
+        rep = command_raw(c, cmd, len, &err_no);
         if (rep == NULL)
             return transport_error(cc, c, err_no);
         rlaas_metrics_latency(apr_time_now() - t0);

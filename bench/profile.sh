@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# make bench-profile: where a limited request's time goes, counted in
+# instructions (valgrind --tool=callgrind), which repeat exactly from run to
+# run whatever else the machine is doing.
+#
+# Runs a single-process httpd (-X) under callgrind with one strategy, sends
+# PROFILE_REQUESTS keep-alive requests, and prints instructions per request:
+# the whole server, the module's access checker (inclusive), and its parts.
+# Also runs the same without the module, for the baseline.
+#
+# Environment: PROFILE_STRATEGY (gcra), PROFILE_REQUESTS (3000),
+# PROFILE_OUT (build/profile).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+STRATEGY=${PROFILE_STRATEGY:-gcra}
+N=${PROFILE_REQUESTS:-3000}
+OUT=${PROFILE_OUT:-$top/build/profile}
+
+for tool in valgrind callgrind_annotate ab redis-server; do
+    command -v "$tool" >/dev/null || { echo "needs $tool (valgrind, apache2-utils, redis-server)"; exit 1; }
+done
+make -s >/dev/null
+mkdir -p "$OUT"
+work=$(mktemp -d /tmp/rlaas-profile.XXXXXX)
+chmod 755 "$work"
+cp .libs/mod_rlaas.so "$work/"
+mkdir "$work/htdocs"
+printf 'hello\n' >"$work/htdocs/index.html"
+chmod -R a+rX "$work"
+mkdir "$work/cg"
+MODDIR=$(apxs -q LIBEXECDIR)
+
+free_port() {
+    local p=$1
+    while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do p=$((p + 1)); done
+    echo "$p"
+}
+HTTP_PORT=$(free_port 18180)
+REDIS_PORT=$(free_port 16479)
+
+cleanup() {
+    [ -f "$work/httpd.pid" ] && kill "$(cat "$work/httpd.pid")" 2>/dev/null || true
+    redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$work" --daemonize yes --logfile "$work/redis.log" >/dev/null
+
+# $1: with or without
+profile() {
+    local with=$1
+    {
+        cat <<EOF
+ServerRoot "$work"
+ServerName localhost
+Listen 127.0.0.1:$HTTP_PORT
+PidFile "$work/httpd.pid"
+ErrorLog "$work/error_log"
+LogLevel warn
+DocumentRoot "$work/htdocs"
+LoadModule mpm_event_module $MODDIR/mod_mpm_event.so
+LoadModule authz_core_module $MODDIR/mod_authz_core.so
+LoadModule mime_module $MODDIR/mod_mime.so
+TypesConfig /etc/mime.types
+MaxKeepAliveRequests 0
+EOF
+        if [ "$with" = with ]; then
+            cat <<EOF
+LoadModule rlaas_module $work/mod_rlaas.so
+RLaaSRedis 127.0.0.1:$REDIS_PORT
+<Location "/">
+    RLaaSLimit 1000000000
+    RLaaSWindow 60s
+    RLaaSStrategy $STRATEGY
+    RLaaSKeyBy header:X-Client
+</Location>
+EOF
+        fi
+    } >"$work/httpd.conf"
+    valgrind --tool=callgrind --callgrind-out-file="$work/cg/callgrind.$with.out" \
+        apache2 -X -f "$work/httpd.conf" >"$work/valgrind.log" 2>&1 &
+    local vg=$! i=0
+    until curl -s -o /dev/null "http://127.0.0.1:$HTTP_PORT/index.html"; do
+        i=$((i + 1)); [ $i -gt 300 ] && { cat "$work/valgrind.log"; exit 1; }
+        sleep 0.1
+    done
+    ab -q -k -n "$N" -c 1 -H "X-Client: client-1" \
+        "http://127.0.0.1:$HTTP_PORT/index.html" >"$work/ab.out"
+    kill -TERM "$(cat "$work/httpd.pid")"
+    wait "$vg" || true
+    rm -f "$work/httpd.pid"
+    cp "$work/cg/callgrind.$with.out" "$OUT/"
+}
+
+per_request() { # file, function (inclusive) -> instructions per request
+    callgrind_annotate --inclusive=yes "$1" 2>/dev/null |
+        awk -v fn="$2" -v n="$N" '
+            index($0, fn) && !done { gsub(",", "", $1); printf "%.0f", $1 / n; done = 1 }
+            END { if (!done) printf "0" }'
+}
+
+profile without
+profile with
+base=$(per_request "$OUT/callgrind.without.out" "ap_process_async_request")
+with=$(per_request "$OUT/callgrind.with.out" "ap_process_async_request")
+echo "== instructions per request (callgrind, $N keep-alive requests, strategy $STRATEGY)"
+printf "  %-44s %8s\n" "request processing, httpd without the module" "$base"
+printf "  %-44s %8s\n" "request processing, with the module" "$with"
+for fn in rlaas_limit_access_checker rlaas_identity_key rlaas_redis_eval \
+    redisAppendFormattedCommand redisGetReply freeReplyObject \
+    apr_reslist_acquire apr_reslist_release add_headers record; do
+    printf "  %-44s %8s\n" "$fn" "$(per_request "$OUT/callgrind.with.out" "$fn")"
+done
+echo "(user-space instructions only: system calls and waiting for Redis are"
+echo " not counted; profiles kept in $OUT for callgrind_annotate)"
