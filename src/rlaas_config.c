@@ -27,6 +27,7 @@ static rlaas_target_t *new_target(apr_pool_t *p)
     t->pool_max = -1;
     t->circuit_failures = -1;
     t->circuit_cooldown_ms = -1;
+    t->pipeline = -1;
     return t;
 }
 
@@ -69,6 +70,7 @@ static rlaas_target_t *merge_target(apr_pool_t *p, const rlaas_target_t *base,
     t->database = PICK(database, -1);
     t->timeout_ms = PICK(timeout_ms, -1);
     t->pool_max = PICK(pool_max, -1);
+    t->pipeline = PICK(pipeline, -1);
     if (add->circuit_failures != -1) {
         t->circuit_failures = add->circuit_failures;
         t->circuit_cooldown_ms = add->circuit_cooldown_ms;
@@ -183,6 +185,13 @@ static const char *set_key_prefix(cmd_parms *cmd, void *dummy, const char *arg)
     if (err != NULL)
         return bad_value(cmd, arg, err);
     rlaas_server_conf(cmd->server)->key_prefix = arg;
+    return NULL;
+}
+
+static const char *set_redis_pipeline(cmd_parms *cmd, void *dummy, int on)
+{
+    (void)dummy;
+    target_for(cmd)->pipeline = on;
     return NULL;
 }
 
@@ -449,6 +458,9 @@ const command_rec rlaas_cmds[] = {
                   "pooled connection, e.g. 100ms"),
     AP_INIT_TAKE1(RLAAS_D_REDIS_POOLMAX, set_redis_pool_max, NULL, RSRC_CONF,
                   "Redis connections per child process"),
+    AP_INIT_FLAG(RLAAS_D_REDIS_PIPELINE, set_redis_pipeline, NULL, RSRC_CONF,
+                 "On: calls of one child that meet in time share one write "
+                 "and one read on one connection (default On)"),
     AP_INIT_TAKE1(RLAAS_D_KEY_PREFIX, set_key_prefix, NULL, RSRC_CONF,
                   "Prefix of every Redis key"),
     AP_INIT_TAKE12(RLAAS_D_CIRCUIT, set_circuit, NULL, RSRC_CONF,
@@ -522,6 +534,11 @@ rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d)
 {
     return d->headers != RLAAS_HEADERS_UNSET ? (rlaas_headers_e)d->headers
                                              : RLAAS_HEADERS_DRAFT;
+}
+
+int rlaas_target_pipeline(const rlaas_target_t *t)
+{
+    return t->pipeline != 0;
 }
 
 int rlaas_target_circuit_failures(const rlaas_target_t *t)

@@ -35,6 +35,7 @@
 #define RLAAS_D_DRY_RUN           "RLaaSDryRun"
 #define RLAAS_D_CIRCUIT           "RLaaSCircuitBreaker"
 #define RLAAS_D_CIRCUIT_FAIL_OPEN "RLaaSCircuitFailOpen"
+#define RLAAS_D_REDIS_PIPELINE "RLaaSRedisPipeline"
 
 #define RLAAS_DEFAULT_HOST                "127.0.0.1"
 #define RLAAS_DEFAULT_PORT                6379
@@ -60,6 +61,7 @@ typedef struct {
     int pool_max;              /* -1: unset (the MPM's threads per child) */
     int circuit_failures;      /* -1: unset; 0: no circuit breaker */
     int circuit_cooldown_ms;   /* -1: unset */
+    int pipeline;            /* -1: unset (on) */
     struct rlaas_pool_t *pool; /* set in each child by child_init */
 } rlaas_target_t;
 
@@ -115,6 +117,7 @@ int rlaas_dir_fail_open(const rlaas_dir_conf_t *d);
 rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d);
 int rlaas_target_circuit_failures(const rlaas_target_t *t);
 int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t);
+int rlaas_target_pipeline(const rlaas_target_t *t);
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc);
 int rlaas_target_timeout_ms(const rlaas_target_t *t);
 

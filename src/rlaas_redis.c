@@ -14,6 +14,7 @@
 #include "rlaas_breaker.h"
 #include "rlaas_identity.h"
 #include "rlaas_metrics.h"
+#include "rlaas_pipeline.h"
 #include "rlaas_resp.h"
 #include "rlaas_scripts.h"
 
@@ -24,6 +25,7 @@ struct rlaas_pool_t {
     const rlaas_target_t *target;
     server_rec *s; /* for the circuit's log lines */
     rlaas_breaker_t breaker;
+    rlaas_pipe_t *pipe; /* NULL: every request uses its own connection */
 };
 
 /* One pooled slot. The slot lives as long as the pool; its connection is
@@ -90,6 +92,8 @@ static apr_status_t pool_cleanup(void *data)
 
     if (rlaas_breaker_is_open(&pl->breaker))
         rlaas_metrics_circuit(-1);
+    rlaas_pipe_destroy(pl->pipe);
+    pl->pipe = NULL;
     return APR_SUCCESS;
 }
 
@@ -113,6 +117,9 @@ static void pool_create(apr_pool_t *pchild, server_rec *s, rlaas_target_t *t)
     }
     apr_reslist_timeout_set(pl->list,
                             apr_time_from_msec(rlaas_target_timeout_ms(t)));
+    /* Grouping needs threads that wait at the same time. */
+    if (rlaas_target_pipeline(t) && rlaas_redis_default_pool_max() > 1)
+        pl->pipe = rlaas_pipe_create();
     t->pool = pl;
 }
 
@@ -126,18 +133,49 @@ void rlaas_redis_child_init(apr_pool_t *pchild, server_rec *s)
     }
 }
 
-/* ---- one call ---- */
+/* ---- groups of calls ---- */
 
+#define DETAIL_MAX 160
+
+/* One request's call and its outcome. It lives on the requesting thread's
+ * stack; in a pipelined group the leader fills it in. */
+typedef struct {
+    const rlaas_call_t *call;
+    rlaas_verdict_t *v;
+    rlaas_rerr_e e;
+    int noscript;
+    char detail[DETAIL_MAX];
+} job_t;
+
+/* What the calls of a group share: the leader's request (for its log
+ * lines), the target, and the leader's deadline (the group's earliest). */
 typedef struct {
     request_rec *r;
-    const rlaas_target_t *t;
+    struct rlaas_pool_t *pl;
     apr_time_t deadline;
-    const char *detail;
-} call_ctx_t;
+} group_t;
 
-static long remaining_us(const call_ctx_t *cc)
+static void set_detail(job_t *j, const char *text, size_t len)
 {
-    apr_time_t left = cc->deadline - apr_time_now();
+    if (len >= DETAIL_MAX)
+        len = DETAIL_MAX - 1;
+    memcpy(j->detail, text, len);
+    j->detail[len] = '\0';
+}
+
+static void fail(job_t **jobs, int n, rlaas_rerr_e e, const char *text)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        jobs[i]->e = e;
+        set_detail(jobs[i], text, strlen(text));
+    }
+}
+
+static long remaining_us(const group_t *g)
+{
+    apr_time_t left = g->deadline - apr_time_now();
 
     return left > 0 ? (long)left : 0;
 }
@@ -151,11 +189,11 @@ static struct timeval to_tv(long us)
     return tv;
 }
 
-/* Keeps the socket timeout within 1 ms of what is left of the request's
- * budget, without a system call on every request. */
-static int conn_budget(call_ctx_t *cc, rlaas_conn_t *c)
+/* Keeps the socket timeout within 1 ms of what is left of the budget,
+ * without a system call on every request. */
+static int conn_budget(const group_t *g, rlaas_conn_t *c)
 {
-    long left = remaining_us(cc);
+    long left = remaining_us(g);
 
     if (left <= 0)
         return 0;
@@ -167,33 +205,26 @@ static int conn_budget(call_ctx_t *cc, rlaas_conn_t *c)
     return 1;
 }
 
-/* Transport failures: the connection can't be trusted any more. */
-static rlaas_rerr_e transport_error(call_ctx_t *cc, rlaas_conn_t *c,
-                                    int saved_errno)
+/* A transport failure: the connection can't be trusted any more. */
+static rlaas_rerr_e transport_error(const group_t *g, rlaas_conn_t *c,
+                                    int saved_errno, char *detail)
 {
     rlaas_rerr_e e = RLAAS_RERR_IO;
 
     if (c->ctx->err == REDIS_ERR_IO &&
         (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK ||
-         saved_errno == ETIMEDOUT || remaining_us(cc) == 0))
+         saved_errno == ETIMEDOUT || remaining_us(g) == 0))
         e = RLAAS_RERR_TIMEOUT;
-    cc->detail = apr_pstrdup(cc->r->pool, c->ctx->errstr);
+    apr_cpystrn(detail, c->ctx->errstr, DETAIL_MAX);
     conn_drop(c);
     return e;
 }
 
-static rlaas_rerr_e reply_error(call_ctx_t *cc, const redisReply *rep)
-{
-    cc->detail = rep != NULL && rep->type == REDIS_REPLY_ERROR
-                     ? apr_pstrndup(cc->r->pool, rep->str, rep->len)
-                     : "unexpected reply";
-    return RLAAS_RERR_REPLY;
-}
-
 /* AUTH and SELECT, pipelined: one round trip however many are needed. */
-static rlaas_rerr_e conn_setup(call_ctx_t *cc, rlaas_conn_t *c)
+static rlaas_rerr_e conn_setup(const group_t *g, rlaas_conn_t *c,
+                               char *detail)
 {
-    const rlaas_target_t *t = cc->t;
+    const rlaas_target_t *t = g->pl->target;
     int n = 0, i;
     rlaas_rerr_e e = RLAAS_RERR_NONE;
 
@@ -212,13 +243,13 @@ static rlaas_rerr_e conn_setup(call_ctx_t *cc, rlaas_conn_t *c)
         redisReply *rep = NULL;
 
         if (redisGetReply(c->ctx, (void **)&rep) != REDIS_OK)
-            return transport_error(cc, c, errno);
+            return transport_error(g, c, errno, detail);
         if (rep->type == REDIS_REPLY_ERROR && e == RLAAS_RERR_NONE) {
             /* The first reply answers AUTH when a password is set. */
             e = (i == 0 && t->password != NULL) ? RLAAS_RERR_AUTH
                                                 : RLAAS_RERR_SELECT;
             /* Redis' own text; it never repeats the password. */
-            cc->detail = apr_pstrndup(cc->r->pool, rep->str, rep->len);
+            apr_cpystrn(detail, rep->str, DETAIL_MAX);
         }
         freeReplyObject(rep);
     }
@@ -227,127 +258,225 @@ static rlaas_rerr_e conn_setup(call_ctx_t *cc, rlaas_conn_t *c)
     return e;
 }
 
-static rlaas_rerr_e conn_open(call_ctx_t *cc, rlaas_conn_t *c)
+static rlaas_rerr_e conn_open(const group_t *g, rlaas_conn_t *c, char *detail)
 {
-    const rlaas_target_t *t = cc->t;
-    long left = remaining_us(cc);
+    const rlaas_target_t *t = g->pl->target;
+    long left = remaining_us(g);
 
-    if (left <= 0)
+    if (left <= 0) {
+        apr_cpystrn(detail, "no time left to connect", DETAIL_MAX);
         return RLAAS_RERR_TIMEOUT;
-    c->ctx = t->is_unix
-                 ? redisConnectUnixWithTimeout(t->host, to_tv(left))
-                 : redisConnectWithTimeout(
-                       t->host ? t->host : RLAAS_DEFAULT_HOST,
-                       t->port ? t->port : RLAAS_DEFAULT_PORT, to_tv(left));
+    }
+    c->ctx = t->is_unix ? redisConnectUnixWithTimeout(t->host, to_tv(left))
+                        : redisConnectWithTimeout(
+                              t->host ? t->host : RLAAS_DEFAULT_HOST,
+                              t->port ? t->port : RLAAS_DEFAULT_PORT,
+                              to_tv(left));
     if (c->ctx == NULL) {
-        cc->detail = "out of memory";
+        apr_cpystrn(detail, "out of memory", DETAIL_MAX);
         return RLAAS_RERR_CONNECT;
     }
     if (c->ctx->err) {
-        cc->detail = apr_pstrdup(cc->r->pool, c->ctx->errstr);
+        apr_cpystrn(detail, c->ctx->errstr, DETAIL_MAX);
         redisFree(c->ctx);
         c->ctx = NULL;
         return RLAAS_RERR_CONNECT;
     }
     rlaas_metrics_connection(1);
     c->timeout_us = 0;
-    if (!conn_budget(cc, c)) {
+    if (!conn_budget(g, c)) {
         conn_drop(c);
+        apr_cpystrn(detail, "no time left after connecting", DETAIL_MAX);
         return RLAAS_RERR_TIMEOUT;
     }
-    return conn_setup(cc, c);
-}
-
-static redisReply *command(rlaas_conn_t *c, int argc, const char **argv,
-                           const size_t *lens, int *saved_errno)
-{
-    redisReply *rep = redisCommandArgv(c->ctx, argc, argv, lens);
-
-    *saved_errno = errno;
-    return rep;
-}
-
-/* A command already in the protocol's bytes: one write, one reply. */
-static redisReply *command_raw(rlaas_conn_t *c, const char *cmd, size_t len,
-                               int *saved_errno)
-{
-    void *rep = NULL;
-
-    if (redisAppendFormattedCommand(c->ctx, cmd, len) != REDIS_OK ||
-        redisGetReply(c->ctx, &rep) != REDIS_OK)
-        rep = NULL;
-    *saved_errno = errno;
-    return rep;
+    return conn_setup(g, c, detail);
 }
 
 /* SCRIPT LOAD after NOSCRIPT (Redis restarted, failed over or flushed). */
-static rlaas_rerr_e script_load(call_ctx_t *cc, rlaas_conn_t *c,
-                                const rlaas_script_t *sc)
+static rlaas_rerr_e script_load(const group_t *g, rlaas_conn_t *c,
+                                const rlaas_script_t *sc, char *detail)
 {
     const char *argv[3] = {"SCRIPT", "LOAD", sc->body};
     size_t lens[3] = {6, 4, sc->len};
-    int err_no;
     redisReply *rep;
     rlaas_rerr_e e = RLAAS_RERR_NONE;
 
-    if (!conn_budget(cc, c))
+    if (!conn_budget(g, c)) {
+        apr_cpystrn(detail, "no time left to load the script", DETAIL_MAX);
         return RLAAS_RERR_TIMEOUT;
-    rep = command(c, 3, argv, lens, &err_no);
+    }
+    rep = redisCommandArgv(c->ctx, 3, argv, lens);
     if (rep == NULL)
-        return transport_error(cc, c, err_no);
+        return transport_error(g, c, errno, detail);
     if (rep->type != REDIS_REPLY_STRING || rep->len != 40 ||
-        memcmp(rep->str, sc->sha1, 40) != 0)
-        e = reply_error(cc, rep);
+        memcmp(rep->str, sc->sha1, 40) != 0) {
+        apr_cpystrn(detail,
+                    rep->type == REDIS_REPLY_ERROR ? rep->str
+                                                   : "unexpected reply",
+                    DETAIL_MAX);
+        e = RLAAS_RERR_REPLY;
+    }
     freeReplyObject(rep);
     rlaas_metrics_script_load();
-    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, cc->r,
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, g->r,
                   "RLAAS0002: loaded script %s (%s)", sc->file,
                   e == RLAAS_RERR_NONE ? "ok" : "failed");
     return e;
 }
 
-static rlaas_rerr_e eval_once(call_ctx_t *cc, rlaas_conn_t *c,
-                              const rlaas_call_t *call, rlaas_verdict_t *v)
+/* Reads one reply into its job. Returns 1 if the connection must be made
+ * again after this group: an error reply other than a script's own
+ * (READONLY after a failover, NOAUTH, LOADING). */
+static int take_reply(job_t *j, const redisReply *rep)
 {
-    const rlaas_script_t *sc = &rlaas_scripts[call->strategy];
+    switch (rlaas_reply_verdict(rep, j->v)) {
+    case RLAAS_REPLY_OK:
+        j->e = RLAAS_RERR_NONE;
+        return 0;
+    case RLAAS_REPLY_NOSCRIPT:
+        j->noscript = 1;
+        return 0;
+    case RLAAS_REPLY_ERROR:
+        j->e = RLAAS_RERR_REPLY;
+        set_detail(j, rep->str, rep->len);
+        return strstr(j->detail, "script") == NULL;
+    case RLAAS_REPLY_BAD:
+        break;
+    }
+    j->e = RLAAS_RERR_REPLY;
+    set_detail(j, "unexpected reply", 16);
+    return 0;
+}
+
+/* Sends the calls of jobs[0..n) in one write and reads their replies.
+ * Returns how many replies arrived; on a transport failure the rest of
+ * the jobs carry the error. */
+static int exchange(const group_t *g, rlaas_conn_t *c, job_t **jobs, int n)
+{
     char cmd[RLAAS_RESP_EVALSHA_MAX(RLAAS_KEY_MAX)];
-    size_t len;
-    int attempt, err_no;
-    rlaas_rerr_e e = RLAAS_RERR_REPLY;
+    apr_time_t t0;
+    int i, got, redo = 0;
 
-    if (call->key_len > RLAAS_KEY_MAX) {
-        cc->detail = "key too long";
-        return RLAAS_RERR_REPLY;
+    for (i = 0; i < n; i++) {
+        const rlaas_call_t *call = jobs[i]->call;
+        size_t len = rlaas_resp_evalsha(
+            cmd, rlaas_scripts[call->strategy].sha1, call->key, call->key_len,
+            call->limit, call->window);
+
+        jobs[i]->e = RLAAS_RERR_NONE;
+        jobs[i]->noscript = 0;
+        redisAppendFormattedCommand(c->ctx, cmd, len);
     }
-    len = rlaas_resp_evalsha(cmd, sc->sha1, call->key, call->key_len,
-                             call->limit, call->window);
-    for (attempt = 0; attempt < 2; attempt++) {
-        redisReply *rep;
-        rlaas_reply_status_e st;
-        apr_time_t t0;
+    if (!conn_budget(g, c)) {
+        conn_drop(c);
+        fail(jobs, n, RLAAS_RERR_TIMEOUT, "no time left for the call");
+        return 0;
+    }
+    t0 = apr_time_now();
+    for (got = 0; got < n; got++) {
+        void *rep = NULL;
 
-        if (!conn_budget(cc, c))
-            return RLAAS_RERR_TIMEOUT;
-        t0 = apr_time_now();
-        rep = command_raw(c, cmd, len, &err_no);
-        if (rep == NULL)
-            return transport_error(cc, c, err_no);
-        rlaas_metrics_latency(apr_time_now() - t0);
-        st = rlaas_reply_verdict(rep, v);
-        e = st == RLAAS_REPLY_OK ? RLAAS_RERR_NONE : reply_error(cc, rep);
-        /* A script's own error leaves the connection sound; any other
-         * error reply (READONLY after a failover, NOAUTH, LOADING) means
-         * this connection should be made again. */
-        if (st == RLAAS_REPLY_ERROR && strstr(cc->detail, "script") == NULL)
-            conn_drop(c);
+        if (redisGetReply(c->ctx, &rep) != REDIS_OK) {
+            char detail[DETAIL_MAX];
+            rlaas_rerr_e e = transport_error(g, c, errno, detail);
+
+            fail(jobs + got, n - got, e, detail);
+            return got;
+        }
+        redo |= take_reply(jobs[got], rep);
         freeReplyObject(rep);
-        if (st != RLAAS_REPLY_NOSCRIPT || attempt > 0 || c->ctx == NULL)
-            break;
-        e = script_load(cc, c, sc);
-        if (e != RLAAS_RERR_NONE)
-            break;
     }
-    return e;
+    t0 = apr_time_now() - t0;
+    for (i = 0; i < n; i++)
+        rlaas_metrics_latency(t0);
+    if (redo)
+        conn_drop(c);
+    return got;
+}
+
+/* Loads the scripts that Redis didn't know and sends those calls again,
+ * once. */
+static void reload_and_retry(const group_t *g, rlaas_conn_t *c, job_t **jobs,
+                             int n)
+{
+    job_t *again[RLAAS_PIPE_MAX_BATCH];
+    int loaded[RLAAS_STRATEGY_COUNT] = {0};
+    int m = 0, i;
+
+    for (i = 0; i < n; i++) {
+        rlaas_strategy_e st = jobs[i]->call->strategy;
+        rlaas_rerr_e e;
+
+        if (!jobs[i]->noscript)
+            continue;
+        if (c->ctx == NULL) {
+            fail(jobs + i, 1, RLAAS_RERR_IO, "connection lost");
+            continue;
+        }
+        if (!loaded[st]) {
+            e = script_load(g, c, &rlaas_scripts[st], jobs[i]->detail);
+            loaded[st] = e == RLAAS_RERR_NONE ? 1 : -1;
+            if (e != RLAAS_RERR_NONE)
+                jobs[i]->e = e;
+        }
+        if (loaded[st] > 0)
+            again[m++] = jobs[i];
+        else if (jobs[i]->e == RLAAS_RERR_NONE)
+            fail(jobs + i, 1, RLAAS_RERR_REPLY, "script could not be loaded");
+    }
+    if (m > 0 && c->ctx != NULL) {
+        exchange(g, c, again, m);
+        for (i = 0; i < m; i++) {
+            if (again[i]->noscript)
+                fail(again + i, 1, RLAAS_RERR_REPLY, "NOSCRIPT after loading");
+        }
+    }
+}
+
+/* Runs a group on one pooled connection. */
+static void run_group(const group_t *g, job_t **jobs, int n)
+{
+    rlaas_conn_t *c;
+    void *res;
+    int reused, got;
+    char detail[DETAIL_MAX];
+    rlaas_rerr_e e;
+
+    if (apr_reslist_acquire(g->pl->list, &res) != APR_SUCCESS) {
+        fail(jobs, n, RLAAS_RERR_POOL,
+             "no pooled connection became free in time");
+        return;
+    }
+    c = res;
+    reused = c->ctx != NULL;
+    if (!reused && (e = conn_open(g, c, detail)) != RLAAS_RERR_NONE) {
+        fail(jobs, n, e, detail);
+        goto out;
+    }
+    got = exchange(g, c, jobs, n);
+    /* An idle pooled connection may have been closed by Redis (its
+     * "timeout" setting, a restart) before this group: if nothing came
+     * back on it, try once more on a new one. */
+    if (got == 0 && reused && jobs[0]->e == RLAAS_RERR_IO) {
+        if ((e = conn_open(g, c, detail)) != RLAAS_RERR_NONE) {
+            fail(jobs, n, e, detail);
+            goto out;
+        }
+        got = exchange(g, c, jobs, n);
+    }
+    reload_and_retry(g, c, jobs, got);
+out:
+    apr_reslist_release(g->pl->list, c);
+}
+
+static void run_pipe_group(void *baton, rlaas_pipe_job_t **pjobs, int n)
+{
+    job_t *jobs[RLAAS_PIPE_MAX_BATCH];
+    int i;
+
+    for (i = 0; i < n; i++)
+        jobs[i] = pjobs[i]->data;
+    run_group(baton, jobs, n);
 }
 
 /* Logs each change of the circuit once, and keeps the gauge. */
@@ -380,63 +509,56 @@ static void circuit_event(struct rlaas_pool_t *pl, rlaas_breaker_event_e ev,
     }
 }
 
-static rlaas_rerr_e eval_pooled(call_ctx_t *cc, struct rlaas_pool_t *pl,
-                                const rlaas_call_t *call, rlaas_verdict_t *v)
-{
-    rlaas_conn_t *c;
-    rlaas_rerr_e e;
-    int reused;
-    void *res;
-
-    if (apr_reslist_acquire(pl->list, &res) != APR_SUCCESS) {
-        cc->detail = "no pooled connection became free in time";
-        return RLAAS_RERR_POOL;
-    }
-    c = res;
-    reused = c->ctx != NULL;
-    e = reused ? RLAAS_RERR_NONE : conn_open(cc, c);
-    if (e == RLAAS_RERR_NONE) {
-        e = eval_once(cc, c, call, v);
-        /* An idle pooled connection may have been closed by Redis (its
-         * "timeout" setting, a restart): try once more on a new one. */
-        if (e == RLAAS_RERR_IO && reused) {
-            e = conn_open(cc, c);
-            if (e == RLAAS_RERR_NONE)
-                e = eval_once(cc, c, call, v);
-        }
-    }
-    apr_reslist_release(pl->list, c);
-    return e;
-}
-
 rlaas_rerr_e rlaas_redis_eval(request_rec *r, rlaas_target_t *t,
                               const rlaas_call_t *call, rlaas_verdict_t *v,
                               const char **detail)
 {
     struct rlaas_pool_t *pl = t->pool;
-    call_ctx_t cc;
-    rlaas_rerr_e e;
     apr_time_t now = apr_time_now();
+    apr_interval_time_t budget =
+        apr_time_from_msec(rlaas_target_timeout_ms(t));
+    group_t g;
+    job_t job;
 
     *detail = NULL;
     if (pl == NULL) {
         *detail = "no connection pool in this process";
         return RLAAS_RERR_POOL;
     }
+    if (call->key_len > RLAAS_KEY_MAX) {
+        *detail = "key too long";
+        return RLAAS_RERR_REPLY;
+    }
     if (!rlaas_breaker_allow(&pl->breaker, now)) {
         *detail = "circuit open after repeated Redis failures";
         return RLAAS_RERR_CIRCUIT;
     }
-    cc.r = r;
-    cc.t = t;
-    cc.detail = NULL;
-    cc.deadline = now + apr_time_from_msec(rlaas_target_timeout_ms(t));
-    e = eval_pooled(&cc, pl, call, v);
+    job.call = call;
+    job.v = v;
+    job.e = RLAAS_RERR_NONE;
+    job.detail[0] = '\0';
+    g.r = r;
+    g.pl = pl;
+    g.deadline = now + budget;
+    if (pl->pipe != NULL) {
+        rlaas_pipe_job_t pj;
+
+        pj.data = &job;
+        if (rlaas_pipe_submit(pl->pipe, &pj, budget, run_pipe_group, &g) != 0)
+            fail((job_t *[]){&job}, 1, RLAAS_RERR_POOL,
+                 "no turn to send within the timeout");
+    }
+    else {
+        job_t *one = &job;
+
+        run_group(&g, &one, 1);
+    }
     circuit_event(pl,
-                  e == RLAAS_RERR_NONE
+                  job.e == RLAAS_RERR_NONE
                       ? rlaas_breaker_success(&pl->breaker)
                       : rlaas_breaker_failure(&pl->breaker, apr_time_now()),
-                  e);
-    *detail = cc.detail;
-    return e;
+                  job.e);
+    if (job.e != RLAAS_RERR_NONE)
+        *detail = apr_pstrdup(r->pool, job.detail);
+    return job.e;
 }
