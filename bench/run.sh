@@ -12,8 +12,8 @@
 #   <st>-slow     strategy <st>, Redis behind an added fixed latency
 #                 (only where tc netem works: see below)
 # Every case runs BENCH_ROUNDS times, the cases alternating, and the median
-# round is reported: requests per second and the ratio to the baseline of
-# the same round, p50/p99 latency, Redis commands per request (INFO
+# round is reported: requests per second and its ratio to the baseline's
+# median in the same run, p50/p99 latency, Redis commands per request (INFO
 # commandstats), and Redis memory per client (MEMORY USAGE of every key).
 #
 # Environment: BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNS (32),
@@ -257,23 +257,26 @@ for round in $(seq 1 "$ROUNDS"); do
     done
 done
 
-# Median round per case; ratio against the baseline of the same round.
+# Median round per case (by req/s); the ratio is the case's median over the
+# baseline's median, both from this run.
 awk '
     { r = $1; name = $2; rps[name, r] = $3; line[name, r] = $0
       if (!(name in seen)) { seen[name] = 1; order[++n] = name }
       rounds = r > rounds ? r : rounds }
+    function median_round(name,    k, a, b, t, v, rr) {
+        k = 0
+        for (r = 1; r <= rounds; r++) if ((name, r) in rps) {
+            k++; v[k] = rps[name, r]; rr[k] = r
+        }
+        for (a = 1; a <= k; a++) for (b = a + 1; b <= k; b++)
+            if (v[b] < v[a]) { t = v[a]; v[a] = v[b]; v[b] = t; t = rr[a]; rr[a] = rr[b]; rr[b] = t }
+        return rr[int((k + 1) / 2)]
+    }
     END {
+        base = ("baseline" in seen) ? rps["baseline", median_round("baseline")] : 0
         for (i = 1; i <= n; i++) {
-            name = order[i]; k = 0
-            for (r = 1; r <= rounds; r++) if ((name, r) in rps) {
-                k++; v[k] = rps[name, r]; rr[k] = r
-            }
-            # sort by rps, take the middle round
-            for (a = 1; a <= k; a++) for (b = a + 1; b <= k; b++)
-                if (v[b] < v[a]) { t = v[a]; v[a] = v[b]; v[b] = t; t = rr[a]; rr[a] = rr[b]; rr[b] = t }
-            m = rr[int((k + 1) / 2)]
+            name = order[i]; m = median_round(name)
             split(line[name, m], f, " ")
-            base = rps["baseline", m]
             printf "%s %s %s %s %s %s %s %s %s\n", name, f[3],
                 (base > 0 ? sprintf("%.3f", f[3] / base) : "-"), f[4], f[5], f[6], f[7], f[8], f[10]
         }
