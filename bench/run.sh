@@ -244,6 +244,13 @@ for st in $STRATEGIES; do
     stop_httpd
 done
 
+# What one round trip to Redis costs on this machine: the floor under
+# every limited request (one client, one PING at a time).
+RTT_US=$(redis-benchmark -p "$REDIS_PORT" -c 1 -n 20000 -q -t ping 2>/dev/null |
+    tr '\r' '\n' | awk '/PING_MBULK:/ && / requests per second/ {
+        for (i = 1; i <= NF; i++) if ($i == "requests") { printf "%.0f", 1e6 / $(i - 1); exit } }')
+echo "== one Redis round trip here (redis-benchmark -c 1 PING): ${RTT_US:-?} us"
+
 echo "== mod_rlaas benchmark: ${#cases[@]} cases x $ROUNDS rounds x ${SECONDS_PER_CASE}s," \
     "$CONNS keep-alive connections, event MPM, $(nproc) CPUs"
 [ "$NETEM" = 1 ] || echo "== tc netem is not available here: the added-latency cases are skipped"
