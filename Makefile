@@ -21,7 +21,8 @@ LUA = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
 # Sources that need no httpd headers (unit-tested and fuzzed on their own).
 CORE_SRC = src/rlaas_parse.c src/rlaas_key.c src/rlaas_reply.c \
            src/rlaas_log.c src/rlaas_headers.c src/rlaas_breaker.c \
-           src/rlaas_resp.c src/rlaas_pipeline.c
+           src/rlaas_resp.c src/rlaas_pipeline.c \
+           src/rlaas_gate.c
 HTTPD_SRC = src/rlaas_config.c src/rlaas_identity.c src/rlaas_redis.c \
             src/rlaas_limit.c src/rlaas_metrics.c
 GEN_SRC = src/rlaas_scripts.c

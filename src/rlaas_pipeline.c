@@ -1,8 +1,9 @@
 #include "rlaas_pipeline.h"
 
+#include "rlaas_gate.h"
+
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
 
 enum { JOB_QUEUED, JOB_LEAD, JOB_SENT, JOB_DONE };
 
@@ -47,20 +48,9 @@ static void unlink_job(rlaas_pipe_t *p, rlaas_pipe_job_t *job)
         p->tail = prev;
 }
 
-static void deadline_after(struct timespec *ts, int64_t us)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += us / 1000000;
-    ts->tv_nsec += (long)(us % 1000000) * 1000;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 /* The leader's part: send the queue's head group, then hand over. */
-static void lead(rlaas_pipe_t *p, rlaas_pipe_job_t *self,
-                 rlaas_pipe_run_fn run, void *baton)
+static void lead(rlaas_pipe_t *p, rlaas_pipe_job_t *self, rlaas_pipe_run_fn run,
+                 void *baton)
 {
     rlaas_pipe_job_t *group[RLAAS_PIPE_MAX_BATCH];
     int n = 0, i;
@@ -109,7 +99,7 @@ int rlaas_pipe_submit(rlaas_pipe_t *p, rlaas_pipe_job_t *job,
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&job->cond, &attr);
     pthread_condattr_destroy(&attr);
-    deadline_after(&until, timeout_us > 0 ? timeout_us : 0);
+    rlaas_deadline_after(&until, timeout_us > 0 ? timeout_us : 0);
     job->next = NULL;
     job->state = JOB_QUEUED;
 

@@ -12,6 +12,7 @@
 #include <hiredis/hiredis.h>
 
 #include "rlaas_breaker.h"
+#include "rlaas_gate.h"
 #include "rlaas_identity.h"
 #include "rlaas_metrics.h"
 #include "rlaas_pipeline.h"
@@ -26,6 +27,7 @@ struct rlaas_pool_t {
     server_rec *s; /* for the circuit's log lines */
     rlaas_breaker_t breaker;
     rlaas_pipe_t *pipe; /* NULL: every request uses its own connection */
+    rlaas_gate_t *gate; /* NULL: never more threads than connections */
 };
 
 /* One pooled slot. The slot lives as long as the pool; its connection is
@@ -33,7 +35,7 @@ struct rlaas_pool_t {
  * connection is never used twice. */
 typedef struct {
     redisContext *ctx;
-    long timeout_us; /* socket timeout currently set on ctx */
+    long timeout_us; /* socket timeout set on ctx; 0: none yet (blocks) */
 } rlaas_conn_t;
 
 const char *rlaas_rerr_name(rlaas_rerr_e e)
@@ -94,13 +96,16 @@ static apr_status_t pool_cleanup(void *data)
         rlaas_metrics_circuit(-1);
     rlaas_pipe_destroy(pl->pipe);
     pl->pipe = NULL;
+    rlaas_gate_destroy(pl->gate);
+    pl->gate = NULL;
     return APR_SUCCESS;
 }
 
 static void pool_create(apr_pool_t *pchild, server_rec *s, rlaas_target_t *t)
 {
     struct rlaas_pool_t *pl = apr_pcalloc(pchild, sizeof(*pl));
-    int max = t->pool_max > 0 ? t->pool_max : rlaas_redis_default_pool_max();
+    int threads = rlaas_redis_default_pool_max();
+    int max = t->pool_max > 0 ? t->pool_max : threads;
     apr_status_t rv;
 
     pl->target = t;
@@ -118,8 +123,13 @@ static void pool_create(apr_pool_t *pchild, server_rec *s, rlaas_target_t *t)
     apr_reslist_timeout_set(pl->list,
                             apr_time_from_msec(rlaas_target_timeout_ms(t)));
     /* Grouping needs threads that wait at the same time. */
-    if (rlaas_target_pipeline(t) && rlaas_redis_default_pool_max() > 1)
+    if (rlaas_target_pipeline(t) && threads > 1)
         pl->pipe = rlaas_pipe_create();
+    /* With one leader at a time the pipeline never waits on the pool;
+     * without it, threads beyond the pool's size queue at the gate, where
+     * their wait counts against their own budget. */
+    if (pl->pipe == NULL && max < threads)
+        pl->gate = rlaas_gate_create(max);
     t->pool = pl;
 }
 
@@ -135,7 +145,8 @@ void rlaas_redis_child_init(apr_pool_t *pchild, server_rec *s)
 
 /* ---- groups of calls ---- */
 
-#define DETAIL_MAX 160
+#define DETAIL_MAX   160
+#define NO_FREE_CONN "no pooled connection became free in time"
 
 /* One request's call and its outcome. It lives on the requesting thread's
  * stack; in a pipelined group the leader fills it in. */
@@ -190,14 +201,16 @@ static struct timeval to_tv(long us)
 }
 
 /* Keeps the socket timeout within 1 ms of what is left of the budget,
- * without a system call on every request. */
+ * without a system call on every request. A new connection has no timeout
+ * at all (hiredis bounds only the connect), so it always gets one, however
+ * little is left. */
 static int conn_budget(const group_t *g, rlaas_conn_t *c)
 {
     long left = remaining_us(g);
 
     if (left <= 0)
         return 0;
-    if (labs(c->timeout_us - left) > 1000) {
+    if (c->timeout_us == 0 || labs(c->timeout_us - left) > 1000) {
         if (redisSetTimeout(c->ctx, to_tv(left)) != REDIS_OK)
             return 0;
         c->timeout_us = left;
@@ -221,8 +234,7 @@ static rlaas_rerr_e transport_error(const group_t *g, rlaas_conn_t *c,
 }
 
 /* AUTH and SELECT, pipelined: one round trip however many are needed. */
-static rlaas_rerr_e conn_setup(const group_t *g, rlaas_conn_t *c,
-                               char *detail)
+static rlaas_rerr_e conn_setup(const group_t *g, rlaas_conn_t *c, char *detail)
 {
     const rlaas_target_t *t = g->pl->target;
     int n = 0, i;
@@ -267,11 +279,11 @@ static rlaas_rerr_e conn_open(const group_t *g, rlaas_conn_t *c, char *detail)
         apr_cpystrn(detail, "no time left to connect", DETAIL_MAX);
         return RLAAS_RERR_TIMEOUT;
     }
-    c->ctx = t->is_unix ? redisConnectUnixWithTimeout(t->host, to_tv(left))
-                        : redisConnectWithTimeout(
-                              t->host ? t->host : RLAAS_DEFAULT_HOST,
-                              t->port ? t->port : RLAAS_DEFAULT_PORT,
-                              to_tv(left));
+    c->ctx = t->is_unix
+                 ? redisConnectUnixWithTimeout(t->host, to_tv(left))
+                 : redisConnectWithTimeout(
+                       t->host ? t->host : RLAAS_DEFAULT_HOST,
+                       t->port ? t->port : RLAAS_DEFAULT_PORT, to_tv(left));
     if (c->ctx == NULL) {
         apr_cpystrn(detail, "out of memory", DETAIL_MAX);
         return RLAAS_RERR_CONNECT;
@@ -359,9 +371,9 @@ static int exchange(const group_t *g, rlaas_conn_t *c, job_t **jobs, int n)
 
     for (i = 0; i < n; i++) {
         const rlaas_call_t *call = jobs[i]->call;
-        size_t len = rlaas_resp_evalsha(
-            cmd, rlaas_scripts[call->strategy].sha1, call->key, call->key_len,
-            call->limit, call->window);
+        size_t len = rlaas_resp_evalsha(cmd, rlaas_scripts[call->strategy].sha1,
+                                        call->key, call->key_len, call->limit,
+                                        call->window);
 
         jobs[i]->e = RLAAS_RERR_NONE;
         jobs[i]->noscript = 0;
@@ -442,10 +454,14 @@ static void run_group(const group_t *g, job_t **jobs, int n)
     char detail[DETAIL_MAX];
     rlaas_rerr_e e;
 
-    if (apr_reslist_acquire(g->pl->list, &res) != APR_SUCCESS) {
-        fail(jobs, n, RLAAS_RERR_POOL,
-             "no pooled connection became free in time");
+    if (g->pl->gate != NULL &&
+        rlaas_gate_enter(g->pl->gate, remaining_us(g)) != 0) {
+        fail(jobs, n, RLAAS_RERR_POOL, NO_FREE_CONN);
         return;
+    }
+    if (apr_reslist_acquire(g->pl->list, &res) != APR_SUCCESS) {
+        fail(jobs, n, RLAAS_RERR_POOL, NO_FREE_CONN);
+        goto leave;
     }
     c = res;
     reused = c->ctx != NULL;
@@ -467,6 +483,9 @@ static void run_group(const group_t *g, job_t **jobs, int n)
     reload_and_retry(g, c, jobs, got);
 out:
     apr_reslist_release(g->pl->list, c);
+leave:
+    if (g->pl->gate != NULL)
+        rlaas_gate_leave(g->pl->gate);
 }
 
 static void run_pipe_group(void *baton, rlaas_pipe_job_t **pjobs, int n)
@@ -515,8 +534,7 @@ rlaas_rerr_e rlaas_redis_eval(request_rec *r, rlaas_target_t *t,
 {
     struct rlaas_pool_t *pl = t->pool;
     apr_time_t now = apr_time_now();
-    apr_interval_time_t budget =
-        apr_time_from_msec(rlaas_target_timeout_ms(t));
+    apr_interval_time_t budget = apr_time_from_msec(rlaas_target_timeout_ms(t));
     group_t g;
     job_t job;
 
