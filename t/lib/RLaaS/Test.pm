@@ -16,6 +16,7 @@ use File::Temp qw(tempdir);
 use Digest::SHA qw(sha1_hex);
 use MIME::Base64 qw(encode_base64);
 use Time::HiRes qw(time sleep);
+use IO::Select ();
 
 our @EXPORT_OK = qw(
     req codes hit hits_until_denied uid hseg seg fallback rkey prefix
@@ -24,6 +25,11 @@ our @EXPORT_OK = qw(
     log_lines_with basic_auth repo_top module_path mpm parallel_codes
     parallel_requests
     have_module
+    req_close metrics mdelta status_auto sig_log wait_sig_log
+    start_clients wait_clients run_clients release_clients wait_step
+    httpd_pid server_generation
+    graceful_restart log_mark log_since crashes_since spare_redis
+    count_by forget_connections
 );
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
@@ -94,6 +100,12 @@ sub codes {
 }
 
 sub hit { req(@_)->code }
+
+# forget_connections(): closes the keep-alive connections req() holds
+# (a graceful stop waits for them).
+sub forget_connections {
+    $UA->conn_cache->drop if $UA && $UA->conn_cache;
+}
 
 # Number of requests allowed (2xx) before the first 429, at most $max.
 sub hits_until_denied {
@@ -299,6 +311,297 @@ EOC
     my $out = `'$httpd' -t -f '$conf' 2>&1`;
     my $rc = $? >> 8;
     return ($rc, $out);
+}
+
+# ================================================================ signals,
+# load and faults (t/headers.t, t/metrics.t, t/faults.t, t/circuit.t, ...)
+
+# req_close(PATH, %opts): req() on a connection of its own, closed after
+# the response, so that the test holds no keep-alive connection (and, under
+# prefork, no child) between requests.
+sub req_close {
+    my ($path, %o) = @_;
+    my @h = ref $o{h} eq 'HASH' ? %{ $o{h} } : @{ $o{h} || [] };
+    return req($path, %o, h => [@h, Connection => 'close']);
+}
+
+# count_by(LIST): "a x2 b x1", sorted
+sub count_by {
+    my %n;
+    $n{ $_ // 'undef' }++ for @_;
+    return join ' ', map { "$_ x$n{$_}" } sort keys %n;
+}
+
+# metrics(): the series of `SetHandler rlaas-metrics` (/sig/metrics) as a
+# hashref, 'name{labels}' => value.
+sub metrics {
+    my $res = req_close('/sig/metrics');
+    die "GET /sig/metrics: " . $res->status_line . "\n" unless $res->code == 200;
+    my %m;
+    for (split /\n/, $res->content) {
+        next if /^#/ || !/\S/;
+        $m{$1} = $2 if /^(\S+)\s+(\S+)\s*$/;
+    }
+    return \%m;
+}
+
+# mdelta(BEFORE, AFTER, SERIES): AFTER - BEFORE for one series (0 if absent)
+sub mdelta {
+    my ($b, $a, $k) = @_;
+    return ($a->{$k} // 0) - ($b->{$k} // 0);
+}
+
+# status_auto(): server-status?auto as a hashref.
+sub status_auto {
+    my $res = req_close('/server-status?auto');
+    my %s;
+    for (split /\n/, $res->content) {
+        $s{$1} = $2 if /^([^:]+):\s*(.*?)\s*$/;
+    }
+    return \%s;
+}
+
+# The per-request log t/logs/rlaas_sig_log (LogFormat rlaas_sig in
+# extra.conf.in): one line per request with an X-Test-Id header.
+# sig_log(PREFIX): hashrefs {id pid code status remaining us begin end uri}
+# for the lines whose id starts with PREFIX, in log order.
+sub sig_log {
+    my ($prefix) = @_;
+    my @l;
+    open my $fh, '<', catfile(t_logs(), 'rlaas_sig_log') or return ();
+    while (my $line = <$fh>) {
+        next unless index($line, $prefix) == 0;
+        chomp $line;
+        my %e;
+        @e{qw(id pid code status remaining us begin end uri)} = split / /, $line, 9;
+        next unless defined $e{uri};
+        $_ = undef for grep { defined && $_ eq '-' } @e{qw(status remaining)};
+        push @l, \%e;
+    }
+    return @l;
+}
+
+# wait_sig_log(PREFIX, N, TIMEOUT): sig_log once at least N lines are there
+# (a line is written after the response has been sent).
+sub wait_sig_log {
+    my ($prefix, $n, $timeout) = @_;
+    my @l;
+    wait_for(sub { @l = sig_log($prefix); @l >= $n }, $timeout || 5, 0.05);
+    return @l;
+}
+
+# ---------------------------------------------------------------- clients
+
+# start_clients(clients => [[STEP, ...], ...], tag => TAG, keepalive => 0|1)
+# Forks one HTTP client per element of `clients`, each running its steps in
+# order, and returns at once (wait_clients collects the results). A step is
+# a hashref:
+#   path, vhost, h      the request (h: extra headers)
+#   at                  epoch time (Time::HiRes) to begin the step
+#   n                   number of requests, or
+#   until               epoch time: send requests until then
+#   gap                 seconds between requests (default 0)
+#   stop_on             end the step after a response with this
+#                       RLAAS_STATUS (X-RLaaS-Status), e.g. 'allowed'
+#   go                  wait for release_clients() before the step
+#   keepalive           this client's connection reuse (default: the
+#                       option of start_clients, itself default 1): with
+#                       keep-alive a client stays with one child/process
+# Every request carries X-Test-Id "TAG-c<client>-s<step>-<i>", so it can be
+# found in rlaas_sig_log. wait_step(HANDLE) returns once every client has
+# finished its current step (each reports every step it ends).
+sub start_clients {
+    my (%o) = @_;
+    my $tag = $o{tag} || uid('cl');
+    my $dir = tempdir('rlaas-clients-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    # compiled once here, not in every client (that takes a while, and the
+    # clients are to start on time)
+    require HTTP::Tiny;
+    require IO::Socket::IP;
+    my @kids;
+    my $ci = 0;
+    for my $steps (@{ $o{clients} }) {
+        my $c = $ci++;
+        my @st;
+        for my $step (@$steps) {
+            # (not in a map: the first Apache::Test::config() clobbers $_)
+            my $hp = _hostport($step->{vhost});
+            push @st, { %$step, url => "http://$hp$step->{path}" };
+        }
+        my $ka = $o{keepalive} // 1;
+        my $file = catfile($dir, "client-$c");
+        pipe(my $go_r, my $go_w) or die "pipe: $!";
+        pipe(my $done_r, my $done_w) or die "pipe: $!";
+        my $pid = fork;
+        die "fork: $!" unless defined $pid;
+        if (!$pid) {
+            close $go_w;
+            close $done_r;
+            $done_w->autoflush(1);
+            my $ok = eval { _client_run($c, \@st, $file, $tag, $ka, $go_r, $done_w); 1 };
+            require POSIX;
+            POSIX::_exit($ok ? 0 : 1);
+        }
+        close $go_r;
+        close $done_w;
+        $go_w->autoflush(1);
+        push @kids, [$pid, $file, $c, $go_w, $done_r];
+    }
+    return { kids => \@kids, tag => $tag, dir => $dir };
+}
+
+# release_clients(HANDLE): lets every client begin its next `go` step.
+sub release_clients {
+    my ($h) = @_;
+    local $SIG{PIPE} = 'IGNORE';
+    print { $_->[3] } "go\n" for @{ $h->{kids} };
+}
+
+# wait_step(HANDLE, TIMEOUT): waits until every client has ended one more
+# step (at most TIMEOUT s, default 30); returns the number that did.
+sub wait_step {
+    my ($h, $timeout) = @_;
+    my $end = time + ($timeout || 30);
+    my $n = 0;
+    for my $k (@{ $h->{kids} }) {
+        my $fh = $k->[4];
+        my $sel = IO::Select->new($fh);
+        $k->[5] //= '';
+        while (index($k->[5], "\n") < 0) {
+            my $left = $end - time;
+            last unless $left > 0 && $sel->can_read($left);
+            last unless sysread $fh, $k->[5], 256, length $k->[5];
+        }
+        $n++ if $k->[5] =~ s/^[^\n]*\n//;
+    }
+    return $n;
+}
+
+sub _client_run {
+    my ($c, $steps, $file, $tag, $ka, $go, $done) = @_;
+    require HTTP::Tiny;
+    my $ua = HTTP::Tiny->new(timeout => 30, max_redirect => 0, keep_alive => $ka,
+                             agent => 'rlaas-test-client');
+    open my $out, '>', $file or die "$file: $!";
+    my $si = 0;
+    for my $st (@$steps) {
+        my $s = $si++;
+        if ($st->{go}) { my $l = <$go>; last unless defined $l }
+        if ($st->{at}) { my $d = $st->{at} - time; sleep $d if $d > 0 }
+        for (my $i = 0; ; $i++) {
+            last if defined $st->{n} && $i >= $st->{n};
+            last if defined $st->{until} && time >= $st->{until};
+            last if !defined $st->{n} && !defined $st->{until} && $i >= 1;
+            my $id = "$tag-c$c-s$s-$i";
+            my %h = (%{ $st->{h} || {} }, 'X-Test-Id' => $id);
+            my $t0 = time;
+            my $res = $ua->get($st->{url}, { headers => \%h });
+            my $t1 = time;
+            my $status = $res->{headers}{'x-rlaas-status'} // '-';
+            my $rl = $res->{headers}{'ratelimit'} // '-';
+            # HTTP::Tiny's own errors (599): the reason instead
+            ($rl = substr($res->{content} // '', 0, 200)) =~ s/\s+/ /g if $res->{status} == 599;
+            printf $out "%d\t%d\t%s\t%s\t%.6f\t%.6f\t%s\t%s\n",
+                $s, $i, $res->{status}, $status, $t0, $t1, $id, $rl;
+            last if defined $st->{stop_on} && $status eq $st->{stop_on};
+            sleep $st->{gap} if $st->{gap};
+        }
+        $out->flush;
+        print $done "s$s\n";
+    }
+    close $out or die "$file: $!";
+}
+
+# wait_clients(HANDLE): waits for every client; returns hashrefs
+# {client step i code status t0 t1 dt id ratelimit}, client by client.
+sub wait_clients {
+    my ($h) = @_;
+    my @r;
+    local $?;
+    for my $k (@{ $h->{kids} }) {
+        my ($pid, $file, $c, $go_w, $done_r) = @$k;
+        close $go_w;    # a client still waiting for a release ends
+        waitpid $pid, 0;
+        close $done_r;
+        open my $fh, '<', $file or next;
+        while (<$fh>) {
+            chomp;
+            my %e;
+            @e{qw(step i code status t0 t1 id ratelimit)} = split /\t/;
+            $e{client} = $c;
+            $e{dt} = $e{t1} - $e{t0};
+            $e{status} = undef if $e{status} eq '-';
+            push @r, \%e;
+        }
+    }
+    return @r;
+}
+
+sub run_clients { wait_clients(start_clients(@_)) }
+
+# ---------------------------------------------------------------- httpd
+
+sub httpd_pid {
+    open my $fh, '<', catfile(t_logs(), 'httpd.pid') or die "httpd.pid: $!";
+    my $pid = <$fh>;
+    die "httpd.pid: no pid\n" unless defined $pid && $pid =~ /(\d+)/;
+    return $1;
+}
+
+sub server_generation {
+    my $s = status_auto();
+    return $s->{ParentServerConfigGeneration} // -1;
+}
+
+# graceful_restart(): SIGUSR1 to the parent; waits (up to 20 s) until the
+# next generation serves. Returns the new generation, or 0.
+sub graceful_restart {
+    my $gen = server_generation();
+    kill 'USR1', httpd_pid() or return 0;
+    my $new;
+    wait_for(sub { $new = server_generation(); $new > $gen }, 20, 0.1) or return 0;
+    return $new;
+}
+
+# log_mark(FILE) / log_since(FILE, MARK): as error_log_mark/error_log_since
+# for any file in t/logs (a vhost's own error log, say).
+sub log_mark { -s catfile(t_logs(), $_[0]) || 0 }
+
+sub log_since {
+    my ($file, $mark) = @_;
+    open my $fh, '<', catfile(t_logs(), $file) or return '';
+    seek $fh, $mark || 0, 0;
+    local $/;
+    return scalar <$fh> // '';
+}
+
+# crashes_since(MARK): error_log lines since MARK that tell of a crashed
+# child (exit signal, segmentation fault, abort, glibc heap errors).
+sub crashes_since {
+    my $log = error_log_since($_[0]);
+    return grep { /exit signal|Segmentation|AH00052|AH00060|double free|corrupted|stack smashing|Aborted/i }
+        split /\n/, $log;
+}
+
+# spare_redis(PORT, extra => [args]): a redis-server of the test's own on a
+# port the configuration points at (RLAAS_TEST_REDIS_SPARE*_PORT). The
+# DEBUG command is enabled (Redis >= 7 refuses it by default), and
+# $ENV{RLAAS_SPARE_REDIS_EXTRA} (read when the server is started or
+# restarted with start_again) adds arguments, e.g. "--databases 128".
+sub spare_redis {
+    my ($port, %o) = @_;
+    require RLaaS::Redis;
+    my $bin = $ENV{RLAAS_REDIS_SERVER} || 'redis-server';
+    my $ver = `$bin --version 2>/dev/null` // '';
+    my $debug = $ver =~ /\bv=(\d+)\./ && $1 >= 7 ? '--enable-debug-command yes' : '';
+    my $dir = tempdir('rlaas-spare-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    my $wrap = catfile($dir, 'redis-server');
+    open my $fh, '>', $wrap or die "$wrap: $!";
+    print $fh "#!/bin/sh\nexec '$bin' \"\$@\" $debug \${RLAAS_SPARE_REDIS_EXTRA:-}\n";
+    close $fh or die "$wrap: $!";
+    chmod 0755, $wrap;
+    return RLaaS::Redis->start(port => $port, redis_server => $wrap,
+                               dir => catfile($dir, 'data'), %o);
 }
 
 1;
