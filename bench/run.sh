@@ -9,15 +9,18 @@
 #   <st>-1        strategy <st>, one client, limit never reached
 #   <st>-10k      strategy <st>, 10,000 distinct clients, limit never reached
 #   <st>-deny     strategy <st>, every request denied (the 429 path)
-#   <st>-slow     strategy <st>, Redis behind an added fixed latency
-#                 (only where tc netem works: see below)
+#   <st>-slow     strategy <st>, 10,000 clients, Redis in a network namespace
+#                 of its own behind a veth link with BENCH_DELAY (1ms) of
+#                 netem delay each way (run as root where the kernel has
+#                 sch_netem; skipped, and said so, elsewhere)
 # Every case runs BENCH_ROUNDS times, the cases alternating, and the median
 # round is reported: requests per second and its ratio to the baseline's
 # median in the same run, p50/p99 latency, Redis commands per request (INFO
 # commandstats), and Redis memory per client (MEMORY USAGE of every key).
 #
 # Environment: BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNS (32),
-# BENCH_CASES (a regex selecting case names), BENCH_OUT (build/bench).
+# BENCH_CASES (a regex selecting case names), BENCH_OUT (build/bench),
+# BENCH_DELAY (1ms: the added latency of the -slow cases, each way).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +31,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 CONNS=${BENCH_CONNS:-32}
 SELECT=${BENCH_CASES:-.}
 OUT=${BENCH_OUT:-$top/build/bench}
+DELAY=${BENCH_DELAY:-1ms}
 STRATEGIES="fixed sliding-window-algo sliding token leaky gcra"
 
 need() {
@@ -66,11 +70,20 @@ free_port() {
 }
 HTTP_PORT=$(free_port 18080)
 REDIS_PORT=$(free_port 16379)
-RCLI=(redis-cli -p "$REDIS_PORT")
+# The Redis of the case being run: the local one, or the one behind the
+# delayed link for the -slow cases (R_HOST, R_PORT are set per case).
+R_HOST=127.0.0.1
+R_PORT=$REDIS_PORT
+rcli() { redis-cli -h "$R_HOST" -p "$R_PORT" "$@"; }
+SLOW_NS=rlaas-bench-$$
+SLOW_HOST=""
 
 cleanup() {
     [ -f "$work/httpd.pid" ] && kill "$(cat "$work/httpd.pid")" 2>/dev/null || true
-    "${RCLI[@]}" shutdown nosave >/dev/null 2>&1 || true
+    redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+    # the namespace lives on while a process is in it: stop its Redis first
+    [ -f "$work/redis-slow.pid" ] && kill "$(cat "$work/redis-slow.pid")" 2>/dev/null || true
+    ip netns del "$SLOW_NS" 2>/dev/null || true
     sleep 0.5
     rm -rf "$work"
 }
@@ -78,7 +91,7 @@ trap cleanup EXIT INT TERM
 
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
     --dir "$work" --daemonize yes --logfile "$work/redis.log" >/dev/null
-until "${RCLI[@]}" ping >/dev/null 2>&1; do sleep 0.1; done
+until rcli ping >/dev/null 2>&1; do sleep 0.1; done
 
 # wrk scripts: one client, or one of 10,000 per request.
 cat >"$work/one.lua" <<'EOF'
@@ -119,7 +132,7 @@ EOF
         if [ "$mode" != none ]; then
             cat <<EOF
 LoadModule rlaas_module $work/mod_rlaas.so
-RLaaSRedis 127.0.0.1:$REDIS_PORT
+RLaaSRedis $R_HOST:$R_PORT
 EOF
         fi
         if [ "$limit" != - ]; then
@@ -156,7 +169,7 @@ stop_httpd() {
 # Redis commands executed so far (every command counts, scripts' inner
 # calls included), and EVALSHA calls alone.
 redis_calls() {
-    "${RCLI[@]}" info commandstats | tr -d '\r' | awk -F'[:=,]' '
+    rcli info commandstats | tr -d '\r' | awk -F'[:=,]' '
         /^cmdstat_/ && $1 !~ /cmdstat_(info|config|flushall|memory|scan|dbsize|ping)/ {
             all += $3; if ($1 == "cmdstat_evalsha") ev += $3 }
         END { printf "%d %d\n", all, ev }'
@@ -165,25 +178,58 @@ redis_calls() {
 # Average MEMORY USAGE per client: all keys' bytes over the clients seen.
 memory_per_client() {
     local clients=$1
-    "${RCLI[@]}" --scan | sed 's/^/MEMORY USAGE /' |
-        "${RCLI[@]}" | awk -v c="$clients" '{ s += $1 } END { if (c > 0) printf "%.0f", s / c; else print "-" }'
+    rcli --scan | sed 's/^/MEMORY USAGE /' |
+        rcli | awk -v c="$clients" '{ s += $1 } END { if (c > 0) printf "%.0f", s / c; else print "-" }'
 }
 
-# Does tc netem work here (it needs the sch_netem kernel module)?
-NETEM=0
-if command -v tc >/dev/null && [ "$(id -u)" -eq 0 ] &&
-    ip netns add rlaas-probe 2>/dev/null; then
-    ip netns exec rlaas-probe ip link set lo up 2>/dev/null &&
-        ip netns exec rlaas-probe tc qdisc add dev lo root netem delay 1ms \
-            2>/dev/null && NETEM=1
-    ip netns del rlaas-probe 2>/dev/null || true
+# The -slow cases' Redis: in a network namespace of this run, reached over
+# a veth pair (10.77.0.1 here, 10.77.0.2 there) whose both ends delay every
+# packet by $DELAY with netem. Needs root, iproute2 and the kernel's
+# sch_netem; without them the cases are skipped.
+slow_setup() {
+    local a=rlb$$a b=rlb$$b
+    [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && command -v tc >/dev/null ||
+        return 1
+    ip netns add "$SLOW_NS" 2>/dev/null || return 1
+    ip link add "$a" type veth peer name "$b" 2>/dev/null || return 1
+    ip link set "$b" netns "$SLOW_NS" &&
+        ip addr add 10.77.0.1/30 dev "$a" && ip link set "$a" up &&
+        ip netns exec "$SLOW_NS" ip addr add 10.77.0.2/30 dev "$b" &&
+        ip netns exec "$SLOW_NS" ip link set "$b" up &&
+        ip netns exec "$SLOW_NS" ip link set lo up || return 1
+    tc qdisc add dev "$a" root netem delay "$DELAY" 2>/dev/null &&
+        ip netns exec "$SLOW_NS" tc qdisc add dev "$b" root netem delay "$DELAY" \
+            2>/dev/null || return 1
+    # protected mode would refuse the peer: the namespace is this run's own
+    ip netns exec "$SLOW_NS" redis-server --port 6379 --bind 10.77.0.2 \
+        --protected-mode no --save '' --appendonly no --dir "$work" --daemonize yes \
+        --pidfile "$work/redis-slow.pid" --logfile "$work/redis-slow.log" \
+        >/dev/null || return 1
+    SLOW_HOST=10.77.0.2
+    local i=0
+    until [ "$(redis-cli -h "$SLOW_HOST" -p 6379 ping 2>/dev/null)" = PONG ]; do
+        i=$((i + 1))
+        [ $i -gt 50 ] && return 1
+        sleep 0.1
+    done
+}
+SLOW=0
+if [[ "fixed-slow" =~ $SELECT || "gcra-slow" =~ $SELECT ]]; then
+    if slow_setup; then
+        SLOW=1
+    else
+        ip netns del "$SLOW_NS" 2>/dev/null || true  # takes its veth end along
+        SLOW_HOST=""
+    fi
 fi
 
 # One case, one round: prints "name rps p50_ms p99_ms cmds evalsha mem"
 run_case() {
     local name=$1 mode=$2 limit=$3 script=$4
+    R_HOST=127.0.0.1 R_PORT=$REDIS_PORT
+    [[ $name == *-slow ]] && R_HOST=$SLOW_HOST R_PORT=6379
     write_conf "$mode" "$limit"
-    "${RCLI[@]}" flushall >/dev/null
+    rcli flushall >/dev/null
     start_httpd
     if [[ $name == *-deny ]]; then
         # use up the quota first, so that every measured request is a 429
@@ -193,7 +239,7 @@ run_case() {
     # a short warm-up opens the pooled connections and loads the script
     wrk -t1 -c"$CONNS" -d1s -s "$work/$script" \
         "http://127.0.0.1:$HTTP_PORT/index.html" >/dev/null 2>&1
-    "${RCLI[@]}" config resetstat >/dev/null
+    rcli config resetstat >/dev/null
     wrk -t1 -c"$CONNS" -d"${SECONDS_PER_CASE}s" --latency -s "$work/$script" \
         "http://127.0.0.1:$HTTP_PORT/index.html" >"$work/wrk.out" 2>&1
     local calls
@@ -227,6 +273,7 @@ for st in $STRATEGIES; do
     add_case "$st-1" "$st" 1000000000 one.lua
     add_case "$st-10k" "$st" 1000000000 many.lua
     add_case "$st-deny" "$st" 1 one.lua
+    [ "$SLOW" = 1 ] && add_case "$st-slow" "$st" 1000000000 many.lua
 done
 
 # Redis memory per idle client, per strategy: clients that made one request
@@ -236,11 +283,11 @@ declare -A MEM
 for st in $STRATEGIES; do
     [[ "$st-10k" =~ $SELECT ]] || continue
     write_conf "$st" 5
-    "${RCLI[@]}" flushall >/dev/null
+    rcli flushall >/dev/null
     start_httpd
     wrk -t1 -c8 -d1s -s "$work/many.lua" \
         "http://127.0.0.1:$HTTP_PORT/index.html" >/dev/null 2>&1
-    MEM[$st]=$(memory_per_client "$("${RCLI[@]}" dbsize)")
+    MEM[$st]=$(memory_per_client "$(rcli dbsize)")
     stop_httpd
 done
 
@@ -253,7 +300,11 @@ echo "== one Redis round trip here (redis-benchmark -c 1 PING): ${RTT_US:-?} us"
 
 echo "== mod_rlaas benchmark: ${#cases[@]} cases x $ROUNDS rounds x ${SECONDS_PER_CASE}s," \
     "$CONNS keep-alive connections, event MPM, $(nproc) CPUs"
-[ "$NETEM" = 1 ] || echo "== tc netem is not available here: the added-latency cases are skipped"
+if [ "$SLOW" = 1 ]; then
+    echo "== -slow cases: Redis at $SLOW_HOST, $DELAY of netem delay each way"
+else
+    echo "== the added-latency (-slow) cases are skipped: they need root and tc netem (sch_netem), which this machine lacks"
+fi
 raw="$OUT/raw.txt"
 : >"$raw"
 for round in $(seq 1 "$ROUNDS"); do
