@@ -102,7 +102,7 @@ static void never_more_than_permits(void **state)
 
 /* ---- a waiter that keeps losing ---- */
 
-static volatile int churn_stop;
+static int churn_stop; /* atomic */
 
 /* Holds the only permit nearly all the time, letting go for an instant
  * thousands of times: each release wakes the waiter, which mostly loses. */
@@ -110,7 +110,7 @@ static void *churn(void *arg)
 {
     rlaas_gate_t *g = arg;
 
-    while (!churn_stop) {
+    while (!__atomic_load_n(&churn_stop, __ATOMIC_RELAXED)) {
         if (rlaas_gate_enter(g, 10000000) == 0) {
             usleep(200);
             rlaas_gate_leave(g);
@@ -128,7 +128,7 @@ static void wait_bounded_under_churn(void **state)
 
     (void)state;
     assert_non_null(g);
-    churn_stop = 0;
+    __atomic_store_n(&churn_stop, 0, __ATOMIC_RELAXED);
     assert_int_equal(pthread_create(&th, NULL, churn, g), 0);
     usleep(2000);
     for (i = 0; i < 20; i++) {
@@ -141,7 +141,7 @@ static void wait_bounded_under_churn(void **state)
          * shared machine. */
         assert_true(waited < 0.5);
     }
-    churn_stop = 1;
+    __atomic_store_n(&churn_stop, 1, __ATOMIC_RELAXED);
     pthread_join(th, NULL);
     rlaas_gate_destroy(g);
 }
