@@ -16,6 +16,9 @@
  *   rlaas_breaker   the per-child circuit breaker (no httpd headers)
  *   rlaas_metrics   counters in shared memory, Prometheus and mod_status
  *   rlaas_log       rate-limited log lines
+ *   rlaas_resp      the EVALSHA command's protocol bytes (no httpd)
+ *   rlaas_pipeline  a child's concurrent calls grouped on one connection
+ *   rlaas_gate      waiting for a pooled connection within the budget
  */
 #include "httpd.h"
 #include "http_config.h"
