@@ -24,13 +24,14 @@ const char *rlaas_parse_headers_mode(const char *s, rlaas_headers_e *out)
     return "draft, legacy, both or off";
 }
 
-/* Appends src to buf at *n when it fits; snprintf costs more than the
- * rest of the request path together, so these are built by hand. */
-static void put(char *buf, size_t size, size_t *n, const char *src,
-                size_t len)
+/* Appends src to buf at *n, as much of it as fits before the final NUL,
+ * so that a short buffer holds a prefix of the whole text, as snprintf
+ * leaves it; snprintf costs more than the rest of the request path
+ * together, so these are built by hand. */
+static void put(char *buf, size_t size, size_t *n, const char *src, size_t len)
 {
-    if (*n + len < size)
-        memcpy(buf + *n, src, len);
+    if (*n + 1 < size)
+        memcpy(buf + *n, src, len < size - 1 - *n ? len : size - 1 - *n);
     *n += len;
 }
 
@@ -43,8 +44,8 @@ static void put_i64(char *buf, size_t size, size_t *n, int64_t v)
 
 /* `"<name>";<k1>=<v1>;<k2>=<v2>`, NUL-terminated; returns the length it
  * needs, like snprintf. */
-static int fmt_item(char *buf, size_t size, const char *name,
-                    const char *k1, int64_t v1, const char *k2, int64_t v2)
+static int fmt_item(char *buf, size_t size, const char *name, const char *k1,
+                    int64_t v1, const char *k2, int64_t v2)
 {
     size_t n = 0;
 
@@ -73,6 +74,6 @@ int rlaas_fmt_policy(char *buf, size_t size, const char *name, int64_t limit,
 int rlaas_fmt_ratelimit(char *buf, size_t size, const char *name,
                         const rlaas_verdict_t *v)
 {
-    return fmt_item(buf, size, name, "r=", v->remaining, "t=",
-                    rlaas_ms_to_s_ceil(v->reset_ms));
+    return fmt_item(buf, size, name, "r=", v->remaining,
+                    "t=", rlaas_ms_to_s_ceil(v->reset_ms));
 }
