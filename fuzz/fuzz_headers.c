@@ -24,15 +24,7 @@
 #include "rlaas_headers.h"
 #include "rlaas_parse.h"
 #include "rlaas_reply.h"
-
-#define CHECK(c)                                                               \
-    do {                                                                       \
-        if (!(c)) {                                                            \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__,    \
-                    __LINE__);                                                 \
-            abort();                                                           \
-        }                                                                      \
-    } while (0)
+#include "fuzz_check.h"
 
 /* x folded into lo..hi */
 static int64_t fold(int64_t x, int64_t lo, int64_t hi)

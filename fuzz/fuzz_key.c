@@ -23,15 +23,7 @@
 #include <string.h>
 
 #include "rlaas_key.h"
-
-#define CHECK(c)                                                               \
-    do {                                                                       \
-        if (!(c)) {                                                            \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__,    \
-                    __LINE__);                                                 \
-            abort();                                                           \
-        }                                                                      \
-    } while (0)
+#include "fuzz_check.h"
 
 static int safe_byte(unsigned char c)
 {

@@ -17,15 +17,7 @@
 
 #include "rlaas_headers.h"
 #include "rlaas_parse.h"
-
-#define CHECK(c)                                                               \
-    do {                                                                       \
-        if (!(c)) {                                                            \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__,    \
-                    __LINE__);                                                 \
-            abort();                                                           \
-        }                                                                      \
-    } while (0)
+#include "fuzz_check.h"
 
 static int digit(char c)
 {

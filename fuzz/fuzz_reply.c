@@ -26,15 +26,7 @@
 #include "rlaas_headers.h"
 #include "rlaas_parse.h"
 #include "rlaas_reply.h"
-
-#define CHECK(c)                                                               \
-    do {                                                                       \
-        if (!(c)) {                                                            \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__,    \
-                    __LINE__);                                                 \
-            abort();                                                           \
-        }                                                                      \
-    } while (0)
+#include "fuzz_check.h"
 
 /* As in rlaas_limit.c's add_headers(). */
 #define HDR_BUF (RLAAS_NAME_MAX + 64)

@@ -22,15 +22,7 @@
 #include <hiredis/hiredis.h>
 
 #include "rlaas_resp.h"
-
-#define CHECK(c)                                                               \
-    do {                                                                       \
-        if (!(c)) {                                                            \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__,    \
-                    __LINE__);                                                 \
-            abort();                                                           \
-        }                                                                      \
-    } while (0)
+#include "fuzz_check.h"
 
 static void check_i64(int64_t v)
 {

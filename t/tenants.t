@@ -73,27 +73,8 @@ is(hit('/tenants/limit/ok.txt', vhost => 'rlaas_tenant_b', h => { 'X-User' => ui
     (my $conf = $text) =~ s{^(\s*LoadModule\s+rlaas_module\s+)\S+}{$1$module}m;
     $conf =~ s{/srv/www/(alice|bob)}{$dir/$1}g;
     $conf =~ s{<VirtualHost \*:80>}{<VirtualHost *:18080>}g;
-    my $m = mpm();
-    chomp(my $libexec = `apxs -q LIBEXECDIR 2>/dev/null` || '');
-    $libexec ||= '/usr/lib/apache2/modules';
-    my $full = catfile($dir, 'httpd.conf');
-    open my $out, '>', $full or die "$full: $!";
-    print $out <<"EOC";
-ServerRoot "$dir"
-ServerName localhost
-Listen 127.0.0.1:18080
-PidFile "$dir/httpd.pid"
-ErrorLog "$dir/error_log"
-DefaultRunTimeDir "$dir"
-LoadModule mpm_${m}_module $libexec/mod_mpm_$m.so
-LoadModule authz_core_module $libexec/mod_authz_core.so
-DocumentRoot "$dir"
-EOC
-    print $out $conf;
-    close $out or die "$full: $!";
-    my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
-    my $res = `'$httpd' -t -f '$full' 2>&1`;
-    is($? >> 8, 0, 'apache2 -t accepts conf/two-tenants.conf (module, paths and port made local)') or diag($res);
+    my ($rc, $res) = httpd_config_test($conf, dir => $dir, listen => 18080, load_module => 0);
+    is($rc, 0, 'apache2 -t accepts conf/two-tenants.conf (module, paths and port made local)') or diag($res);
     like($res, qr/Syntax OK/, 'Syntax OK');
     unlike($res, qr/already loaded|warn/i, 'without warnings');
 }

@@ -283,31 +283,35 @@ sub wait_for {
 
 # httpd_config_test(SNIPPET, module => PATH, mpm => NAME)
 # Runs `apache2 -t` on a minimal self-contained configuration that loads the
-# module and then holds SNIPPET. Returns (exit status, output).
+# module and then holds SNIPPET. Returns (exit status, output). Options:
+# module (path), mpm, dir (an existing directory to hold the files),
+# listen (port, default 1: nothing is started), load_module => 0 (the
+# snippet has its own LoadModule line).
 sub httpd_config_test {
     my ($snippet, %o) = @_;
     my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
     my $module = $o{module} || module_path();
     my $m = $o{mpm} || mpm();
+    my $listen = $o{listen} || 1;
+    my $load = ($o{load_module} // 1) ? "LoadModule rlaas_module $module\n" : '';
     chomp(my $libexec = `apxs -q LIBEXECDIR 2>/dev/null` || '');
     $libexec ||= '/usr/lib/apache2/modules';
-    my $dir = tempdir('rlaas-conf-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    my $dir = $o{dir} || tempdir('rlaas-conf-XXXXXX', TMPDIR => 1, CLEANUP => 1);
     my $conf = catfile($dir, 'httpd.conf');
     open my $fh, '>', $conf or die "$conf: $!";
     print $fh <<"EOC";
 ServerRoot "$dir"
 ServerName localhost
-Listen 127.0.0.1:1
+Listen 127.0.0.1:$listen
 PidFile "$dir/httpd.pid"
 ErrorLog "$dir/error_log"
 DefaultRunTimeDir "$dir"
 LoadModule mpm_${m}_module $libexec/mod_mpm_$m.so
 LoadModule authz_core_module $libexec/mod_authz_core.so
-LoadModule rlaas_module $module
-DocumentRoot "$dir"
+${load}DocumentRoot "$dir"
 EOC
     print $fh $snippet;
-    close $fh;
+    close $fh or die "$conf: $!";
     my $out = `'$httpd' -t -f '$conf' 2>&1`;
     my $rc = $? >> 8;
     return ($rc, $out);
