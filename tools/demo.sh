@@ -56,17 +56,21 @@ chmod -R a+rX "$RLAAS_DEMO_DIR"
 defines=""
 [ "$(id -u)" -eq 0 ] && defines="-D RLAAS_DEMO_ROOT"
 
+# Stops both servers before saying so: after a hang-up the terminal is
+# gone and any output fails.
 cleanup() {
-    trap - INT TERM EXIT
-    echo
-    echo "== stopping httpd and redis-server"
+    trap - HUP INT TERM EXIT
     [ -f "$RLAAS_DEMO_DIR/httpd.pid" ] &&
         kill "$(cat "$RLAAS_DEMO_DIR/httpd.pid")" 2>/dev/null || true
     redis-cli -p "$RLAAS_DEMO_REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+    { echo; echo "== stopped httpd and redis-server"; } 2>/dev/null || true
     sleep 1
     rm -rf "$RLAAS_DEMO_DIR"
 }
-trap cleanup INT TERM EXIT
+# Ctrl-C ends the demo: clean up and leave quietly, not through the
+# serving loop below (which would report httpd as gone).
+trap 'cleanup; exit 0' HUP INT TERM
+trap cleanup EXIT
 
 echo "== redis-server on 127.0.0.1:$RLAAS_DEMO_REDIS_PORT"
 redis-server --port "$RLAAS_DEMO_REDIS_PORT" --bind 127.0.0.1 --save '' \
