@@ -87,19 +87,7 @@ chmod 755 "$run_root"
 httpd_pid=""
 
 stop_httpd() {
-    [ -n "$httpd_pid" ] || return 0
-    kill -TERM "$httpd_pid" 2>/dev/null
-    i=0
-    while kill -0 "$httpd_pid" 2>/dev/null; do
-        i=$((i + 1))
-        if [ $i -gt 300 ]; then
-            echo "httpd ($httpd_pid) did not stop: killing it" >&2
-            kill -KILL "$httpd_pid" 2>/dev/null
-            # its children, by their parent's id (only ours)
-            pkill -KILL -P "$httpd_pid" 2>/dev/null
-        fi
-        sleep 0.1
-    done
+    ck_stop_pid "$httpd_pid" 300
     httpd_pid=""
 }
 
@@ -107,11 +95,7 @@ cleanup() {
     trap - INT TERM EXIT
     stop_httpd
     ck_cleanup
-    if [ "${rc:-1}" = 0 ] && [ -z "${ASAN_KEEP:-}" ]; then
-        rm -rf "$run_root"
-    else
-        echo "asan: run directories kept in $run_root"
-    fi
+    ck_finish asan "${ASAN_KEEP:-}" "$run_root"
 }
 trap 'rc=1; cleanup; exit 1' INT TERM
 trap cleanup EXIT

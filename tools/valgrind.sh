@@ -79,18 +79,8 @@ dir=$run_root
 vg_pid=""
 
 stop_httpd() {
-    [ -n "$vg_pid" ] || return 0
-    kill -TERM "$vg_pid" 2>/dev/null
     # memcheck's leak search at exit takes a while
-    i=0
-    while kill -0 "$vg_pid" 2>/dev/null; do
-        i=$((i + 1))
-        if [ $i -gt 1200 ]; then
-            echo "httpd ($vg_pid) did not stop: killing it" >&2
-            kill -KILL "$vg_pid" 2>/dev/null
-        fi
-        sleep 0.1
-    done
+    ck_stop_pid "$vg_pid" 1200
     vg_pid=""
 }
 
@@ -98,11 +88,7 @@ cleanup() {
     trap - INT TERM EXIT
     stop_httpd
     ck_cleanup
-    if [ "${rc:-1}" = 0 ] && [ -z "${VG_KEEP:-}" ]; then
-        rm -rf "$run_root"
-    else
-        echo "valgrind: run directory kept in $run_root"
-    fi
+    ck_finish valgrind "${VG_KEEP:-}" "$run_root"
 }
 trap 'rc=1; cleanup; exit 1' INT TERM
 trap cleanup EXIT

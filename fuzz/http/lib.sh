@@ -270,3 +270,31 @@ ck_cleanup() {
     CK_JUNK_PID=""
     [ -n "${RLAAS_CK_REDIS_PORT:-}" ] && ck_redis_stop
 }
+
+# ck_stop_pid PID TENTHS: SIGTERM to PID, then waits for it at most TENTHS
+# tenths of a second before SIGKILL to it and to its children (only ours,
+# by their parent's id).
+ck_stop_pid() {
+    [ -n "$1" ] || return 0
+    kill -TERM "$1" 2>/dev/null
+    ck_i=0
+    while kill -0 "$1" 2>/dev/null; do
+        ck_i=$((ck_i + 1))
+        if [ $ck_i -gt "$2" ]; then
+            echo "httpd ($1) did not stop: killing it" >&2
+            kill -KILL "$1" 2>/dev/null
+            pkill -KILL -P "$1" 2>/dev/null
+        fi
+        sleep 0.1
+    done
+}
+
+# ck_finish NAME KEEP RUN_ROOT: after ck_cleanup, removes RUN_ROOT when the
+# check passed ($rc 0) and KEEP is empty, else says where it is.
+ck_finish() {
+    if [ "${rc:-1}" = 0 ] && [ -z "$2" ]; then
+        rm -rf "$3"
+    else
+        echo "$1: run directories kept in $3"
+    fi
+}
