@@ -76,14 +76,23 @@ R_HOST=127.0.0.1
 R_PORT=$REDIS_PORT
 rcli() { redis-cli -h "$R_HOST" -p "$R_PORT" "$@"; }
 SLOW_NS=rlaas-bench-$$
+SLOW_IF=rlb$$ # the veth pair: ${SLOW_IF}a here, ${SLOW_IF}b in the namespace
 SLOW_HOST=""
+
+# Undoes slow_setup, however far it got: the namespace lives on while a
+# process is in it, so its Redis goes first; deleting the namespace takes
+# the veth end inside it, and with it the pair; a pair that never got that
+# far is deleted by its name here.
+slow_teardown() {
+    [ -f "$work/redis-slow.pid" ] && kill "$(cat "$work/redis-slow.pid")" 2>/dev/null || true
+    ip netns del "$SLOW_NS" 2>/dev/null || true
+    ip link del "${SLOW_IF}a" 2>/dev/null || true
+}
 
 cleanup() {
     [ -f "$work/httpd.pid" ] && kill "$(cat "$work/httpd.pid")" 2>/dev/null || true
     redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
-    # the namespace lives on while a process is in it: stop its Redis first
-    [ -f "$work/redis-slow.pid" ] && kill "$(cat "$work/redis-slow.pid")" 2>/dev/null || true
-    ip netns del "$SLOW_NS" 2>/dev/null || true
+    slow_teardown
     sleep 0.5
     rm -rf "$work"
 }
@@ -187,7 +196,7 @@ memory_per_client() {
 # packet by $DELAY with netem. Needs root, iproute2 and the kernel's
 # sch_netem; without them the cases are skipped.
 slow_setup() {
-    local a=rlb$$a b=rlb$$b
+    local a=${SLOW_IF}a b=${SLOW_IF}b
     [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && command -v tc >/dev/null ||
         return 1
     ip netns add "$SLOW_NS" 2>/dev/null || return 1
@@ -214,14 +223,16 @@ slow_setup() {
     done
 }
 SLOW=0
-if [[ "fixed-slow" =~ $SELECT || "gcra-slow" =~ $SELECT ]]; then
+for st in $STRATEGIES; do
+    [[ "$st-slow" =~ $SELECT ]] || continue
     if slow_setup; then
         SLOW=1
     else
-        ip netns del "$SLOW_NS" 2>/dev/null || true  # takes its veth end along
+        slow_teardown
         SLOW_HOST=""
     fi
-fi
+    break
+done
 
 # One case, one round: prints "name rps p50_ms p99_ms cmds evalsha mem"
 run_case() {
