@@ -50,12 +50,20 @@ $(MODULE): $(SRC) $(HDR)
 	    $(SRC) -lhiredis
 
 # ---- unit tests (cmocka), no httpd needed ----
-UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c))
+UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c)) \
+             build/unit/test_pipeline_portable
 
 build/unit/%: t/unit/%.c $(CORE_SRC) $(GEN_SRC) $(HDR)
 	@mkdir -p build/unit
 	$(CC) -g -O1 $(WARN) $(EXTRA_CFLAGS) -I src $(APR_CFLAGS) -o $@ $< \
 	    $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis $(APR_LIBS) -lpthread
+
+# The pipeline once more with the wait it uses where Linux futexes are not
+# available, so that both ways of waiting are tested here.
+build/unit/test_pipeline_portable: t/unit/test_pipeline.c $(CORE_SRC) $(HDR)
+	@mkdir -p build/unit
+	$(CC) -g -O1 $(WARN) $(EXTRA_CFLAGS) -DRLAAS_PIPE_PORTABLE -I src $(APR_CFLAGS) \
+	    -o $@ $< $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis $(APR_LIBS) -lpthread
 
 unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done

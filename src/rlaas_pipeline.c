@@ -3,16 +3,114 @@
 #include "rlaas_gate.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <time.h>
+
+#if defined(__linux__) && !defined(RLAAS_PIPE_PORTABLE)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define RLAAS_PIPE_FUTEX 1
+#endif
 
 enum { JOB_QUEUED, JOB_LEAD, JOB_SENT, JOB_DONE };
 
 struct rlaas_pipe_t {
-    pthread_mutex_t mu;
+    pthread_mutex_t mu; /* guards the queue, busy and the counters only */
     rlaas_pipe_job_t *head, *tail;
     int busy; /* a leader is running a group */
     uint64_t batches, jobs;
 };
+
+/* ---- a job's state word, and waiting for it to change ----
+ *
+ * Each caller sleeps on its own job's state, and whoever changes the state
+ * wakes just that caller: one wake-up per call, given after the queue's
+ * lock is released, so a woken caller never runs into a lock still held by
+ * the thread that woke it. The state is written before the wake-up; a
+ * caller that has already seen it and returned is not harmed by a late
+ * wake-up (its address is only a key in the kernel's wait table). */
+
+static int state_get(const rlaas_pipe_job_t *j)
+{
+    return __atomic_load_n(&j->state, __ATOMIC_ACQUIRE);
+}
+
+static void state_set(rlaas_pipe_job_t *j, int st)
+{
+    __atomic_store_n(&j->state, st, __ATOMIC_RELEASE);
+}
+
+#ifdef RLAAS_PIPE_FUTEX
+
+/* Sleeps while *addr == val, at most *rel (NULL: no limit). */
+static void state_wait(int *addr, int val, const struct timespec *rel)
+{
+    syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, rel, NULL, 0);
+}
+
+static void state_wake(int *addr)
+{
+    syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+#else
+
+/* Elsewhere, one condition variable for every waiter: correct, if it
+ * wakes more threads than it needs to. */
+static pthread_mutex_t wait_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wait_cond = PTHREAD_COND_INITIALIZER;
+
+static void state_wait(int *addr, int val, const struct timespec *rel)
+{
+    struct timespec until;
+
+    pthread_mutex_lock(&wait_mu);
+    if (__atomic_load_n(addr, __ATOMIC_ACQUIRE) == val) {
+        if (rel == NULL) {
+            pthread_cond_wait(&wait_cond, &wait_mu);
+        }
+        else {
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += rel->tv_sec;
+            until.tv_nsec += rel->tv_nsec;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&wait_cond, &wait_mu, &until);
+        }
+    }
+    pthread_mutex_unlock(&wait_mu);
+}
+
+static void state_wake(int *addr)
+{
+    (void)addr;
+    pthread_mutex_lock(&wait_mu);
+    pthread_cond_broadcast(&wait_cond);
+    pthread_mutex_unlock(&wait_mu);
+}
+
+#endif
+
+/* Time left until *until, into *rel; 0 when none is left. */
+static int time_left(const struct timespec *until, struct timespec *rel)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    rel->tv_sec = until->tv_sec - now.tv_sec;
+    rel->tv_nsec = until->tv_nsec - now.tv_nsec;
+    if (rel->tv_nsec < 0) {
+        rel->tv_sec--;
+        rel->tv_nsec += 1000000000L;
+    }
+    return rel->tv_sec >= 0;
+}
+
+/* ---- the queue ---- */
 
 rlaas_pipe_t *rlaas_pipe_create(void)
 {
@@ -48,57 +146,87 @@ static void unlink_job(rlaas_pipe_t *p, rlaas_pipe_job_t *job)
         p->tail = prev;
 }
 
-/* The leader's part: send the queue's head group, then hand over. */
-static void lead(rlaas_pipe_t *p, rlaas_pipe_job_t *self, rlaas_pipe_run_fn run,
-                 void *baton)
+/* Takes the queue's head group; the leader is the oldest waiter, so the
+ * group's deadline is its own. */
+static int take_group(rlaas_pipe_t *p, rlaas_pipe_job_t **group)
 {
-    rlaas_pipe_job_t *group[RLAAS_PIPE_MAX_BATCH];
-    int n = 0, i;
+    int n = 0;
 
     pthread_mutex_lock(&p->mu);
-    /* the leader is the oldest waiter, so the group's deadline is its own */
     while (p->head != NULL && n < RLAAS_PIPE_MAX_BATCH) {
         rlaas_pipe_job_t *j = p->head;
 
         p->head = j->next;
         if (p->head == NULL)
             p->tail = NULL;
-        j->state = JOB_SENT;
+        state_set(j, JOB_SENT);
         group[n++] = j;
     }
     p->batches++;
     p->jobs += (uint64_t)n;
     pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+/* The leader's part: send the head group, hand every caller its result,
+ * then pass leadership to whoever queued meanwhile. */
+static void lead(rlaas_pipe_t *p, rlaas_pipe_job_t *self, rlaas_pipe_run_fn run,
+                 void *baton)
+{
+    rlaas_pipe_job_t *group[RLAAS_PIPE_MAX_BATCH], *next;
+    int n = take_group(p, group), i;
 
     run(baton, group, n);
 
-    pthread_mutex_lock(&p->mu);
     for (i = 0; i < n; i++) {
-        group[i]->state = JOB_DONE;
-        if (group[i] != self)
-            pthread_cond_signal(&group[i]->cond);
+        if (group[i] != self) {
+            state_set(group[i], JOB_DONE);
+            state_wake(&group[i]->state);
+        }
     }
-    if (p->head != NULL) {
-        p->head->state = JOB_LEAD;
-        pthread_cond_signal(&p->head->cond);
-    }
-    else {
+    pthread_mutex_lock(&p->mu);
+    next = p->head;
+    if (next != NULL)
+        state_set(next, JOB_LEAD);
+    else
         p->busy = 0;
-    }
     pthread_mutex_unlock(&p->mu);
+    if (next != NULL)
+        state_wake(&next->state);
+}
+
+/* Queued and not yet taken: waits for a turn until *until. Returns 0 with
+ * the job taken (sent by a leader, or this caller's turn to lead), or -1
+ * with the job out of the queue, unrun. */
+static int wait_turn(rlaas_pipe_t *p, rlaas_pipe_job_t *job,
+                     const struct timespec *until)
+{
+    struct timespec rel;
+
+    while (state_get(job) == JOB_QUEUED) {
+        if (time_left(until, &rel)) {
+            state_wait(&job->state, JOB_QUEUED, &rel);
+            continue;
+        }
+        /* Out of time; a leader may be taking the job right now, and the
+         * lock settles which of the two wins. */
+        pthread_mutex_lock(&p->mu);
+        if (job->state == JOB_QUEUED) {
+            unlink_job(p, job);
+            pthread_mutex_unlock(&p->mu);
+            return -1;
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    return 0;
 }
 
 int rlaas_pipe_submit(rlaas_pipe_t *p, rlaas_pipe_job_t *job,
                       int64_t timeout_us, rlaas_pipe_run_fn run, void *baton)
 {
-    pthread_condattr_t attr;
     struct timespec until;
-    int rc = 0;
+    int st;
 
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&job->cond, &attr);
-    pthread_condattr_destroy(&attr);
     rlaas_deadline_after(&until, timeout_us > 0 ? timeout_us : 0);
     job->next = NULL;
     job->state = JOB_QUEUED;
@@ -113,23 +241,16 @@ int rlaas_pipe_submit(rlaas_pipe_t *p, rlaas_pipe_job_t *job,
         p->busy = 1;
         job->state = JOB_LEAD;
     }
-    while (job->state == JOB_QUEUED) {
-        if (pthread_cond_timedwait(&job->cond, &p->mu, &until) == ETIMEDOUT &&
-            job->state == JOB_QUEUED) {
-            unlink_job(p, job);
-            rc = -1;
-            break;
-        }
-    }
-    /* Sent by another leader: its deadline bounds the wait. */
-    while (job->state == JOB_SENT)
-        pthread_cond_wait(&job->cond, &p->mu);
     pthread_mutex_unlock(&p->mu);
 
-    if (job->state == JOB_LEAD)
+    if (wait_turn(p, job, &until) != 0)
+        return -1;
+    /* Sent by another leader: its deadline bounds the wait. */
+    while ((st = state_get(job)) == JOB_SENT)
+        state_wait(&job->state, JOB_SENT, NULL);
+    if (st == JOB_LEAD)
         lead(p, job, run, baton);
-    pthread_cond_destroy(&job->cond);
-    return rc;
+    return 0;
 }
 
 void rlaas_pipe_stats(rlaas_pipe_t *p, uint64_t *batches, uint64_t *jobs)

@@ -7,8 +7,10 @@
  * On a loaded server this turns N round trips into one: fewer system
  * calls and wake-ups on both sides, which is most of what a Redis call
  * costs. No lock is held while talking to Redis; the lock only guards the
- * queue. POSIX threads only, no httpd headers, so it is unit-tested on
- * its own.
+ * queue, and nobody is woken while it is held. Each caller sleeps on its
+ * own job (a futex on Linux, a shared condition variable elsewhere) and is
+ * woken once, when its result is in or its turn to lead has come. POSIX
+ * threads, no httpd headers, so it is unit-tested on its own.
  */
 #ifndef RLAAS_PIPELINE_H
 #define RLAAS_PIPELINE_H
@@ -21,8 +23,7 @@ typedef struct rlaas_pipe_t rlaas_pipe_t;
 /* One caller's place in the queue; lives on the caller's stack. */
 typedef struct rlaas_pipe_job_t {
     void *data; /* the caller's call and result */
-    int state;  /* private */
-    pthread_cond_t cond;
+    int state;  /* private: the caller sleeps on it (a futex on Linux) */
     struct rlaas_pipe_job_t *next;
 } rlaas_pipe_job_t;
 
