@@ -1,14 +1,18 @@
 /*
  * libFuzzer target: what the module does with the bytes Redis sends back.
- * The bytes go through hiredis' own protocol reader (the one redisCommand
- * uses), fed in fuzzer-chosen slices so that replies split across reads are
- * covered; every reply the reader yields goes to rlaas_reply_verdict, and
- * every OK verdict is formatted the way rlaas_limit.c does it, into buffers
- * of the same size.
+ * The bytes go, in fuzzer-chosen slices so that replies split across reads
+ * are covered, through two hiredis readers at once: one with the object
+ * functions of rlaas_reply.c (the sink, as the module reads replies) and
+ * one with hiredis' own reply objects, which serve as the model. Every
+ * reply yields a verdict from the sink, compared with the model, and every
+ * OK verdict is formatted the way rlaas_limit.c does it, into buffers of
+ * the same size.
  *
- * Checked: rlaas_reply_verdict says OK only for the agreed shape (an array
- * of four integers in range), NOSCRIPT only for an error starting with
- * "NOSCRIPT"; an OK verdict has allowed 0 or 1, remaining >= 0 and times in
+ * Checked: both readers agree on where replies end and on protocol errors;
+ * rlaas_reply_verdict says OK only for the agreed shape (an array of four
+ * integers in range), with the model's values, NOSCRIPT only for an error
+ * starting with "NOSCRIPT"; an error's text in the sink is a prefix of the
+ * model's; an OK verdict has allowed 0 or 1, remaining >= 0 and times in
  * 0..RLAAS_REPLY_MS_MAX; Retry-After is at least 1 s; the header values are
  * never truncated.
  *
@@ -65,14 +69,14 @@ static void check_headers(const rlaas_verdict_t *v)
     CHECK(n > 0 && (size_t)n < sizeof(buf));
 }
 
-static void judge(const redisReply *rep)
+static void judge(const redisReply *rep, const rlaas_reply_sink_t *sink)
 {
     rlaas_verdict_t v;
     rlaas_reply_status_e st;
     int64_t s;
 
     memset(&v, 0xa5, sizeof(v));
-    st = rlaas_reply_verdict(rep, &v);
+    st = rlaas_reply_verdict(sink, &v);
     CHECK(st == RLAAS_REPLY_OK || st == RLAAS_REPLY_NOSCRIPT ||
           st == RLAAS_REPLY_ERROR || st == RLAAS_REPLY_BAD);
     CHECK((st == RLAAS_REPLY_OK) == model_ok(rep));
@@ -80,11 +84,18 @@ static void judge(const redisReply *rep)
           (rep->type == REDIS_REPLY_ERROR));
     if (st == RLAAS_REPLY_NOSCRIPT)
         CHECK(rep->len >= 8 && memcmp(rep->str, "NOSCRIPT", 8) == 0);
+    if (rep->type == REDIS_REPLY_ERROR) {
+        CHECK(sink->err_len < sizeof(sink->err) && sink->err[sink->err_len] == '\0');
+        CHECK(sink->err_len <= rep->len &&
+              memcmp(sink->err, rep->str, sink->err_len) == 0);
+    }
     if (st != RLAAS_REPLY_OK)
         return;
     CHECK(v.allowed == 0 || v.allowed == 1);
     CHECK(v.allowed == rep->element[0]->integer);
     CHECK(v.remaining >= 0 && v.remaining == rep->element[1]->integer);
+    CHECK(v.reset_ms == rep->element[2]->integer);
+    CHECK(v.retry_ms == rep->element[3]->integer);
     CHECK(v.reset_ms >= 0 && v.reset_ms <= RLAAS_REPLY_MS_MAX);
     CHECK(v.retry_ms >= 0 && v.retry_ms <= RLAAS_REPLY_MS_MAX);
     s = rlaas_retry_after_s(v.retry_ms);
@@ -110,11 +121,38 @@ const char *__asan_default_options(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The next reply of each reader: 1 with a reply from both, 0 when neither
+ * has one complete, -1 on a protocol error (both must agree). A reply cut
+ * across slices fills the sink over several calls, so the sink is reset
+ * only once a reply is complete (as the module resets it before each
+ * redisGetReply, which reads until the reply is whole). */
+static int next_pair(redisReader *model, redisReader *rd,
+                     rlaas_reply_sink_t *sink, redisReply **rep)
+{
+    void *m = NULL, *r = NULL;
+    int mrc = redisReaderGetReply(model, &m);
+    int rrc = redisReaderGetReply(rd, &r);
+
+    /* the model may fail to allocate a huge array where the sink needs
+     * nothing: that ends the stream without a comparison */
+    if (mrc != REDIS_OK && model->err == REDIS_ERR_OOM)
+        return -1;
+    CHECK(mrc == rrc);
+    if (mrc != REDIS_OK)
+        return -1;
+    CHECK((m == NULL) == (r == NULL));
+    CHECK(r == NULL || r == sink);
+    *rep = m;
+    return m != NULL;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    redisReader *rd;
+    redisReader *model, *rd;
+    rlaas_reply_sink_t sink;
     size_t slice, off;
-    void *rep;
     int replies = 0;
 
     if (size < 1)
@@ -122,24 +160,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     slice = data[0] ? data[0] : size;
     data++;
     size--;
-    rd = redisReaderCreate();
-    if (rd == NULL)
-        return 0;
+    model = redisReaderCreate();
+    rd = redisReaderCreateWithFunctions(&rlaas_reply_sink_fns);
+    if (model == NULL || rd == NULL)
+        goto done;
+    rd->privdata = &sink;
+    rlaas_reply_sink_reset(&sink);
     for (off = 0; off < size || off == 0; off += slice) {
         size_t n = size - off < slice ? size - off : slice;
 
-        if (n > 0 && redisReaderFeed(rd, (const char *)data + off, n) != REDIS_OK)
-            break;
+        if (n > 0) {
+            int a = redisReaderFeed(model, (const char *)data + off, n);
+            int b = redisReaderFeed(rd, (const char *)data + off, n);
+
+            CHECK(a == b);
+            if (a != REDIS_OK)
+                break;
+        }
         /* drain what this slice completed; a protocol error ends the
          * stream, as it ends the connection in the module */
         for (;;) {
-            rep = NULL;
-            if (redisReaderGetReply(rd, &rep) != REDIS_OK)
+            redisReply *rep = NULL;
+            int got = next_pair(model, rd, &sink, &rep);
+
+            if (got < 0)
                 goto done;
-            if (rep == NULL)
+            if (got == 0)
                 break;
-            judge(rep);
+            judge(rep, &sink);
             freeReplyObject(rep);
+            rlaas_reply_sink_reset(&sink);
             if (++replies > 1000)
                 goto done;
         }
@@ -147,6 +197,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
     }
 done:
-    redisReaderFree(rd);
+    if (model != NULL)
+        redisReaderFree(model);
+    if (rd != NULL)
+        redisReaderFree(rd);
     return 0;
 }

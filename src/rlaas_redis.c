@@ -339,7 +339,7 @@ static rlaas_rerr_e script_load(const group_t *g, rlaas_conn_t *c,
 /* Reads one reply into its job. Returns 1 if the connection must be made
  * again after this group: an error reply other than a script's own
  * (READONLY after a failover, NOAUTH, LOADING). */
-static int take_reply(job_t *j, const redisReply *rep)
+static int take_reply(job_t *j, const rlaas_reply_sink_t *rep)
 {
     switch (rlaas_reply_verdict(rep, j->v)) {
     case RLAAS_REPLY_OK:
@@ -350,7 +350,7 @@ static int take_reply(job_t *j, const redisReply *rep)
         return 0;
     case RLAAS_REPLY_ERROR:
         j->e = RLAAS_RERR_REPLY;
-        set_detail(j, rep->str, rep->len);
+        set_detail(j, rep->err, rep->err_len);
         return strstr(j->detail, "script") == NULL;
     case RLAAS_REPLY_BAD:
         break;
@@ -366,6 +366,8 @@ static int take_reply(job_t *j, const redisReply *rep)
 static int exchange(const group_t *g, rlaas_conn_t *c, job_t **jobs, int n)
 {
     char cmd[RLAAS_RESP_EVALSHA_MAX(RLAAS_KEY_MAX)];
+    redisReplyObjectFunctions *fns;
+    rlaas_reply_sink_t sink;
     apr_time_t t0;
     int i, got, redo = 0;
 
@@ -385,9 +387,14 @@ static int exchange(const group_t *g, rlaas_conn_t *c, job_t **jobs, int n)
         return 0;
     }
     t0 = apr_time_now();
+    /* the replies are read into a sink, not into reply objects */
+    fns = c->ctx->reader->fn;
+    c->ctx->reader->fn = &rlaas_reply_sink_fns;
+    c->ctx->reader->privdata = &sink;
     for (got = 0; got < n; got++) {
         void *rep = NULL;
 
+        rlaas_reply_sink_reset(&sink);
         if (redisGetReply(c->ctx, &rep) != REDIS_OK) {
             char detail[DETAIL_MAX];
             rlaas_rerr_e e = transport_error(g, c, errno, detail);
@@ -396,8 +403,9 @@ static int exchange(const group_t *g, rlaas_conn_t *c, job_t **jobs, int n)
             return got;
         }
         redo |= take_reply(jobs[got], rep);
-        freeReplyObject(rep);
     }
+    c->ctx->reader->fn = fns;
+    c->ctx->reader->privdata = NULL;
     t0 = apr_time_now() - t0;
     for (i = 0; i < n; i++)
         rlaas_metrics_latency(t0);

@@ -2,37 +2,121 @@
 
 #include <string.h>
 
-static int int_in(const redisReply *e, long long lo, long long hi, int64_t *out)
+/* ---- the sink's object functions ----
+ *
+ * hiredis calls these for every value it parses, the reply itself first
+ * (no parent), then its elements (the reply as parent), and so on down.
+ * Each returns the sink: a non-NULL "object" is all the reader needs. */
+
+static rlaas_reply_sink_t *sink_of(const redisReadTask *task)
 {
-    if (e == NULL || e->type != REDIS_REPLY_INTEGER || e->integer < lo ||
-        e->integer > hi)
-        return 0;
-    *out = e->integer;
-    return 1;
+    return task->privdata;
 }
 
-rlaas_reply_status_e rlaas_reply_verdict(const redisReply *rep,
+/* An element of the reply (not the reply itself, nor deeper). */
+static int is_element(const redisReadTask *task)
+{
+    return task->parent != NULL && task->parent->parent == NULL;
+}
+
+static void *sink_string(const redisReadTask *task, char *str, size_t len)
+{
+    rlaas_reply_sink_t *s = sink_of(task);
+
+    if (task->parent != NULL) {
+        s->bad = 1;
+        return s;
+    }
+    s->type = task->type;
+    if (task->type == REDIS_REPLY_ERROR) {
+        s->err_len = len < sizeof(s->err) ? len : sizeof(s->err) - 1;
+        memcpy(s->err, str, s->err_len);
+        s->err[s->err_len] = '\0';
+    }
+    return s;
+}
+
+static void *sink_array(const redisReadTask *task, int elements)
+{
+    rlaas_reply_sink_t *s = sink_of(task);
+
+    if (task->parent != NULL) {
+        s->bad = 1;
+        return s;
+    }
+    s->type = REDIS_REPLY_ARRAY;
+    s->elements = elements;
+    return s;
+}
+
+static void *sink_integer(const redisReadTask *task, long long value)
+{
+    rlaas_reply_sink_t *s = sink_of(task);
+
+    if (task->parent == NULL)
+        s->type = REDIS_REPLY_INTEGER;
+    else if (is_element(task) && task->idx >= 0 && task->idx < 4)
+        s->v[task->idx] = value;
+    else if (!is_element(task))
+        s->bad = 1;
+    return s;
+}
+
+static void *sink_nil(const redisReadTask *task)
+{
+    rlaas_reply_sink_t *s = sink_of(task);
+
+    if (task->parent == NULL)
+        s->type = REDIS_REPLY_NIL;
+    else
+        s->bad = 1;
+    return s;
+}
+
+static void sink_free(void *obj)
+{
+    (void)obj; /* the sink belongs to the caller */
+}
+
+redisReplyObjectFunctions rlaas_reply_sink_fns = {
+    sink_string, sink_array, sink_integer, sink_nil, sink_free,
+};
+
+void rlaas_reply_sink_reset(rlaas_reply_sink_t *s)
+{
+    s->type = 0;
+    s->elements = 0;
+    s->bad = 0;
+    s->err_len = 0;
+    s->err[0] = '\0';
+}
+
+/* ---- the verdict ---- */
+
+static int in(long long x, long long lo, long long hi)
+{
+    return x >= lo && x <= hi;
+}
+
+rlaas_reply_status_e rlaas_reply_verdict(const rlaas_reply_sink_t *s,
                                          rlaas_verdict_t *v)
 {
-    int64_t allowed;
-
-    if (rep == NULL)
+    if (s == NULL)
         return RLAAS_REPLY_BAD;
-    if (rep->type == REDIS_REPLY_ERROR) {
-        if (rep->str != NULL && rep->len >= 8 &&
-            strncmp(rep->str, "NOSCRIPT", 8) == 0)
+    if (s->type == REDIS_REPLY_ERROR) {
+        if (s->err_len >= 8 && strncmp(s->err, "NOSCRIPT", 8) == 0)
             return RLAAS_REPLY_NOSCRIPT;
         return RLAAS_REPLY_ERROR;
     }
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 ||
-        rep->element == NULL)
+    if (s->type != REDIS_REPLY_ARRAY || s->elements != 4 || s->bad ||
+        !in(s->v[0], 0, 1) || !in(s->v[1], 0, INT64_MAX) ||
+        !in(s->v[2], 0, RLAAS_REPLY_MS_MAX) ||
+        !in(s->v[3], 0, RLAAS_REPLY_MS_MAX))
         return RLAAS_REPLY_BAD;
-    if (!int_in(rep->element[0], 0, 1, &allowed) ||
-        !int_in(rep->element[1], 0, INT64_MAX, &v->remaining) ||
-        !int_in(rep->element[2], 0, RLAAS_REPLY_MS_MAX, &v->reset_ms) ||
-        !int_in(rep->element[3], 0, RLAAS_REPLY_MS_MAX, &v->retry_ms))
-        return RLAAS_REPLY_BAD;
-    v->allowed = (int)allowed;
+    v->allowed = (int)s->v[0];
+    v->remaining = s->v[1];
+    v->reset_ms = s->v[2];
+    v->retry_ms = s->v[3];
     return RLAAS_REPLY_OK;
 }
 

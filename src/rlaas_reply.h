@@ -3,10 +3,17 @@
  * {allowed, remaining, reset_ms, retry_ms}; this turns that into a verdict
  * and refuses anything else, so a stray reply (wrong script, proxy, fuzzed
  * bytes) becomes an error and never a decision. No httpd headers.
+ *
+ * The reply is parsed by hiredis' own reader, but with object functions
+ * that write what the verdict needs into a sink instead of building a tree
+ * of reply objects: no allocation and no freeing per request. Set
+ * reader->fn to &rlaas_reply_sink_fns and reader->privdata to a sink; each
+ * reply the reader then returns (as a pointer to the sink) has filled it.
  */
 #ifndef RLAAS_REPLY_H
 #define RLAAS_REPLY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <hiredis/hiredis.h>
@@ -15,6 +22,9 @@
  * ms, and a reset can reach twice the window plus a clock step back. */
 #define RLAAS_REPLY_MS_MAX (1LL << 37)
 
+/* Room kept for an error reply's text (longer ones are cut). */
+#define RLAAS_REPLY_ERR_MAX 160
+
 typedef struct {
     int allowed;
     int64_t remaining; /* requests still allowed after this one */
@@ -22,14 +32,29 @@ typedef struct {
     int64_t retry_ms;  /* until a request can succeed; 0 if one can now */
 } rlaas_verdict_t;
 
+/* What one reply carried, as far as a verdict needs it. */
+typedef struct {
+    int type;           /* REDIS_REPLY_* of the reply; 0: none read */
+    long long elements; /* of an array reply */
+    int bad;            /* an element that is not a plain integer */
+    long long v[4];     /* the first four elements */
+    size_t err_len;
+    char err[RLAAS_REPLY_ERR_MAX]; /* an error reply's text, NUL-ended */
+} rlaas_reply_sink_t;
+
+extern redisReplyObjectFunctions rlaas_reply_sink_fns;
+
+/* Readies a sink for the next reply. */
+void rlaas_reply_sink_reset(rlaas_reply_sink_t *s);
+
 typedef enum {
     RLAAS_REPLY_OK = 0,
     RLAAS_REPLY_NOSCRIPT, /* script not cached: load it and retry */
-    RLAAS_REPLY_ERROR,    /* an error reply from Redis */
+    RLAAS_REPLY_ERROR,    /* an error reply from Redis (text in s->err) */
     RLAAS_REPLY_BAD       /* anything that is not the agreed shape */
 } rlaas_reply_status_e;
 
-rlaas_reply_status_e rlaas_reply_verdict(const redisReply *rep,
+rlaas_reply_status_e rlaas_reply_verdict(const rlaas_reply_sink_t *s,
                                          rlaas_verdict_t *v);
 
 /* Whole seconds for Retry-After: rounded up, never below 1. */

@@ -1,6 +1,6 @@
 /* Script replies: only the agreed shape becomes a verdict. Replies are
- * built by hiredis' own reader from RESP bytes, as they come off the
- * wire. */
+ * read by hiredis' own reader from RESP bytes, as they come off the wire,
+ * into the sink the module uses. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,26 +10,68 @@
 
 #include "rlaas_reply.h"
 
-static redisReply *parse(const char *resp)
+/* Reads one reply into a sink, as rlaas_redis.c does on a connection. */
+static rlaas_reply_status_e verdict(const char *resp, rlaas_verdict_t *v)
 {
-    redisReader *rd = redisReaderCreate();
+    redisReader *rd = redisReaderCreateWithFunctions(&rlaas_reply_sink_fns);
+    rlaas_reply_sink_t sink;
     void *rep = NULL;
 
     assert_non_null(rd);
+    rd->privdata = &sink;
+    rlaas_reply_sink_reset(&sink);
     assert_int_equal(redisReaderFeed(rd, resp, strlen(resp)), REDIS_OK);
     assert_int_equal(redisReaderGetReply(rd, &rep), REDIS_OK);
     redisReaderFree(rd);
-    assert_non_null(rep);
-    return rep;
+    assert_ptr_equal(rep, &sink);
+    return rlaas_reply_verdict(rep, v);
 }
 
-static rlaas_reply_status_e verdict(const char *resp, rlaas_verdict_t *v)
+/* The sink is reused for the replies of a group, one after another. */
+static void replies_in_a_row(void **state)
 {
-    redisReply *rep = parse(resp);
-    rlaas_reply_status_e st = rlaas_reply_verdict(rep, v);
+    static const char stream[] = "*4\r\n:1\r\n:4\r\n:5000\r\n:0\r\n"
+                                 "-ERR user_script:1: boom\r\n"
+                                 "*4\r\n:0\r\n:0\r\n:900\r\n:400\r\n";
+    redisReader *rd = redisReaderCreateWithFunctions(&rlaas_reply_sink_fns);
+    rlaas_reply_sink_t sink;
+    rlaas_verdict_t v;
+    void *rep;
 
-    freeReplyObject(rep);
-    return st;
+    (void)state;
+    rd->privdata = &sink;
+    assert_int_equal(redisReaderFeed(rd, stream, sizeof(stream) - 1), REDIS_OK);
+    rlaas_reply_sink_reset(&sink);
+    assert_int_equal(redisReaderGetReply(rd, &rep), REDIS_OK);
+    assert_int_equal(rlaas_reply_verdict(rep, &v), RLAAS_REPLY_OK);
+    assert_int_equal(v.remaining, 4);
+    rlaas_reply_sink_reset(&sink);
+    assert_int_equal(redisReaderGetReply(rd, &rep), REDIS_OK);
+    assert_int_equal(rlaas_reply_verdict(rep, &v), RLAAS_REPLY_ERROR);
+    assert_string_equal(sink.err, "ERR user_script:1: boom");
+    rlaas_reply_sink_reset(&sink);
+    assert_int_equal(redisReaderGetReply(rd, &rep), REDIS_OK);
+    assert_int_equal(rlaas_reply_verdict(rep, &v), RLAAS_REPLY_OK);
+    assert_int_equal(v.allowed, 0);
+    assert_int_equal(v.retry_ms, 400);
+    /* nothing more: no reply, and the sink is left alone */
+    rep = NULL;
+    assert_int_equal(redisReaderGetReply(rd, &rep), REDIS_OK);
+    assert_null(rep);
+    redisReaderFree(rd);
+}
+
+/* A long error text is cut to the sink's room, still NUL-terminated. */
+static void long_error_is_cut(void **state)
+{
+    char resp[600];
+    rlaas_verdict_t v;
+
+    (void)state;
+    resp[0] = '-';
+    memset(resp + 1, 'E', 500);
+    memcpy(resp + 501, "\r\n", 3);
+    assert_int_equal(verdict(resp, &v), RLAAS_REPLY_ERROR);
 }
 
 static void allowed_and_denied(void **state)
@@ -78,6 +120,9 @@ static void wrong_shapes(void **state)
         "*4\r\n:0\r\n:4\r\n:1\r\n:99999999999999\r\n", /* absurd retry */
         "*4\r\n$1\r\n1\r\n:4\r\n:5000\r\n:0\r\n",      /* string, not integer */
         "*4\r\n:1\r\n*0\r\n:5000\r\n:0\r\n",           /* nested array */
+        "*4\r\n:1\r\n$-1\r\n:5000\r\n:0\r\n",          /* nil element */
+        "*4\r\n:1\r\n+OK\r\n:5000\r\n:0\r\n",          /* status element */
+        "*4\r\n:1\r\n*1\r\n:4\r\n:5000\r\n:0\r\n",   /* integer, nested */
     };
     rlaas_verdict_t v;
     size_t i;
@@ -109,6 +154,8 @@ int main(void)
         cmocka_unit_test(noscript_and_errors),
         cmocka_unit_test(wrong_shapes),
         cmocka_unit_test(retry_after_rounding),
+        cmocka_unit_test(replies_in_a_row),
+        cmocka_unit_test(long_error_is_cut),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
