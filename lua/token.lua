@@ -10,9 +10,18 @@ end
 local t = redis.call('TIME') -- rlaas:clock
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function s(x) return string.format('%d', x) end
--- exact a*b = q*m + x for a, m < 2^36, b and q < 2^53 (16-bit long mult.)
+-- exact a*b = q*m + x, 0 <= x < m, for a, m < 2^36, b and q < 2^53:
+-- directly while a*b < 2^52 (then q is off by at most one before the
+-- correction), else by 16-bit long multiplication
 local function muldiv(a, b, m)
-  local q, x, p = 0, 0, 2^48
+  local q, x, p = 0, 0, a * b
+  if p >= 0 and p < 4503599627370496 then
+    q = math.floor(p / m)
+    x = p - q * m
+    if x < 0 then q, x = q - 1, x + m elseif x >= m then q, x = q + 1, x - m end
+    return q, x
+  end
+  p = 2^48
   while p >= 1 do
     x = x * 65536 + a * (math.floor(b / p) % 65536)
     local k = math.floor(x / m)
