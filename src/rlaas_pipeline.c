@@ -19,8 +19,10 @@ enum { JOB_QUEUED, JOB_LEAD, JOB_SENT, JOB_DONE };
 struct rlaas_pipe_t {
     pthread_mutex_t mu; /* guards the queue, busy and the counters only */
     rlaas_pipe_job_t *head, *tail;
-    int busy; /* a leader is running a group */
-    uint64_t batches, jobs;
+    int busy;         /* leaders running a group */
+    int max_leaders;  /* groups in flight at most */
+    int64_t hold_us;  /* longest wait behind groups in flight */
+    uint64_t batches, jobs, extra_leaders;
 };
 
 /* ---- a job's state word, and waiting for it to change ----
@@ -112,13 +114,18 @@ static int time_left(const struct timespec *until, struct timespec *rel)
 
 /* ---- the queue ---- */
 
-rlaas_pipe_t *rlaas_pipe_create(void)
+rlaas_pipe_t *rlaas_pipe_create(int max_leaders, int64_t hold_us)
 {
     rlaas_pipe_t *p = calloc(1, sizeof(*p));
 
     if (p != NULL && pthread_mutex_init(&p->mu, NULL) != 0) {
         free(p);
         p = NULL;
+    }
+    if (p != NULL) {
+        /* no hold, no extra leaders: callers wait for their turn */
+        p->max_leaders = max_leaders > 1 && hold_us > 0 ? max_leaders : 1;
+        p->hold_us = hold_us;
     }
     return p;
 }
@@ -184,39 +191,81 @@ static void lead(rlaas_pipe_t *p, rlaas_pipe_job_t *self, rlaas_pipe_run_fn run,
             state_wake(&group[i]->state);
         }
     }
+    /* With another group still in flight, its leader takes the queue
+     * when it is done; one group in flight is the rule, more only while
+     * callers would otherwise wait longer than hold_us. */
     pthread_mutex_lock(&p->mu);
-    next = p->head;
+    next = p->busy == 1 ? p->head : NULL;
     if (next != NULL)
         state_set(next, JOB_LEAD);
     else
-        p->busy = 0;
+        p->busy--;
     pthread_mutex_unlock(&p->mu);
     if (next != NULL)
         state_wake(&next->state);
 }
 
+/* A caller has waited hold_us behind the groups in flight (Redis is slow
+ * to answer): the oldest caller leads the queue out on a connection of its
+ * own, if the limit of groups in flight allows. Called with the lock. */
+static rlaas_pipe_job_t *extra_leader(rlaas_pipe_t *p)
+{
+    rlaas_pipe_job_t *head = p->head;
+
+    if (head == NULL || head->state != JOB_QUEUED ||
+        p->busy >= p->max_leaders)
+        return NULL;
+    p->busy++;
+    p->extra_leaders++;
+    state_set(head, JOB_LEAD);
+    return head;
+}
+
+/* The earlier of two instants. */
+static const struct timespec *earlier(const struct timespec *a,
+                                      const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec ||
+                   (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec)
+               ? a
+               : b;
+}
+
 /* Queued and not yet taken: waits for a turn until *until. Returns 0 with
  * the job taken (sent by a leader, or this caller's turn to lead), or -1
- * with the job out of the queue, unrun. */
+ * with the job out of the queue, unrun. The queue's first caller also
+ * looks up every hold_us and tries to go out itself (see extra_leader);
+ * the others sleep on, so that a slow group costs one extra wake-up, not
+ * one per caller behind it. */
 static int wait_turn(rlaas_pipe_t *p, rlaas_pipe_job_t *job,
-                     const struct timespec *until)
+                     const struct timespec *until, int first)
 {
-    struct timespec rel;
+    struct timespec rel, hold;
+    const struct timespec *next = until;
+    rlaas_pipe_job_t *lead_job;
 
+    if (first && p->max_leaders > 1) {
+        rlaas_deadline_after(&hold, p->hold_us);
+        next = earlier(&hold, until);
+    }
     while (state_get(job) == JOB_QUEUED) {
-        if (time_left(until, &rel)) {
+        if (time_left(next, &rel)) {
             state_wait(&job->state, JOB_QUEUED, &rel);
             continue;
         }
-        /* Out of time; a leader may be taking the job right now, and the
-         * lock settles which of the two wins. */
+        /* A leader may be taking the job right now; the lock settles it. */
         pthread_mutex_lock(&p->mu);
-        if (job->state == JOB_QUEUED) {
+        if (job->state == JOB_QUEUED && next == until) {
             unlink_job(p, job);
             pthread_mutex_unlock(&p->mu);
             return -1;
         }
+        lead_job = job->state == JOB_QUEUED ? extra_leader(p) : NULL;
         pthread_mutex_unlock(&p->mu);
+        if (lead_job != NULL && lead_job != job)
+            state_wake(&lead_job->state);
+        rlaas_deadline_after(&hold, p->hold_us);
+        next = earlier(&hold, until);
     }
     return 0;
 }
@@ -225,25 +274,26 @@ int rlaas_pipe_submit(rlaas_pipe_t *p, rlaas_pipe_job_t *job,
                       int64_t timeout_us, rlaas_pipe_run_fn run, void *baton)
 {
     struct timespec until;
-    int st;
+    int st, first;
 
     rlaas_deadline_after(&until, timeout_us > 0 ? timeout_us : 0);
     job->next = NULL;
     job->state = JOB_QUEUED;
 
     pthread_mutex_lock(&p->mu);
+    first = p->head == NULL;
     if (p->tail != NULL)
         p->tail->next = job;
     else
         p->head = job;
     p->tail = job;
-    if (!p->busy) {
+    if (p->busy == 0) {
         p->busy = 1;
         job->state = JOB_LEAD;
     }
     pthread_mutex_unlock(&p->mu);
 
-    if (wait_turn(p, job, &until) != 0)
+    if (wait_turn(p, job, &until, first) != 0)
         return -1;
     /* Sent by another leader: its deadline bounds the wait. */
     while ((st = state_get(job)) == JOB_SENT)
@@ -253,10 +303,12 @@ int rlaas_pipe_submit(rlaas_pipe_t *p, rlaas_pipe_job_t *job,
     return 0;
 }
 
-void rlaas_pipe_stats(rlaas_pipe_t *p, uint64_t *batches, uint64_t *jobs)
+void rlaas_pipe_stats(rlaas_pipe_t *p, uint64_t *batches, uint64_t *jobs,
+                      uint64_t *extra_leaders)
 {
     pthread_mutex_lock(&p->mu);
     *batches = p->batches;
     *jobs = p->jobs;
+    *extra_leaders = p->extra_leaders;
     pthread_mutex_unlock(&p->mu);
 }

@@ -33,7 +33,11 @@ typedef void (*rlaas_pipe_run_fn)(void *baton, rlaas_pipe_job_t **jobs,
 
 #define RLAAS_PIPE_MAX_BATCH 64
 
-rlaas_pipe_t *rlaas_pipe_create(void);
+/* One group in flight at a time, so that calls meeting in time go out
+ * together; but a caller that has waited hold_us behind the group in
+ * flight (Redis is far, or slow to answer) sends the queue out on another
+ * connection, up to max_leaders groups in flight. */
+rlaas_pipe_t *rlaas_pipe_create(int max_leaders, int64_t hold_us);
 void rlaas_pipe_destroy(rlaas_pipe_t *p);
 
 /* Runs job, in a group led by this thread (run is then called with baton)
@@ -43,7 +47,9 @@ void rlaas_pipe_destroy(rlaas_pipe_t *p);
 int rlaas_pipe_submit(rlaas_pipe_t *p, rlaas_pipe_job_t *job,
                       int64_t timeout_us, rlaas_pipe_run_fn run, void *baton);
 
-/* Groups run so far and calls in them (for tests and tuning). */
-void rlaas_pipe_stats(rlaas_pipe_t *p, uint64_t *batches, uint64_t *jobs);
+/* Groups run so far, calls in them, and groups sent while another was in
+ * flight (for tests and tuning). */
+void rlaas_pipe_stats(rlaas_pipe_t *p, uint64_t *batches, uint64_t *jobs,
+                      uint64_t *extra_leaders);
 
 #endif

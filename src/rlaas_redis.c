@@ -21,6 +21,11 @@
 
 APLOG_USE_MODULE(rlaas);
 
+/* Groups of pipelined calls in flight at most, per pool and child, and how
+ * long a call waits behind one before it goes out on another connection. */
+#define PIPE_LEADERS 4
+#define PIPE_HOLD_US 1000
+
 struct rlaas_pool_t {
     apr_reslist_t *list;
     const rlaas_target_t *target;
@@ -122,10 +127,13 @@ static void pool_create(apr_pool_t *pchild, server_rec *s, rlaas_target_t *t)
     }
     apr_reslist_timeout_set(pl->list,
                             apr_time_from_msec(rlaas_target_timeout_ms(t)));
-    /* Grouping needs threads that wait at the same time. */
+    /* Grouping needs threads that wait at the same time. One group in
+     * flight is the rule; a far or slow Redis gets a few, each on its own
+     * connection, never more than the pool holds. */
     if (rlaas_target_pipeline(t) && threads > 1)
-        pl->pipe = rlaas_pipe_create();
-    /* With one leader at a time the pipeline never waits on the pool;
+        pl->pipe = rlaas_pipe_create(max < PIPE_LEADERS ? max : PIPE_LEADERS,
+                                     PIPE_HOLD_US);
+    /* The pipeline's leaders never outnumber the pool's connections;
      * without it, threads beyond the pool's size queue at the gate, where
      * their wait counts against their own budget. */
     if (pl->pipe == NULL && max < threads)
