@@ -110,8 +110,9 @@ echo "== instructions per request (callgrind, $N keep-alive requests, strategy $
 printf "  %-44s %8s\n" "request processing, httpd without the module" "$base"
 printf "  %-44s %8s\n" "request processing, with the module" "$with"
 for fn in rlaas_limit_access_checker rlaas_identity_key rlaas_redis_eval \
-    redisAppendFormattedCommand redisGetReply freeReplyObject \
-    apr_reslist_acquire apr_reslist_release add_headers record; do
+    rlaas_pipe_submit rlaas_resp_evalsha redisAppendFormattedCommand \
+    redisGetReply rlaas_reply_verdict apr_reslist_acquire apr_reslist_release \
+    rlaas_fmt_policy rlaas_fmt_ratelimit apr_table_set; do
     printf "  %-44s %8s\n" "$fn" "$(per_request "$OUT/callgrind.with.out" "$fn")"
 done
 echo "(user-space instructions only: system calls and waiting for Redis are"

@@ -9,34 +9,38 @@
 #   <st>-1        strategy <st>, one client, limit never reached
 #   <st>-10k      strategy <st>, 10,000 distinct clients, limit never reached
 #   <st>-deny     strategy <st>, every request denied (the 429 path)
-#   <st>-slow     strategy <st>, 10,000 clients, Redis in a network namespace
-#                 of its own behind a veth link with BENCH_DELAY (1ms) of
-#                 netem delay each way (run as root where the kernel has
-#                 sch_netem; skipped, and said so, elsewhere)
+#   <st>-slow     strategy <st>, 10,000 clients, Redis behind a relay
+#                 (bench/delay-proxy.pl) that holds every chunk of bytes for
+#                 BENCH_DELAY_MS (1) in each direction
 # Every case runs BENCH_ROUNDS times, the cases alternating, and the median
-# round is reported: requests per second and its ratio to the baseline's
-# median in the same run, p50/p99 latency, Redis commands per request (INFO
-# commandstats), and Redis memory per client (MEMORY USAGE of every key).
+# is reported: requests per second; its ratio to the baseline (the median
+# over rounds of the case's rate over the baseline's rate in the same
+# round, so that a machine drifting between rounds does not tilt it);
+# p50/p99 latency; CPU time per request of httpd, Redis and wrk, and the
+# CPUs' idle time per request (from /proc); Redis commands per request
+# (INFO commandstats); and Redis memory per client (MEMORY USAGE of every
+# key). It also prints what one Redis round trip and one thread wake-up
+# (bench/wake.c) cost on this machine: the floor under a limited request.
 #
-# Environment: BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_CONNS (32),
+# Environment: BENCH_SECONDS (5), BENCH_ROUNDS (5), BENCH_CONNS (32),
 # BENCH_CASES (a regex selecting case names), BENCH_OUT (build/bench),
-# BENCH_DELAY (1ms: the added latency of the -slow cases, each way).
+# BENCH_DELAY_MS (1: the added latency of the -slow cases, each way).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
 SECONDS_PER_CASE=${BENCH_SECONDS:-5}
-ROUNDS=${BENCH_ROUNDS:-3}
+ROUNDS=${BENCH_ROUNDS:-5}
 CONNS=${BENCH_CONNS:-32}
 SELECT=${BENCH_CASES:-.}
 OUT=${BENCH_OUT:-$top/build/bench}
-DELAY=${BENCH_DELAY:-1ms}
+DELAY_MS=${BENCH_DELAY_MS:-1}
 STRATEGIES="fixed sliding-window-algo sliding token leaky gcra"
 
 need() {
     local missing=""
-    for p in apache2 apache2-dev libhiredis-dev redis-server wrk gnuplot-nox; do
+    for p in apache2 apache2-dev libhiredis-dev redis-server wrk gnuplot-nox gcc; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
             missing="$missing $p"
     done
@@ -62,6 +66,7 @@ cp .libs/mod_rlaas.so "$work/mod_rlaas.so"
 mkdir -p "$work/htdocs"
 printf 'hello\n' >"$work/htdocs/index.html"
 chmod -R a+rX "$work"
+TCK=$(getconf CLK_TCK)
 
 free_port() {
     local p=$1
@@ -70,55 +75,56 @@ free_port() {
 }
 HTTP_PORT=$(free_port 18080)
 REDIS_PORT=$(free_port 16379)
-# The Redis of the case being run: the local one, or the one behind the
-# delayed link for the -slow cases (R_HOST, R_PORT are set per case).
-R_HOST=127.0.0.1
-R_PORT=$REDIS_PORT
-rcli() { redis-cli -h "$R_HOST" -p "$R_PORT" "$@"; }
-SLOW_NS=rlaas-bench-$$
-SLOW_IF=rlb$$ # the veth pair: ${SLOW_IF}a here, ${SLOW_IF}b in the namespace
-SLOW_HOST=""
-
-# Undoes slow_setup, however far it got: the namespace lives on while a
-# process is in it, so its Redis goes first; deleting the namespace takes
-# the veth end inside it, and with it the pair; a pair that never got that
-# far is deleted by its name here.
-slow_teardown() {
-    [ -f "$work/redis-slow.pid" ] && kill "$(cat "$work/redis-slow.pid")" 2>/dev/null || true
-    ip netns del "$SLOW_NS" 2>/dev/null || true
-    ip link del "${SLOW_IF}a" 2>/dev/null || true
-}
+RELAY_PORT=$(free_port $((REDIS_PORT + 1)))
+rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
 
 cleanup() {
     [ -f "$work/httpd.pid" ] && kill "$(cat "$work/httpd.pid")" 2>/dev/null || true
-    redis-cli -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
-    slow_teardown
+    [ -f "$work/relay.pid" ] && kill "$(cat "$work/relay.pid")" 2>/dev/null || true
+    rcli shutdown nosave >/dev/null 2>&1 || true
     sleep 0.5
     rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
 
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
-    --dir "$work" --daemonize yes --logfile "$work/redis.log" >/dev/null
+    --dir "$work" --daemonize yes --logfile "$work/redis.log" \
+    --pidfile "$work/redis.pid" >/dev/null
 until rcli ping >/dev/null 2>&1; do sleep 0.1; done
+until [ -s "$work/redis.pid" ]; do sleep 0.1; done
+
+# The -slow cases reach the same Redis through a relay that delays every
+# chunk by DELAY_MS each way (a user-space stand-in for tc netem, which
+# needs root and a kernel module many machines lack).
+SLOW=0
+for st in $STRATEGIES; do
+    [[ "$st-slow" =~ $SELECT ]] || continue
+    perl bench/delay-proxy.pl "$RELAY_PORT" 127.0.0.1 "$REDIS_PORT" "$DELAY_MS" \
+        >"$work/relay.log" 2>&1 &
+    echo $! >"$work/relay.pid"
+    until redis-cli -p "$RELAY_PORT" ping >/dev/null 2>&1; do sleep 0.1; done
+    SLOW=1
+    break
+done
 
 # wrk scripts: one client, or one of 10,000 per request.
-cat >"$work/one.lua" <<'EOF'
+cat >"$work/one.lua" <<'LUA'
 wrk.headers["X-Client"] = "client-1"
-EOF
-cat >"$work/many.lua" <<'EOF'
+LUA
+cat >"$work/many.lua" <<'LUA'
 local i = 0
 request = function()
     i = (i * 7921 + 1) % 10000  -- full period: visits all 10,000
     return wrk.format("GET", "/index.html", { ["X-Client"] = "client-" .. i })
 end
-EOF
+LUA
 
-# httpd.conf for one case: $1 = none | loaded | <strategy>, $2 = limit
+# httpd.conf for one case: $1 = none | loaded | <strategy>, $2 = limit,
+# $3 = the Redis port
 write_conf() {
-    local mode=$1 limit=${2:--}
+    local mode=$1 limit=${2:--} port=${3:-$REDIS_PORT}
     {
-        cat <<EOF
+        cat <<CONF
 ServerRoot "$work"
 ServerName localhost
 Listen 127.0.0.1:$HTTP_PORT
@@ -136,23 +142,23 @@ ThreadsPerChild 32
 MaxRequestWorkers 64
 MaxKeepAliveRequests 0
 KeepAliveTimeout 30
-EOF
+CONF
         [ "$(id -u)" -eq 0 ] && printf 'User www-data\nGroup www-data\n'
         if [ "$mode" != none ]; then
-            cat <<EOF
+            cat <<CONF
 LoadModule rlaas_module $work/mod_rlaas.so
-RLaaSRedis $R_HOST:$R_PORT
-EOF
+RLaaSRedis 127.0.0.1:$port
+CONF
         fi
         if [ "$limit" != - ]; then
-            cat <<EOF
+            cat <<CONF
 <Location "/">
     RLaaSLimit $limit
     RLaaSWindow 60s
     RLaaSStrategy $mode
     RLaaSKeyBy header:X-Client
 </Location>
-EOF
+CONF
         fi
     } >"$work/httpd.conf"
 }
@@ -191,55 +197,22 @@ memory_per_client() {
         rcli | awk -v c="$clients" '{ s += $1 } END { if (c > 0) printf "%.0f", s / c; else print "-" }'
 }
 
-# The -slow cases' Redis: in a network namespace of this run, reached over
-# a veth pair (10.77.0.1 here, 10.77.0.2 there) whose both ends delay every
-# packet by $DELAY with netem. Needs root, iproute2 and the kernel's
-# sch_netem; without them the cases are skipped.
-slow_setup() {
-    local a=${SLOW_IF}a b=${SLOW_IF}b
-    [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && command -v tc >/dev/null ||
-        return 1
-    ip netns add "$SLOW_NS" 2>/dev/null || return 1
-    ip link add "$a" type veth peer name "$b" 2>/dev/null || return 1
-    ip link set "$b" netns "$SLOW_NS" &&
-        ip addr add 10.77.0.1/30 dev "$a" && ip link set "$a" up &&
-        ip netns exec "$SLOW_NS" ip addr add 10.77.0.2/30 dev "$b" &&
-        ip netns exec "$SLOW_NS" ip link set "$b" up &&
-        ip netns exec "$SLOW_NS" ip link set lo up || return 1
-    tc qdisc add dev "$a" root netem delay "$DELAY" 2>/dev/null &&
-        ip netns exec "$SLOW_NS" tc qdisc add dev "$b" root netem delay "$DELAY" \
-            2>/dev/null || return 1
-    # protected mode would refuse the peer: the namespace is this run's own
-    ip netns exec "$SLOW_NS" redis-server --port 6379 --bind 10.77.0.2 \
-        --protected-mode no --save '' --appendonly no --dir "$work" --daemonize yes \
-        --pidfile "$work/redis-slow.pid" --logfile "$work/redis-slow.log" \
-        >/dev/null || return 1
-    SLOW_HOST=10.77.0.2
-    local i=0
-    until [ "$(redis-cli -h "$SLOW_HOST" -p 6379 ping 2>/dev/null)" = PONG ]; do
-        i=$((i + 1))
-        [ $i -gt 50 ] && return 1
-        sleep 0.1
-    done
+# CPU ticks (user + system) used so far by the processes given, and by
+# none (the machine's idle and iowait ticks).
+ticks() {
+    local p
+    for p in "$@"; do
+        awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || true
+    done | awk '{ s += $1 } END { print s + 0 }'
 }
-SLOW=0
-for st in $STRATEGIES; do
-    [[ "$st-slow" =~ $SELECT ]] || continue
-    if slow_setup; then
-        SLOW=1
-    else
-        slow_teardown
-        SLOW_HOST=""
-    fi
-    break
-done
+idle_ticks() { awk '/^cpu / { print $5 + $6 }' /proc/stat; }
 
-# One case, one round: prints "name rps p50_ms p99_ms cmds evalsha mem"
+# One case, one round: prints "name rps p50_ms p99_ms cmds evalsha mem
+# requests non2xx httpd_us redis_us wrk_us idle_us"
 run_case() {
-    local name=$1 mode=$2 limit=$3 script=$4
-    R_HOST=127.0.0.1 R_PORT=$REDIS_PORT
-    [[ $name == *-slow ]] && R_HOST=$SLOW_HOST R_PORT=6379
-    write_conf "$mode" "$limit"
+    local name=$1 mode=$2 limit=$3 script=$4 port=$REDIS_PORT
+    [[ $name == *-slow ]] && port=$RELAY_PORT
+    write_conf "$mode" "$limit" "$port"
     rcli flushall >/dev/null
     start_httpd
     if [[ $name == *-deny ]]; then
@@ -251,13 +224,22 @@ run_case() {
     wrk -t1 -c"$CONNS" -d1s -s "$work/$script" \
         "http://127.0.0.1:$HTTP_PORT/index.html" >/dev/null 2>&1
     rcli config resetstat >/dev/null
-    wrk -t1 -c"$CONNS" -d"${SECONDS_PER_CASE}s" --latency -s "$work/$script" \
-        "http://127.0.0.1:$HTTP_PORT/index.html" >"$work/wrk.out" 2>&1
+    local hp rp h0 r0 i0 h1 r1 i1 wrk_s
+    hp=$(pgrep -f "apache2 -f $work/httpd.conf" | tr '\n' ' ')
+    rp=$(cat "$work/redis.pid")
+    h0=$(ticks $hp) r0=$(ticks "$rp") i0=$(idle_ticks)
+    TIMEFORMAT='%U %S'
+    { time wrk -t1 -c"$CONNS" -d"${SECONDS_PER_CASE}s" --latency \
+        -s "$work/$script" "http://127.0.0.1:$HTTP_PORT/index.html" \
+        >"$work/wrk.out" 2>&1; } 2>"$work/wrk.time"
+    h1=$(ticks $hp) r1=$(ticks "$rp") i1=$(idle_ticks)
     local calls
     calls=$(redis_calls)
     local mem="${MEM[$mode]:--}"
     stop_httpd
-    awk -v name="$name" -v calls="$calls" -v mem="$mem" '
+    awk -v name="$name" -v calls="$calls" -v mem="$mem" -v tck="$TCK" \
+        -v h=$((h1 - h0)) -v r=$((r1 - r0)) -v idle=$((i1 - i0)) \
+        -v wt="$(cat "$work/wrk.time")" '
         function ms(v) {
             if (v ~ /us$/) return v / 1000
             if (v ~ /ms$/) return v + 0
@@ -271,8 +253,12 @@ run_case() {
         /Non-2xx or 3xx responses:/ { non2xx = $NF }
         END {
             split(calls, c, " ")
-            printf "%s %.0f %.3f %.3f %.2f %.2f %s %d %d\n", name, rps, p50, p99,
-                (n > 0 ? c[1] / n : 0), (n > 0 ? c[2] / n : 0), mem, n, non2xx
+            split(wt, w, " ")
+            us = n > 0 ? 1e6 / n : 0
+            printf "%s %.0f %.3f %.3f %.2f %.2f %s %d %d %.1f %.1f %.1f %.1f\n",
+                name, rps, p50, p99,
+                (n > 0 ? c[1] / n : 0), (n > 0 ? c[2] / n : 0), mem, n, non2xx,
+                h / tck * us, r / tck * us, (w[1] + w[2]) * us, idle / tck * us
         }' "$work/wrk.out"
 }
 
@@ -302,66 +288,82 @@ for st in $STRATEGIES; do
     stop_httpd
 done
 
-# What one round trip to Redis costs on this machine: the floor under
-# every limited request (one client, one PING at a time).
+# What the machine charges for the two things every limited request does
+# on top of serving itself: one round trip to Redis (one client, one PING
+# at a time), and one wake-up of a sleeping thread (bench/wake.c).
 RTT_US=$(redis-benchmark -p "$REDIS_PORT" -c 1 -n 20000 -q -t ping 2>/dev/null |
     tr '\r' '\n' | awk '/PING_MBULK:/ && / requests per second/ {
         for (i = 1; i <= NF; i++) if ($i == "requests") { printf "%.0f", 1e6 / $(i - 1); exit } }')
 echo "== one Redis round trip here (redis-benchmark -c 1 PING): ${RTT_US:-?} us"
+${CC:-cc} -O2 -pthread -o "$work/wake" bench/wake.c
+"$work/wake" | sed 's/^/== /'
 
 echo "== mod_rlaas benchmark: ${#cases[@]} cases x $ROUNDS rounds x ${SECONDS_PER_CASE}s," \
     "$CONNS keep-alive connections, event MPM, $(nproc) CPUs"
-if [ "$SLOW" = 1 ]; then
-    echo "== -slow cases: Redis at $SLOW_HOST, $DELAY of netem delay each way"
-else
-    echo "== the added-latency (-slow) cases are skipped: they need root and tc netem (sch_netem), which this machine lacks"
-fi
+[ "$SLOW" = 1 ] &&
+    echo "== -slow cases: Redis behind bench/delay-proxy.pl, ${DELAY_MS} ms each way"
 raw="$OUT/raw.txt"
 : >"$raw"
+n=${#cases[@]}
 for round in $(seq 1 "$ROUNDS"); do
-    for c in "${cases[@]}"; do
+    # each round starts one case further on, so that no case always runs
+    # first, or always right after the same neighbour
+    for k in $(seq 0 $((n - 1))); do
+        c=${cases[$(((k + round - 1) % n))]}
         # shellcheck disable=SC2086
         line=$(run_case $c)
         echo "$round $line" | tee -a "$raw" | awk '{ printf "   round %s  %-24s %8s req/s\n", $1, $2, $3 }'
     done
 done
 
-# Median round per case (by req/s); the ratio is the case's median over the
-# baseline's median, both from this run.
+# Per case, the median over rounds of each column; the ratio is the median
+# over rounds of (case req/s / baseline req/s of the same round).
 awk '
-    { r = $1; name = $2; rps[name, r] = $3; line[name, r] = $0
-      if (!(name in seen)) { seen[name] = 1; order[++n] = name }
-      rounds = r > rounds ? r : rounds }
-    function median_round(name,    k, a, b, t, v, rr) {
-        k = 0
-        for (r = 1; r <= rounds; r++) if ((name, r) in rps) {
-            k++; v[k] = rps[name, r]; rr[k] = r
-        }
-        for (a = 1; a <= k; a++) for (b = a + 1; b <= k; b++)
-            if (v[b] < v[a]) { t = v[a]; v[a] = v[b]; v[b] = t; t = rr[a]; rr[a] = rr[b]; rr[b] = t }
-        return rr[int((k + 1) / 2)]
+    function median(list,    a, k, i, j, t) {
+        k = split(list, a, " ")
+        for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++)
+            if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+    }
+    {
+        r = $1; name = $2
+        if (!(name in seen)) { seen[name] = 1; order[++n] = name }
+        rps[name, r] = $3
+        for (f = 3; f <= 14; f++) col[name, f] = col[name, f] " " $f
+        rounds[r] = 1
     }
     END {
-        base = ("baseline" in seen) ? rps["baseline", median_round("baseline")] : 0
         for (i = 1; i <= n; i++) {
-            name = order[i]; m = median_round(name)
-            split(line[name, m], f, " ")
-            printf "%s %s %s %s %s %s %s %s %s\n", name, f[3],
-                (base > 0 ? sprintf("%.3f", f[3] / base) : "-"), f[4], f[5], f[6], f[7], f[8], f[10]
+            name = order[i]; ratios = ""
+            for (r in rounds)
+                if (("baseline", r) in rps && (name, r) in rps && rps["baseline", r] > 0)
+                    ratios = ratios " " rps[name, r] / rps["baseline", r]
+            printf "%s %.0f %s %.3f %.3f %.2f %.2f %s %.0f %.0f %.0f %.0f %d\n", name,
+                median(col[name, 3]), (ratios == "" ? "-" : sprintf("%.3f", median(ratios))),
+                median(col[name, 4]), median(col[name, 5]),
+                median(col[name, 6]), median(col[name, 7]),
+                (col[name, 8] ~ /-/ ? "-" : median(col[name, 8])),
+                median(col[name, 11]), median(col[name, 12]), median(col[name, 13]),
+                median(col[name, 14]), median(col[name, 10])
         }
     }' "$raw" >"$OUT/results.txt"
 
 {
-    printf "| case | req/s | × baseline | p50 ms | p99 ms | Redis cmds/req | EVALSHA/req | Redis bytes per idle client | non-2xx |\n"
-    printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
-    awk '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9 }' "$OUT/results.txt"
+    printf "| case | req/s | × baseline | p50 ms | p99 ms | Redis cmds/req | EVALSHA/req | Redis bytes per idle client | CPU us/req: httpd | Redis | wrk | idle | non-2xx |\n"
+    printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    awk '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+        $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 }' "$OUT/results.txt"
 } >"$OUT/results.md"
 echo
 cat "$OUT/results.md"
+# the -deny cases answer every measured request with 429, the rest with 200
+awk '($2 ~ /-deny$/ ? $10 != $9 : $10 > 0) {
+        printf "!! round %s %s: %d of %d responses were not as expected\n", $1, $2,
+            ($2 ~ /-deny$/ ? $9 - $10 : $10), $9 }' "$raw"
 
 # Chart: throughput relative to the baseline, one bar per case.
 awk '{ print $1, $3 }' "$OUT/results.txt" >"$OUT/ratio.dat"
-gnuplot <<EOF
+gnuplot <<PLOT
 set terminal svg size 900,420 font "sans,11"
 set output "$OUT/results.svg"
 set title "mod_rlaas: requests per second relative to httpd without the module"
@@ -375,6 +377,6 @@ set xtics rotate by -45 scale 0 font ",9"
 set key off
 set arrow from graph 0, first 0.8 to graph 1, first 0.8 nohead dt 2 lc rgb "#aa0000"
 plot "$OUT/ratio.dat" using 2:xtic(1) lc rgb "#3b6ea5"
-EOF
+PLOT
 echo
 echo "table: $OUT/results.md   chart: $OUT/results.svg   raw rounds: $raw"
