@@ -96,7 +96,7 @@ EOF
 }
 
 per_request() { # file, function (inclusive) -> instructions per request
-    callgrind_annotate --inclusive=yes "$1" 2>/dev/null |
+    callgrind_annotate --inclusive=yes --threshold=100 "$1" 2>/dev/null |
         awk -v fn="$2" -v n="$N" '
             index($0, fn) && !done { gsub(",", "", $1); printf "%.0f", $1 / n; done = 1 }
             END { if (!done) printf "0" }'

@@ -19,9 +19,9 @@ enum { JOB_QUEUED, JOB_LEAD, JOB_SENT, JOB_DONE };
 struct rlaas_pipe_t {
     pthread_mutex_t mu; /* guards the queue, busy and the counters only */
     rlaas_pipe_job_t *head, *tail;
-    int busy;         /* leaders running a group */
-    int max_leaders;  /* groups in flight at most */
-    int64_t hold_us;  /* longest wait behind groups in flight */
+    int busy;        /* leaders running a group */
+    int max_leaders; /* groups in flight at most */
+    int64_t hold_us; /* longest wait behind groups in flight */
     uint64_t batches, jobs, extra_leaders;
 };
 
@@ -212,8 +212,7 @@ static rlaas_pipe_job_t *extra_leader(rlaas_pipe_t *p)
 {
     rlaas_pipe_job_t *head = p->head;
 
-    if (head == NULL || head->state != JOB_QUEUED ||
-        p->busy >= p->max_leaders)
+    if (head == NULL || head->state != JOB_QUEUED || p->busy >= p->max_leaders)
         return NULL;
     p->busy++;
     p->extra_leaders++;

@@ -28,8 +28,7 @@ typedef struct rlaas_pipe_job_t {
 } rlaas_pipe_job_t;
 
 /* Runs a group of calls: called by the leader, without the lock. */
-typedef void (*rlaas_pipe_run_fn)(void *baton, rlaas_pipe_job_t **jobs,
-                                  int n);
+typedef void (*rlaas_pipe_run_fn)(void *baton, rlaas_pipe_job_t **jobs, int n);
 
 #define RLAAS_PIPE_MAX_BATCH 64
 

@@ -13,7 +13,7 @@
 
 #include "rlaas_pipeline.h"
 
-#define THREADS 16
+#define THREADS    16
 #define PER_THREAD 500
 
 typedef struct {

@@ -122,7 +122,7 @@ static void wrong_shapes(void **state)
         "*4\r\n:1\r\n*0\r\n:5000\r\n:0\r\n",           /* nested array */
         "*4\r\n:1\r\n$-1\r\n:5000\r\n:0\r\n",          /* nil element */
         "*4\r\n:1\r\n+OK\r\n:5000\r\n:0\r\n",          /* status element */
-        "*4\r\n:1\r\n*1\r\n:4\r\n:5000\r\n:0\r\n",   /* integer, nested */
+        "*4\r\n:1\r\n*1\r\n:4\r\n:5000\r\n:0\r\n",     /* integer, nested */
     };
     rlaas_verdict_t v;
     size_t i;
