@@ -53,17 +53,20 @@ $(MODULE): $(SRC) $(HDR)
 UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c)) \
              build/unit/test_pipeline_portable
 
+define UNIT_BUILD
+@mkdir -p build/unit
+$(CC) -g -O1 $(WARN) $(EXTRA_CFLAGS) $(UNIT_DEFS) -I src $(APR_CFLAGS) -o $@ $< \
+    $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis $(APR_LIBS) -lpthread
+endef
+
 build/unit/%: t/unit/%.c $(CORE_SRC) $(GEN_SRC) $(HDR)
-	@mkdir -p build/unit
-	$(CC) -g -O1 $(WARN) $(EXTRA_CFLAGS) -I src $(APR_CFLAGS) -o $@ $< \
-	    $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis $(APR_LIBS) -lpthread
+	$(UNIT_BUILD)
 
 # The pipeline once more with the wait it uses where Linux futexes are not
 # available, so that both ways of waiting are tested here.
-build/unit/test_pipeline_portable: t/unit/test_pipeline.c $(CORE_SRC) $(HDR)
-	@mkdir -p build/unit
-	$(CC) -g -O1 $(WARN) $(EXTRA_CFLAGS) -DRLAAS_PIPE_PORTABLE -I src $(APR_CFLAGS) \
-	    -o $@ $< $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis $(APR_LIBS) -lpthread
+build/unit/test_pipeline_portable: UNIT_DEFS = -DRLAAS_PIPE_PORTABLE
+build/unit/test_pipeline_portable: t/unit/test_pipeline.c $(CORE_SRC) $(GEN_SRC) $(HDR)
+	$(UNIT_BUILD)
 
 unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done

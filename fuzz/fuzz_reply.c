@@ -119,8 +119,6 @@ const char *__asan_default_options(void)
     return "allocator_may_return_null=1:max_allocation_size_mb=256";
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 /* The next reply of each reader: 1 with a reply from both, 0 when neither
  * has one complete, -1 on a protocol error (both must agree). A reply cut
  * across slices fills the sink over several calls, so the sink is reset
