@@ -18,16 +18,22 @@ EXTRA_LDFLAGS ?=
 LUA = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
       lua/leaky.lua lua/gcra.lua
 
-# Sources that need no httpd headers (unit-tested and fuzzed on their own).
-CORE_SRC = src/rlaas_parse.c src/rlaas_key.c src/rlaas_reply.c \
-           src/rlaas_log.c src/rlaas_headers.c src/rlaas_breaker.c \
-           src/rlaas_resp.c src/rlaas_pipeline.c \
-           src/rlaas_gate.c
-HTTPD_SRC = src/rlaas_config.c src/rlaas_identity.c src/rlaas_redis.c \
-            src/rlaas_limit.c src/rlaas_metrics.c
-GEN_SRC = src/rlaas_scripts.c
+# Source folders (see LAYOUT in the README): dependencies point down only,
+# http -> redis -> core. core/ and the pure parts of redis/ need no httpd
+# headers: they are unit-tested and fuzzed on their own.
+SRC_DIRS = src/core src/redis src/http
+CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c src/core/rlaas_log.c \
+           src/core/rlaas_headers.c src/core/rlaas_verdict.c \
+           src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
+           src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \
+           src/redis/rlaas_gate.c
+HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
+            src/http/rlaas_limit.c src/http/rlaas_metrics.c \
+            src/redis/rlaas_redis.c
+GEN_SRC = src/redis/rlaas_scripts.c
 SRC = mod_rlaas.c $(HTTPD_SRC) $(CORE_SRC) $(GEN_SRC)
-HDR = $(wildcard src/*.h)
+HDR = $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.h))
+INC = $(foreach d,$(SRC_DIRS),-I $(d))
 
 MODULE = .libs/mod_rlaas.so
 
@@ -44,7 +50,7 @@ $(GEN_SRC): $(LUA) tools/embed-lua.sh
 	sh tools/embed-lua.sh $@ $(LUA)
 
 $(MODULE): $(SRC) $(HDR)
-	$(APXS) -c -o mod_rlaas.la -I src \
+	$(APXS) -c -o mod_rlaas.la $(INC) \
 	    $(foreach f,$(WARN) $(EXTRA_CFLAGS),-Wc,$(f)) \
 	    $(foreach f,$(EXTRA_LDFLAGS),-Wl,$(f)) \
 	    $(SRC) -lhiredis
@@ -55,7 +61,7 @@ UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c)) \
 
 define UNIT_BUILD
 @mkdir -p build/unit
-$(CC) -g -O1 $(WARN) $(EXTRA_CFLAGS) $(UNIT_DEFS) -I src $(APR_CFLAGS) -o $@ $< \
+$(CC) -g -O1 $(WARN) $(EXTRA_CFLAGS) $(UNIT_DEFS) $(INC) $(APR_CFLAGS) -o $@ $< \
     $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis $(APR_LIBS) -lpthread
 endef
 
@@ -81,11 +87,11 @@ install: $(MODULE)
 	$(APXS) -i -n rlaas mod_rlaas.la
 
 format:
-	clang-format -i mod_rlaas.c $(filter-out $(GEN_SRC),$(wildcard src/*.c)) src/*.h t/unit/*.c
+	clang-format -i mod_rlaas.c $(filter-out $(GEN_SRC),$(SRC)) $(HDR) t/unit/*.c
 
 clean:
-	rm -rf .libs build *.la *.lo *.slo *.o src/*.lo src/*.slo src/*.o \
-	    src/.libs $(GEN_SRC) src/*.tmp
+	rm -rf .libs build *.la *.lo *.slo *.o $(foreach d,$(SRC_DIRS),$(d)/*.lo $(d)/*.slo $(d)/*.o $(d)/.libs $(d)/*.tmp) \
+	    $(GEN_SRC)
 
 # Further targets (sanitizers, fuzzing, valgrind, benchmark) live beside
 # their tools in mk/.

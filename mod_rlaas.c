@@ -3,22 +3,20 @@
  * every server using the same Redis.
  *
  * This file holds the module record and the hook registration only; the
- * work is in src/, one file per concern:
- *   rlaas_config    directives, per-server and per-directory settings
- *   rlaas_parse     directive value parsers (no httpd headers)
- *   rlaas_identity  the client identity and its Redis key
- *   rlaas_key       key-safe segments: raw, hashed, fallback (no httpd)
- *   rlaas_redis     per-child connection pools and the script call
- *   rlaas_reply     reading a script's reply (no httpd headers)
- *   rlaas_scripts   the strategy scripts, embedded from lua/ at build time
- *   rlaas_limit     the decision and the response
- *   rlaas_headers   RateLimit and X-RateLimit-* fields (no httpd headers)
- *   rlaas_breaker   the per-child circuit breaker (no httpd headers)
- *   rlaas_metrics   counters in shared memory, Prometheus and mod_status
- *   rlaas_log       rate-limited log lines
- *   rlaas_resp      the EVALSHA command's protocol bytes (no httpd)
- *   rlaas_pipeline  a child's concurrent calls grouped on one connection
- *   rlaas_gate      waiting for a pooled connection within the budget
+ * work is in src/, one folder per layer, one file per concern. Includes
+ * point down only: http -> redis -> core.
+ *   src/http/   httpd glue: directives and settings (rlaas_config), the
+ *               client identity (rlaas_identity), the decision and the
+ *               response (rlaas_limit), metrics and mod_status
+ *               (rlaas_metrics)
+ *   src/redis/  the remote engine: the facade the request path calls
+ *               (rlaas_redis), the pipeline, the pool gate, the circuit
+ *               breaker, the EVALSHA writer (rlaas_resp), the reply reader
+ *               (rlaas_reply) and the scripts embedded from lua/
+ *   src/core/   no httpd headers: directive value parsers (rlaas_parse),
+ *               key segments (rlaas_key), header fields (rlaas_headers),
+ *               the verdict (rlaas_verdict), rate-limited logging
+ *               (rlaas_log)
  */
 #include "httpd.h"
 #include "http_config.h"

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: the RateLimit header values, built by hand without
- * printf (src/rlaas_headers.c). Against snprintf as the reference, for any
+ * printf (src/core/rlaas_headers.c). Against snprintf as the reference, for any
  * policy name and for every value the callers can pass (limit 1..10^9,
  * window 1 ms..30 d; a verdict as rlaas_reply_verdict accepts it), into a
  * buffer of any size 0..255 (a heap block of exactly that size, so ASan

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: the key segment functions (src/rlaas_key.c), which turn
+ * libFuzzer target: the key segment functions (src/core/rlaas_key.c), which turn
  * client-supplied values (headers, cookies, query arguments, the address)
  * into Redis key text. What the SPEC promises, checked on every input:
  *   - a segment fits in RLAAS_SEG_MAX bytes (the output buffer is a heap

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: the directive value parsers (src/rlaas_parse.c and
+ * libFuzzer target: the directive value parsers (src/core/rlaas_parse.c and
  * rlaas_parse_headers_mode). Their input is httpd.conf or, for the
  * per-directory directives, a tenant's .htaccess: untrusted text.
  *

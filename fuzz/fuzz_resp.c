@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: the hand-written Redis protocol of the request path
- * (src/rlaas_resp.c). rlaas_resp_evalsha must produce, byte for byte, what
+ * (src/redis/rlaas_resp.c). rlaas_resp_evalsha must produce, byte for byte, what
  * hiredis' own formatter (redisFormatCommandArgv) produces for
  * EVALSHA <sha1> 1 <key> <limit> <window>, for any key bytes (NUL, CR, LF
  * included) and any limit and window text up to the documented 20

@@ -38,16 +38,17 @@ mode=fuzz
 [ "${1:-}" = "--replay" ] && mode=replay
 out=build/fuzz
 
-# The httpd-free sources each target needs (rlaas_headers.c reads times
-# through rlaas_reply.c, rlaas_key.c hashes with apr-util's SHA-1).
+# The httpd-free sources each target needs (rlaas_key.c hashes with
+# apr-util's SHA-1; times and numbers are formatted by rlaas_verdict.c).
 sources() {
     case $1 in
-    parse) echo src/rlaas_parse.c src/rlaas_headers.c src/rlaas_reply.c \
-        src/rlaas_resp.c ;;
-    key) echo src/rlaas_key.c ;;
-    reply) echo src/rlaas_reply.c src/rlaas_headers.c src/rlaas_resp.c ;;
-    resp) echo src/rlaas_resp.c ;;
-    headers) echo src/rlaas_headers.c src/rlaas_reply.c src/rlaas_resp.c ;;
+    parse) echo src/core/rlaas_parse.c src/core/rlaas_headers.c \
+        src/core/rlaas_verdict.c ;;
+    key) echo src/core/rlaas_key.c ;;
+    reply) echo src/redis/rlaas_reply.c src/core/rlaas_headers.c \
+        src/core/rlaas_verdict.c ;;
+    resp) echo src/redis/rlaas_resp.c src/core/rlaas_verdict.c ;;
+    headers) echo src/core/rlaas_headers.c src/core/rlaas_verdict.c ;;
     esac
 }
 
@@ -61,7 +62,7 @@ apr_libs="$(apu-1-config --link-ld) $(apr-1-config --link-ld)"
 # -O1 and frame pointers: readable stacks at nearly full speed. UB aborts
 # (no recovery), so libFuzzer sees it as a crash and keeps the input.
 cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
--fno-sanitize-recover=undefined -Wall -Wextra -I src $apr_cflags"
+-fno-sanitize-recover=undefined -Wall -Wextra -I src/core -I src/redis $apr_cflags"
 
 mkdir -p "$out"
 # Sanitizer reports with whole stacks; leaks in a target are bugs too.

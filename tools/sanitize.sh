@@ -47,9 +47,9 @@ build() {
     mkdir -p "$out/tree"
     # the working tree as it is, without build products or other checks
     tar -C "$top" --exclude=./.git --exclude=./build --exclude=./.libs \
-        --exclude=./src/.libs --exclude='./t/logs*' --exclude=./mk \
+        --exclude='./src/*/.libs' --exclude='./t/logs*' --exclude=./mk \
         --exclude='*.lo' --exclude='*.slo' --exclude='*.la' --exclude='*.o' \
-        --exclude=./src/rlaas_scripts.c -cf - . | tar -C "$out/tree" -xf - ||
+        --exclude=./src/redis/rlaas_scripts.c -cf - . | tar -C "$out/tree" -xf - ||
         return 1
     if ! ${MAKE:-make} -C "$out/tree" EXTRA_CFLAGS="$san_cflags" \
         EXTRA_LDFLAGS="$san" >"$out/build.log" 2>&1; then

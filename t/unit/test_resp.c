@@ -11,6 +11,7 @@
 #include <hiredis/hiredis.h>
 
 #include "rlaas_resp.h"
+#include "rlaas_verdict.h"
 
 static void same_as_hiredis(const char *key, size_t klen, const char *limit,
                             const char *window)

@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "rlaas_resp.h"
+#include "rlaas_verdict.h"
 
 const char *rlaas_parse_headers_mode(const char *s, rlaas_headers_e *out)
 {

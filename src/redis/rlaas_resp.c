@@ -1,24 +1,8 @@
 #include "rlaas_resp.h"
 
+#include "rlaas_verdict.h"
+
 #include <string.h>
-
-size_t rlaas_fmt_i64(char *buf, int64_t v)
-{
-    char tmp[20];
-    size_t n = 0, i;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u != 0);
-    i = 0;
-    if (v < 0)
-        buf[i++] = '-';
-    while (n > 0)
-        buf[i++] = tmp[--n];
-    return i;
-}
 
 /* "$<len>\r\n<bytes>\r\n" */
 static size_t bulk(char *p, const char *s, size_t len)

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rlaas_reply.h"
+#include "rlaas_verdict.h"
 
 typedef enum {
     RLAAS_HEADERS_UNSET = -1,

@@ -18,19 +18,14 @@
 
 #include <hiredis/hiredis.h>
 
+#include "rlaas_verdict.h"
+
 /* Upper bound for times in a reply: the scripts accept windows up to 2^35
  * ms, and a reset can reach twice the window plus a clock step back. */
 #define RLAAS_REPLY_MS_MAX (1LL << 37)
 
 /* Room kept for an error reply's text (longer ones are cut). */
 #define RLAAS_REPLY_ERR_MAX 160
-
-typedef struct {
-    int allowed;
-    int64_t remaining; /* requests still allowed after this one */
-    int64_t reset_ms;  /* until the whole quota is back */
-    int64_t retry_ms;  /* until a request can succeed; 0 if one can now */
-} rlaas_verdict_t;
 
 /* What one reply carried, as far as a verdict needs it. */
 typedef struct {
@@ -56,11 +51,5 @@ typedef enum {
 
 rlaas_reply_status_e rlaas_reply_verdict(const rlaas_reply_sink_t *s,
                                          rlaas_verdict_t *v);
-
-/* Whole seconds for Retry-After: rounded up, never below 1. */
-int64_t rlaas_retry_after_s(int64_t retry_ms);
-
-/* Whole seconds for header fields such as "t=": rounded up, may be 0. */
-int64_t rlaas_ms_to_s_ceil(int64_t ms);
 
 #endif

@@ -119,15 +119,3 @@ rlaas_reply_status_e rlaas_reply_verdict(const rlaas_reply_sink_t *s,
     v->retry_ms = s->v[3];
     return RLAAS_REPLY_OK;
 }
-
-int64_t rlaas_ms_to_s_ceil(int64_t ms)
-{
-    return ms <= 0 ? 0 : (ms + 999) / 1000;
-}
-
-int64_t rlaas_retry_after_s(int64_t retry_ms)
-{
-    int64_t s = rlaas_ms_to_s_ceil(retry_ms);
-
-    return s < 1 ? 1 : s;
-}

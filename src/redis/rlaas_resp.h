@@ -20,7 +20,4 @@ size_t rlaas_resp_evalsha(char *buf, const char *sha1, const char *key,
                           size_t key_len, const char *limit,
                           const char *window);
 
-/* Writes the decimal digits of v (no NUL) and returns their number. */
-size_t rlaas_fmt_i64(char *buf, int64_t v);
-
 #endif

@@ -12,7 +12,7 @@
 #include "rlaas_log.h"
 #include "rlaas_metrics.h"
 #include "rlaas_redis.h"
-#include "rlaas_resp.h"
+#include "rlaas_verdict.h"
 
 APLOG_USE_MODULE(rlaas);
 
