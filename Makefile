@@ -24,12 +24,16 @@ LUA = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
 SRC_DIRS = src/core src/redis src/http
 CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c src/core/rlaas_log.c \
            src/core/rlaas_headers.c src/core/rlaas_verdict.c \
+           src/core/rlaas_clock.c \
            src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
            src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \
-           src/redis/rlaas_gate.c
+           src/redis/rlaas_gate.c src/redis/rlaas_rerr.c \
+           src/redis/rlaas_conn.c src/redis/rlaas_exchange.c \
+           src/redis/rlaas_pool.c src/redis/rlaas_resolve.c \
+           src/redis/rlaas_redis.c
 HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_limit.c src/http/rlaas_metrics.c \
-            src/redis/rlaas_redis.c
+            src/http/rlaas_remote.c
 GEN_SRC = src/redis/rlaas_scripts.c
 SRC = mod_rlaas.c $(HTTPD_SRC) $(CORE_SRC) $(GEN_SRC)
 HDR = $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.h))

@@ -26,11 +26,12 @@
 #include "rlaas_config.h"
 #include "rlaas_limit.h"
 #include "rlaas_metrics.h"
-#include "rlaas_redis.h"
+#include "rlaas_remote.h"
 
 static void rlaas_child_init(apr_pool_t *pchild, server_rec *s)
 {
-    rlaas_redis_child_init(pchild, s);
+    rlaas_metrics_child_init(pchild, s);
+    rlaas_remote_child_init(pchild, s);
 }
 
 static void rlaas_register_hooks(apr_pool_t *p)

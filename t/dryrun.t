@@ -17,9 +17,10 @@ sub rl_r {
     return $v =~ /;r=(\d+)/ ? $1 : 'none';
 }
 
-# Start at the beginning of a second: the denial log line of this test is
-# then not held back by a line logged just before in the same second.
-sleep 1.02 - (time - int(time));
+# Start at the beginning of a second of the log gates' clock: the denial
+# log line of this test is then not held back by a line logged just before
+# in the same second.
+next_mono_second();
 my $em = error_log_mark();
 
 my %redis_state = (

@@ -44,6 +44,7 @@ sub timed { my $t = time; my $r = req(@_); return ($r, time - $t) }
 
 # ---------------------------------------------------------------- fail-open warnings
 {
+    next_mono_second();    # a fresh second for the log gate
     my $m = error_log_mark();
     my $n = 30;
     my @c = codes($n, '/rl/dead/open/warn/x', vhost => 'rlaas_dead');

@@ -1,9 +1,9 @@
 #include "rlaas_log.h"
 
-long rlaas_log_gate_pass(rlaas_log_gate_t *g, apr_time_t now,
+long rlaas_log_gate_pass(rlaas_log_gate_t *g, int64_t now_us,
                          unsigned interval_s)
 {
-    apr_uint32_t sec = (apr_uint32_t)apr_time_sec(now);
+    apr_uint32_t sec = (apr_uint32_t)(now_us / 1000000);
     apr_uint32_t next = apr_atomic_read32(&g->next_sec);
 
     /* Only the thread that moves next_sec forward logs; the others count. */

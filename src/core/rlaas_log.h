@@ -8,17 +8,20 @@
 #ifndef RLAAS_LOG_H
 #define RLAAS_LOG_H
 
+#include <stdint.h>
+
 #include "apr_atomic.h"
-#include "apr_time.h"
 
 typedef struct {
     volatile apr_uint32_t next_sec; /* first second a line may pass */
     volatile apr_uint32_t suppressed;
 } rlaas_log_gate_t;
 
-/* Returns -1 if the line is to be dropped, else how many lines were
- * dropped since the last one that passed. */
-long rlaas_log_gate_pass(rlaas_log_gate_t *g, apr_time_t now,
+/* now: rlaas_clock_us(), the monotonic clock (a wall clock stepped back
+ * would keep the log silent for the size of the step). Returns -1 if the
+ * line is to be dropped, else how many lines were dropped since the last
+ * one that passed. */
+long rlaas_log_gate_pass(rlaas_log_gate_t *g, int64_t now_us,
                          unsigned interval_s);
 
 #endif

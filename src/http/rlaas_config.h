@@ -46,7 +46,7 @@
 #define RLAAS_DEFAULT_CIRCUIT_FAILURES    5
 #define RLAAS_DEFAULT_CIRCUIT_COOLDOWN_MS 500
 
-struct rlaas_pool_t;
+struct rlaas_redis_t;
 
 /* Where and how to reach Redis. Virtual hosts that set no Redis directive
  * share their parent's target, and so its per-child connection pool. */
@@ -62,7 +62,7 @@ typedef struct {
     int circuit_failures;      /* -1: unset; 0: no circuit breaker */
     int circuit_cooldown_ms;   /* -1: unset */
     int pipeline;            /* -1: unset (on) */
-    struct rlaas_pool_t *pool; /* set in each child by child_init */
+    struct rlaas_redis_t *redis; /* the engine, made in each child */
 } rlaas_target_t;
 
 typedef struct {

@@ -6,6 +6,7 @@
 #include "mod_core.h"
 #include "apr_strings.h"
 
+#include "rlaas_clock.h"
 #include "rlaas_config.h"
 #include "rlaas_headers.h"
 #include "rlaas_identity.h"
@@ -131,7 +132,7 @@ static void log_denied(const decision_t *dc, int dry_run)
 
     if (!APLOG_R_IS_LEVEL(r, APLOG_INFO))
         return;
-    dropped = rlaas_log_gate_pass(&gate_denied, apr_time_now(), 1);
+    dropped = rlaas_log_gate_pass(&gate_denied, rlaas_clock_us(), 1);
     if (dropped < 0)
         return;
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
@@ -148,7 +149,7 @@ static void log_error(const decision_t *dc, rlaas_rerr_e e, const char *detail,
 {
     request_rec *r = dc->r;
     rlaas_log_gate_t *gate = level <= APLOG_ALERT ? &gate_alert : &gate_error;
-    long dropped = rlaas_log_gate_pass(gate, apr_time_now(), 1);
+    long dropped = rlaas_log_gate_pass(gate, rlaas_clock_us(), 1);
 
     if (dropped < 0)
         return;
@@ -188,7 +189,7 @@ static int limit(request_rec *r, const rlaas_dir_conf_t *d)
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     decision_t dc;
     rlaas_call_t call;
-    const char *detail = NULL;
+    char detail[RLAAS_DETAIL_MAX];
     rlaas_rerr_e e;
 
     dc.r = r;
@@ -199,7 +200,13 @@ static int limit(request_rec *r, const rlaas_dir_conf_t *d)
     call.key = dc.key = rlaas_identity_key(r, sc, d, &call.key_len);
     call.limit = d->limit_arg;
     call.window = rlaas_dir_window_arg(d);
-    e = rlaas_redis_eval(r, sc->target, &call, &dc.v, &detail);
+    if (sc->target->redis == NULL) {
+        e = RLAAS_RERR_POOL;
+        apr_cpystrn(detail, "no Redis engine in this process", sizeof(detail));
+    }
+    else {
+        e = rlaas_redis_eval(sc->target->redis, &call, &dc.v, detail);
+    }
     if (e != RLAAS_RERR_NONE)
         return undecided(&dc, e, detail);
     dc.have_verdict = 1;

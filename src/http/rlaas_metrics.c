@@ -5,7 +5,12 @@
 #include "apr_atomic.h"
 #include "apr_shm.h"
 #include "apr_strings.h"
+#include "ap_mpm.h"
 #include "mod_status.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <unistd.h>
 
 APLOG_USE_MODULE(rlaas);
 
@@ -28,13 +33,25 @@ typedef struct {
     apr_uint64_t connects;
     apr_uint64_t script_loads;
     apr_uint64_t circuit_opened;
-    apr_uint32_t connections; /* gauge */
-    apr_uint32_t circuits;    /* gauge */
+    apr_uint32_t nslots; /* gauge slots that follow the counters */
 } rlaas_counters_t;
+
+/* One child's gauges. A child claims a free slot (pid 0, or the pid of a
+ * process that is gone) in child_init and clears it when it leaves; a
+ * reader sums the slots whose process is alive, so a child killed with
+ * its connections open or its circuit open leaves nothing behind. */
+typedef struct {
+    apr_uint32_t pid;
+    apr_uint32_t connections;
+    apr_uint32_t circuits;
+} rlaas_slot_t;
 
 /* Set in the parent before children fork; NULL if the segment could not
  * be made, which disables metrics and nothing else. */
 static rlaas_counters_t *counters;
+static rlaas_slot_t *slots;
+/* This child's slot; NULL in the parent, or when every slot was taken. */
+static rlaas_slot_t *my_slot;
 
 static const char *const outcome_names[RLAAS_OUT_COUNT] = {
     "allowed", "denied", "error", "fail_open", "dry_run_denied"};
@@ -48,32 +65,105 @@ const char *rlaas_outcome_name(rlaas_outcome_e o)
     return o >= 0 && o < RLAAS_OUT_COUNT ? outcome_names[o] : "unknown";
 }
 
+/* Children of this generation and of the one before (a graceful restart
+ * overlaps them), with room to spare. */
+static apr_uint32_t slot_count(void)
+{
+    int daemons = 0;
+
+    if (ap_mpm_query(AP_MPMQ_HARD_LIMIT_DAEMONS, &daemons) != APR_SUCCESS ||
+        daemons < 1)
+        daemons = 256;
+    return (apr_uint32_t)daemons * 2 + 16;
+}
+
 int rlaas_metrics_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                               apr_pool_t *ptemp, server_rec *s)
 {
     apr_pool_t *keep = s->process->pool;
     apr_shm_t *shm = NULL;
+    apr_uint32_t n = slot_count();
+    apr_size_t size = sizeof(rlaas_counters_t) + n * sizeof(rlaas_slot_t);
     apr_status_t rv;
 
     (void)pconf;
     (void)plog;
     (void)ptemp;
     apr_pool_userdata_get((void **)&shm, SHM_KEY, keep);
-    if (shm == NULL || apr_shm_size_get(shm) != sizeof(rlaas_counters_t)) {
-        rv = apr_shm_create(&shm, sizeof(rlaas_counters_t), NULL, keep);
+    if (shm == NULL || apr_shm_size_get(shm) != size) {
+        rv = apr_shm_create(&shm, size, NULL, keep);
         if (rv != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
                          "RLAAS0030: cannot create shared memory for "
                          "metrics; metrics are disabled");
             counters = NULL;
+            slots = NULL;
             return OK;
         }
-        memset(apr_shm_baseaddr_get(shm), 0, sizeof(rlaas_counters_t));
+        memset(apr_shm_baseaddr_get(shm), 0, size);
         apr_pool_userdata_set(shm, SHM_KEY, apr_pool_cleanup_null, keep);
     }
     counters = apr_shm_baseaddr_get(shm);
+    counters->nslots = n;
+    slots = (rlaas_slot_t *)(counters + 1);
     return OK;
 }
+
+/* Alive, and not a zombie we could confuse with it: kill(0) is enough
+ * here, since a reused pid is an httpd child claiming the slot anew. */
+static int alive(apr_uint32_t pid)
+{
+    return pid != 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
+static apr_status_t slot_release(void *data)
+{
+    rlaas_slot_t *sl = data;
+
+    apr_atomic_set32(&sl->connections, 0);
+    apr_atomic_set32(&sl->circuits, 0);
+    apr_atomic_set32(&sl->pid, 0);
+    my_slot = NULL;
+    return APR_SUCCESS;
+}
+
+void rlaas_metrics_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    apr_uint32_t me = (apr_uint32_t)getpid(), i;
+
+    (void)s;
+    if (slots == NULL)
+        return;
+    for (i = 0; i < counters->nslots && my_slot == NULL; i++) {
+        rlaas_slot_t *sl = &slots[i];
+        apr_uint32_t pid = apr_atomic_read32(&sl->pid);
+
+        if ((pid == 0 || pid == me || !alive(pid)) &&
+            apr_atomic_cas32(&sl->pid, me, pid) == pid) {
+            apr_atomic_set32(&sl->connections, 0);
+            apr_atomic_set32(&sl->circuits, 0);
+            my_slot = sl;
+        }
+    }
+    if (my_slot != NULL)
+        apr_pool_cleanup_register(pchild, my_slot, slot_release,
+                                  apr_pool_cleanup_null);
+}
+
+/* The sum of a gauge over the children alive. */
+static apr_uint32_t gauge(size_t offset)
+{
+    apr_uint32_t i, sum = 0;
+
+    for (i = 0; slots != NULL && i < counters->nslots; i++) {
+        if (alive(apr_atomic_read32(&slots[i].pid)))
+            sum += apr_atomic_read32(
+                (volatile apr_uint32_t *)((char *)&slots[i] + offset));
+    }
+    return sum;
+}
+
+#define GAUGE(field) gauge(APR_OFFSETOF(rlaas_slot_t, field))
 
 void rlaas_metrics_decision(rlaas_strategy_e st, rlaas_outcome_e o)
 {
@@ -105,13 +195,14 @@ void rlaas_metrics_connection(int opened)
 {
     if (counters == NULL)
         return;
-    if (opened > 0) {
+    if (opened > 0)
         apr_atomic_inc64(&counters->connects);
-        apr_atomic_inc32(&counters->connections);
-    }
-    else {
-        apr_atomic_dec32(&counters->connections);
-    }
+    if (my_slot == NULL)
+        return;
+    if (opened > 0)
+        apr_atomic_inc32(&my_slot->connections);
+    else
+        apr_atomic_dec32(&my_slot->connections);
 }
 
 void rlaas_metrics_script_load(void)
@@ -124,13 +215,14 @@ void rlaas_metrics_circuit(int opened)
 {
     if (counters == NULL)
         return;
-    if (opened > 0) {
+    if (opened > 0)
         apr_atomic_inc64(&counters->circuit_opened);
-        apr_atomic_inc32(&counters->circuits);
-    }
-    else {
-        apr_atomic_dec32(&counters->circuits);
-    }
+    if (my_slot == NULL)
+        return;
+    if (opened > 0)
+        apr_atomic_inc32(&my_slot->circuits);
+    else
+        apr_atomic_dec32(&my_slot->circuits);
 }
 
 /* ---- exposition ---- */
@@ -198,7 +290,7 @@ static void write_redis(request_rec *r, rlaas_counters_t *c)
     help(r, "rlaas_redis_connections", "gauge",
          "Open Redis connections, all children.");
     ap_rprintf(r, "rlaas_redis_connections %u\n",
-               apr_atomic_read32(&c->connections));
+               GAUGE(connections));
     help(r, "rlaas_redis_connects_total", "counter",
          "Redis connections opened.");
     ap_rprintf(r, "rlaas_redis_connects_total %" APR_UINT64_T_FMT "\n",
@@ -209,7 +301,7 @@ static void write_redis(request_rec *r, rlaas_counters_t *c)
                rd(&c->script_loads));
     help(r, "rlaas_circuit_open", "gauge",
          "Circuit breakers currently open (one per child and Redis).");
-    ap_rprintf(r, "rlaas_circuit_open %u\n", apr_atomic_read32(&c->circuits));
+    ap_rprintf(r, "rlaas_circuit_open %u\n", GAUGE(circuits));
     help(r, "rlaas_circuit_opened_total", "counter",
          "Times a circuit breaker opened.");
     ap_rprintf(r, "rlaas_circuit_opened_total %" APR_UINT64_T_FMT "\n",
@@ -250,8 +342,8 @@ int rlaas_metrics_status_hook(request_rec *r, int flags)
             ap_rprintf(r, "%s: %" APR_UINT64_T_FMT "\n", outcome_keys[o],
                        sum[o]);
         ap_rprintf(r, "RLaaSRedisConnections: %u\nRLaaSCircuitsOpen: %u\n",
-                   apr_atomic_read32(&c->connections),
-                   apr_atomic_read32(&c->circuits));
+                   GAUGE(connections),
+                   GAUGE(circuits));
         return OK;
     }
     ap_rputs("<hr />\n<h2>mod_rlaas</h2>\n<table border=\"0\">\n", r);
@@ -261,7 +353,7 @@ int rlaas_metrics_status_hook(request_rec *r, int flags)
     ap_rprintf(r,
                "<tr><td>Redis connections open</td><td>%u</td></tr>\n"
                "<tr><td>circuits open</td><td>%u</td></tr>\n</table>\n",
-               apr_atomic_read32(&c->connections),
-               apr_atomic_read32(&c->circuits));
+               GAUGE(connections),
+               GAUGE(circuits));
     return OK;
 }

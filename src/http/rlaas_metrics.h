@@ -14,7 +14,7 @@
 #include "httpd.h"
 
 #include "rlaas_parse.h"
-#include "rlaas_redis.h"
+#include "rlaas_rerr.h"
 
 typedef enum {
     RLAAS_OUT_ALLOWED = 0,
@@ -36,6 +36,10 @@ int rlaas_metrics_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 void rlaas_metrics_decision(rlaas_strategy_e st, rlaas_outcome_e o);
 void rlaas_metrics_redis_error(rlaas_rerr_e e);
 void rlaas_metrics_latency(apr_interval_time_t t);
+/* Gauges are kept per child, in a slot each child claims in child_init and
+ * clears when it leaves; a reader sums the slots of children alive, so a
+ * child killed with connections open leaves nothing behind. */
+void rlaas_metrics_child_init(apr_pool_t *pchild, server_rec *s);
 void rlaas_metrics_connection(int opened); /* +1 opened, -1 closed */
 void rlaas_metrics_script_load(void);
 void rlaas_metrics_circuit(int opened); /* +1 opened, -1 closed */

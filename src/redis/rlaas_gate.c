@@ -1,5 +1,7 @@
 #include "rlaas_gate.h"
 
+#include "rlaas_clock.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -9,17 +11,6 @@ struct rlaas_gate_t {
     pthread_cond_t cond; /* CLOCK_MONOTONIC */
     int free;            /* permits left */
 };
-
-void rlaas_deadline_after(struct timespec *ts, int64_t us)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += us / 1000000;
-    ts->tv_nsec += (long)(us % 1000000) * 1000;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
 
 rlaas_gate_t *rlaas_gate_create(int permits)
 {
@@ -54,14 +45,14 @@ void rlaas_gate_destroy(rlaas_gate_t *g)
     }
 }
 
-int rlaas_gate_enter(rlaas_gate_t *g, int64_t timeout_us)
+int rlaas_gate_enter(rlaas_gate_t *g, int64_t deadline_us)
 {
     struct timespec until;
     int rc = 0;
 
     /* One absolute deadline for every wake-up: losing a race to another
      * thread costs no fresh timeout. */
-    rlaas_deadline_after(&until, timeout_us > 0 ? timeout_us : 0);
+    rlaas_clock_timespec(deadline_us, &until);
     pthread_mutex_lock(&g->mu);
     while (g->free == 0) {
         if (pthread_cond_timedwait(&g->cond, &g->mu, &until) == ETIMEDOUT &&

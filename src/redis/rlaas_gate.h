@@ -12,7 +12,6 @@
 #define RLAAS_GATE_H
 
 #include <stdint.h>
-#include <time.h>
 
 typedef struct rlaas_gate_t rlaas_gate_t;
 
@@ -20,11 +19,9 @@ typedef struct rlaas_gate_t rlaas_gate_t;
 rlaas_gate_t *rlaas_gate_create(int permits);
 void rlaas_gate_destroy(rlaas_gate_t *g);
 
-/* 0 when in (call rlaas_gate_leave after), -1 if timeout_us passed first. */
-int rlaas_gate_enter(rlaas_gate_t *g, int64_t timeout_us);
+/* 0 when in (call rlaas_gate_leave after), -1 if the deadline (of
+ * rlaas_clock_us) passed first. */
+int rlaas_gate_enter(rlaas_gate_t *g, int64_t deadline_us);
 void rlaas_gate_leave(rlaas_gate_t *g);
-
-/* *ts = CLOCK_MONOTONIC now + us: immune to wall-clock steps. */
-void rlaas_deadline_after(struct timespec *ts, int64_t us);
 
 #endif

@@ -1,6 +1,6 @@
 #include "rlaas_pipeline.h"
 
-#include "rlaas_gate.h"
+#include "rlaas_clock.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -97,19 +97,16 @@ static void state_wake(int *addr)
 
 #endif
 
-/* Time left until *until, into *rel; 0 when none is left. */
-static int time_left(const struct timespec *until, struct timespec *rel)
+/* Time left until at_us, into *rel; 0 when none is left. */
+static int time_left(int64_t at_us, struct timespec *rel)
 {
-    struct timespec now;
+    int64_t left = at_us - rlaas_clock_us();
 
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    rel->tv_sec = until->tv_sec - now.tv_sec;
-    rel->tv_nsec = until->tv_nsec - now.tv_nsec;
-    if (rel->tv_nsec < 0) {
-        rel->tv_sec--;
-        rel->tv_nsec += 1000000000L;
-    }
-    return rel->tv_sec >= 0;
+    if (left < 0)
+        return 0;
+    rel->tv_sec = (time_t)(left / 1000000);
+    rel->tv_nsec = (long)(left % 1000000) * 1000;
+    return 1;
 }
 
 /* ---- the queue ---- */
@@ -220,32 +217,22 @@ static rlaas_pipe_job_t *extra_leader(rlaas_pipe_t *p)
     return head;
 }
 
-/* The earlier of two instants. */
-static const struct timespec *earlier(const struct timespec *a,
-                                      const struct timespec *b)
-{
-    return a->tv_sec < b->tv_sec ||
-                   (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec)
-               ? a
-               : b;
-}
-
 /* Queued and not yet taken: waits for a turn until *until. Returns 0 with
  * the job taken (sent by a leader, or this caller's turn to lead), or -1
  * with the job out of the queue, unrun. The queue's first caller also
  * looks up every hold_us and tries to go out itself (see extra_leader);
  * the others sleep on, so that a slow group costs one extra wake-up, not
  * one per caller behind it. */
-static int wait_turn(rlaas_pipe_t *p, rlaas_pipe_job_t *job,
-                     const struct timespec *until, int first)
+static int wait_turn(rlaas_pipe_t *p, rlaas_pipe_job_t *job, int64_t until,
+                     int first)
 {
-    struct timespec rel, hold;
-    const struct timespec *next = until;
+    struct timespec rel;
+    int64_t next = until, hold;
     rlaas_pipe_job_t *lead_job;
 
     if (first && p->max_leaders > 1) {
-        rlaas_deadline_after(&hold, p->hold_us);
-        next = earlier(&hold, until);
+        hold = rlaas_clock_us() + p->hold_us;
+        next = hold < until ? hold : until;
     }
     while (state_get(job) == JOB_QUEUED) {
         if (time_left(next, &rel)) {
@@ -263,19 +250,17 @@ static int wait_turn(rlaas_pipe_t *p, rlaas_pipe_job_t *job,
         pthread_mutex_unlock(&p->mu);
         if (lead_job != NULL && lead_job != job)
             state_wake(&lead_job->state);
-        rlaas_deadline_after(&hold, p->hold_us);
-        next = earlier(&hold, until);
+        hold = rlaas_clock_us() + p->hold_us;
+        next = hold < until ? hold : until;
     }
     return 0;
 }
 
 int rlaas_pipe_submit(rlaas_pipe_t *p, rlaas_pipe_job_t *job,
-                      int64_t timeout_us, rlaas_pipe_run_fn run, void *baton)
+                      int64_t deadline_us, rlaas_pipe_run_fn run, void *baton)
 {
-    struct timespec until;
     int st, first;
 
-    rlaas_deadline_after(&until, timeout_us > 0 ? timeout_us : 0);
     job->next = NULL;
     job->state = JOB_QUEUED;
 
@@ -292,7 +277,7 @@ int rlaas_pipe_submit(rlaas_pipe_t *p, rlaas_pipe_job_t *job,
     }
     pthread_mutex_unlock(&p->mu);
 
-    if (wait_turn(p, job, &until, first) != 0)
+    if (wait_turn(p, job, deadline_us, first) != 0)
         return -1;
     /* Sent by another leader: its deadline bounds the wait. */
     while ((st = state_get(job)) == JOB_SENT)

@@ -40,11 +40,13 @@ rlaas_pipe_t *rlaas_pipe_create(int max_leaders, int64_t hold_us);
 void rlaas_pipe_destroy(rlaas_pipe_t *p);
 
 /* Runs job, in a group led by this thread (run is then called with baton)
- * or by another. Returns 0 when the job ran, or -1 if timeout_us passed
- * while it was still waiting for its turn (it did not run). A job already
- * sent is always waited for: the leader's own deadline bounds it. */
+ * or by another. Returns 0 when the job ran, or -1 if deadline_us (of
+ * rlaas_clock_us) passed while it was still waiting for its turn (it did
+ * not run). A job already sent is always waited for: the leader's run is
+ * bound by the group's deadline, the earliest of its callers' (the leader
+ * is the oldest caller), so no follower waits past its own. */
 int rlaas_pipe_submit(rlaas_pipe_t *p, rlaas_pipe_job_t *job,
-                      int64_t timeout_us, rlaas_pipe_run_fn run, void *baton);
+                      int64_t deadline_us, rlaas_pipe_run_fn run, void *baton);
 
 /* Groups run so far, calls in them, and groups sent while another was in
  * flight (for tests and tuning). */

@@ -1,516 +1,241 @@
 #include "rlaas_redis.h"
 
-#include <errno.h>
-#include <stdlib.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "http_log.h"
-#include "ap_mpm.h"
-#include "apr_reslist.h"
 #include "apr_strings.h"
 
-#include <hiredis/hiredis.h>
-
-#include "rlaas_breaker.h"
-#include "rlaas_gate.h"
-#include "rlaas_identity.h"
-#include "rlaas_metrics.h"
+#include "rlaas_clock.h"
 #include "rlaas_pipeline.h"
-#include "rlaas_resp.h"
+#include "rlaas_pool.h"
+#include "rlaas_resolve.h"
 #include "rlaas_scripts.h"
 
-APLOG_USE_MODULE(rlaas);
-
-/* Groups of pipelined calls in flight at most, per pool and child, and how
- * long a call waits behind one before it goes out on another connection. */
+/* Groups of pipelined calls in flight at most, per engine and child, and
+ * how long a call waits behind one before it goes out on another
+ * connection. */
 #define PIPE_LEADERS 4
 #define PIPE_HOLD_US 1000
 
-struct rlaas_pool_t {
-    apr_reslist_t *list;
-    const rlaas_target_t *target;
-    server_rec *s; /* for the circuit's log lines */
-    rlaas_breaker_t breaker;
+/* A host name is looked up again this often (and soon after a connect to
+ * its address failed). */
+#define RESOLVE_REFRESH_S 30
+
+struct rlaas_redis_t {
+    rlaas_redis_conf_t conf;
+    rlaas_redis_events_t ev;
+    rlaas_resolver_t *resolver; /* NULL with a unix socket */
+    rlaas_pool_t *pool;
     rlaas_pipe_t *pipe; /* NULL: every request uses its own connection */
-    rlaas_gate_t *gate; /* NULL: never more threads than connections */
+    rlaas_breaker_t breaker;
+    pthread_mutex_t cause_mu; /* guards cause: written on failures only */
+    char cause[RLAAS_DETAIL_MAX];
 };
 
-/* One pooled slot. The slot lives as long as the pool; its connection is
- * opened on first use and dropped after any transport error, so a broken
- * connection is never used twice. */
+/* What the calls of a group share: the engine and the deadline of the
+ * group's oldest caller, its leader (so the earliest of them all). */
 typedef struct {
-    redisContext *ctx;
-    long timeout_us; /* socket timeout set on ctx; 0: none yet (blocks) */
-} rlaas_conn_t;
-
-const char *rlaas_rerr_name(rlaas_rerr_e e)
-{
-    static const char *const names[RLAAS_RERR_COUNT] = {
-        "none",    "pool", "connect", "auth",        "select",
-        "timeout", "io",   "reply",   "circuit_open"};
-
-    return e >= 0 && e < RLAAS_RERR_COUNT ? names[e] : "unknown";
-}
-
-int rlaas_redis_default_pool_max(void)
-{
-    int threads = 1;
-
-    if (ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads) != APR_SUCCESS ||
-        threads < 1)
-        threads = 1;
-    return threads;
-}
-
-/* ---- pool ---- */
-
-static apr_status_t slot_make(void **res, void *params, apr_pool_t *p)
-{
-    (void)params;
-    (void)p;
-    /* malloc, not the pool: slots are made and freed for the life of the
-     * child and must not accumulate in its pool. */
-    *res = calloc(1, sizeof(rlaas_conn_t));
-    return *res != NULL ? APR_SUCCESS : APR_ENOMEM;
-}
-
-static void conn_drop(rlaas_conn_t *c)
-{
-    if (c->ctx != NULL) {
-        redisFree(c->ctx);
-        c->ctx = NULL;
-        rlaas_metrics_connection(-1);
-    }
-}
-
-static apr_status_t slot_free(void *res, void *params, apr_pool_t *p)
-{
-    (void)params;
-    (void)p;
-    conn_drop(res);
-    free(res);
-    return APR_SUCCESS;
-}
-
-/* A child leaving with its circuit open takes its share of the gauge. */
-static apr_status_t pool_cleanup(void *data)
-{
-    struct rlaas_pool_t *pl = data;
-
-    if (rlaas_breaker_is_open(&pl->breaker))
-        rlaas_metrics_circuit(-1);
-    rlaas_pipe_destroy(pl->pipe);
-    pl->pipe = NULL;
-    rlaas_gate_destroy(pl->gate);
-    pl->gate = NULL;
-    return APR_SUCCESS;
-}
-
-static void pool_create(apr_pool_t *pchild, server_rec *s, rlaas_target_t *t)
-{
-    struct rlaas_pool_t *pl = apr_pcalloc(pchild, sizeof(*pl));
-    int threads = rlaas_redis_default_pool_max();
-    int max = t->pool_max > 0 ? t->pool_max : threads;
-    apr_status_t rv;
-
-    pl->target = t;
-    pl->s = s;
-    rlaas_breaker_init(&pl->breaker, (unsigned)rlaas_target_circuit_failures(t),
-                       apr_time_from_msec(rlaas_target_circuit_cooldown_ms(t)));
-    apr_pool_cleanup_register(pchild, pl, pool_cleanup, apr_pool_cleanup_null);
-    rv = apr_reslist_create(&pl->list, 0, max, max, 0, slot_make, slot_free,
-                            NULL, pchild);
-    if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s,
-                     "RLAAS0001: cannot create the Redis connection pool");
-        return;
-    }
-    apr_reslist_timeout_set(pl->list,
-                            apr_time_from_msec(rlaas_target_timeout_ms(t)));
-    /* Grouping needs threads that wait at the same time. One group in
-     * flight is the rule; a far or slow Redis gets a few, each on its own
-     * connection, never more than the pool holds. */
-    if (rlaas_target_pipeline(t) && threads > 1)
-        pl->pipe = rlaas_pipe_create(max < PIPE_LEADERS ? max : PIPE_LEADERS,
-                                     PIPE_HOLD_US);
-    /* The pipeline's leaders never outnumber the pool's connections;
-     * without it, threads beyond the pool's size queue at the gate, where
-     * their wait counts against their own budget. */
-    if (pl->pipe == NULL && max < threads)
-        pl->gate = rlaas_gate_create(max);
-    t->pool = pl;
-}
-
-void rlaas_redis_child_init(apr_pool_t *pchild, server_rec *s)
-{
-    for (; s != NULL; s = s->next) {
-        rlaas_target_t *t = rlaas_server_conf(s)->target;
-
-        if (t->pool == NULL)
-            pool_create(pchild, s, t);
-    }
-}
-
-/* ---- groups of calls ---- */
-
-#define DETAIL_MAX   160
-#define NO_FREE_CONN "no pooled connection became free in time"
-
-/* One request's call and its outcome. It lives on the requesting thread's
- * stack; in a pipelined group the leader fills it in. */
-typedef struct {
-    const rlaas_call_t *call;
-    rlaas_verdict_t *v;
-    rlaas_rerr_e e;
-    int noscript;
-    char detail[DETAIL_MAX];
-} job_t;
-
-/* What the calls of a group share: the leader's request (for its log
- * lines), the target, and the leader's deadline (the group's earliest). */
-typedef struct {
-    request_rec *r;
-    struct rlaas_pool_t *pl;
-    apr_time_t deadline;
+    rlaas_redis_t *rd;
+    int64_t deadline;
 } group_t;
 
-static void set_detail(job_t *j, const char *text, size_t len)
+/* ---- life ---- */
+
+static apr_status_t engine_cleanup(void *data)
 {
-    if (len >= DETAIL_MAX)
-        len = DETAIL_MAX - 1;
-    memcpy(j->detail, text, len);
-    j->detail[len] = '\0';
+    rlaas_redis_t *rd = data;
+
+    /* A child leaving with its circuit open takes its share of the
+     * gauge: the metrics keep one per child. */
+    rlaas_pipe_destroy(rd->pipe);
+    rd->pipe = NULL;
+    rlaas_resolver_destroy(rd->resolver);
+    rd->resolver = NULL;
+    pthread_mutex_destroy(&rd->cause_mu);
+    return APR_SUCCESS;
 }
 
-static void fail(job_t **jobs, int n, rlaas_rerr_e e, const char *text)
+rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
+                                  const rlaas_redis_events_t *ev)
+{
+    rlaas_redis_t *rd = apr_pcalloc(p, sizeof(*rd));
+    int max = c->pool_max > 0 ? c->pool_max : 1;
+    int64_t budget_us = (int64_t)c->timeout_ms * 1000;
+
+    rd->conf = *c;
+    rd->conf.host = apr_pstrdup(p, c->host);
+    rd->ev = *ev;
+    pthread_mutex_init(&rd->cause_mu, NULL);
+    rlaas_breaker_init(&rd->breaker, (unsigned)c->circuit_failures,
+                       (apr_interval_time_t)c->circuit_cooldown_ms * 1000);
+    apr_pool_cleanup_register(p, rd, engine_cleanup, apr_pool_cleanup_null);
+    if (!c->is_unix)
+        rd->resolver = rlaas_resolver_create(c->host, RESOLVE_REFRESH_S);
+    /* Grouping needs threads that wait at the same time. One group in
+     * flight is the rule; a far or slow Redis gets a few, each on its own
+     * connection, never more than the pool holds. Without it, threads
+     * beyond the pool's size queue at the pool's gate. */
+    if (c->pipeline && c->threads > 1)
+        rd->pipe = rlaas_pipe_create(max < PIPE_LEADERS ? max : PIPE_LEADERS,
+                                     PIPE_HOLD_US);
+    rd->pool = rlaas_pool_create(p, max, rd->pipe == NULL && max < c->threads,
+                                 budget_us);
+    if (rd->pool == NULL || (!c->is_unix && rd->resolver == NULL))
+        return NULL;
+    return rd;
+}
+
+/* ---- the circuit ---- */
+
+static void set_cause(rlaas_redis_t *rd, const char *text)
+{
+    pthread_mutex_lock(&rd->cause_mu);
+    apr_cpystrn(rd->cause, text, sizeof(rd->cause));
+    pthread_mutex_unlock(&rd->cause_mu);
+}
+
+static void get_cause(rlaas_redis_t *rd, char *out)
+{
+    pthread_mutex_lock(&rd->cause_mu);
+    memcpy(out, rd->cause, sizeof(rd->cause));
+    pthread_mutex_unlock(&rd->cause_mu);
+}
+
+/* Once per group: the circuit counts what Redis did, not what each call
+ * of the group did, and never an error about one call's key. */
+static void group_done(rlaas_redis_t *rd, rlaas_rerr_e e, const char *cause)
+{
+    rlaas_breaker_event_e ev;
+
+    if (rlaas_rerr_is_redis_failure(e)) {
+        set_cause(rd, cause);
+        ev = rlaas_breaker_failure(&rd->breaker, rlaas_clock_us());
+    }
+    else {
+        ev = rlaas_breaker_success(&rd->breaker);
+    }
+    if (ev != RLAAS_BREAKER_SAME && rd->ev.circuit != NULL)
+        rd->ev.circuit(rd->ev.baton, ev, &rd->breaker, e, cause);
+}
+
+/* ---- a group on one connection ---- */
+
+static void fail_all(rlaas_job_t **jobs, int n, rlaas_rerr_e e,
+                     const char *text)
 {
     int i;
 
     for (i = 0; i < n; i++) {
         jobs[i]->e = e;
-        set_detail(jobs[i], text, strlen(text));
+        apr_cpystrn(jobs[i]->detail, text, RLAAS_DETAIL_MAX);
     }
 }
 
-static long remaining_us(const group_t *g)
+static void closed(rlaas_redis_t *rd)
 {
-    apr_time_t left = g->deadline - apr_time_now();
-
-    return left > 0 ? (long)left : 0;
+    if (rd->ev.connection != NULL)
+        rd->ev.connection(rd->ev.baton, -1);
 }
 
-static struct timeval to_tv(long us)
+/* Opens the slot's connection where the address now leads. */
+static rlaas_rerr_e open_conn(const group_t *g, rlaas_conn_t *c, char *detail)
 {
-    struct timeval tv;
-
-    tv.tv_sec = us / 1000000;
-    tv.tv_usec = us % 1000000;
-    return tv;
-}
-
-/* Keeps the socket timeout at what is left of the budget, give or take:
- * at most 1 ms more (never a read that outlasts the budget by more), and
- * at most an eighth less (a read may give up a little early). Under load
- * every group leaves a slightly different remainder; the slack keeps that
- * from costing two setsockopt calls per group. A new connection has no
- * timeout at all (hiredis bounds only the connect), so it always gets one,
- * however little is left. */
-static int conn_budget(const group_t *g, rlaas_conn_t *c)
-{
-    long left = remaining_us(g);
-
-    if (left <= 0)
-        return 0;
-    if (c->timeout_us == 0 || c->timeout_us > left + 1000 ||
-        c->timeout_us < left - left / 8) {
-        if (redisSetTimeout(c->ctx, to_tv(left)) != REDIS_OK)
-            return 0;
-        c->timeout_us = left;
-    }
-    return 1;
-}
-
-/* A transport failure: the connection can't be trusted any more. */
-static rlaas_rerr_e transport_error(const group_t *g, rlaas_conn_t *c,
-                                    int saved_errno, char *detail)
-{
-    rlaas_rerr_e e = RLAAS_RERR_IO;
-
-    if (c->ctx->err == REDIS_ERR_IO &&
-        (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK ||
-         saved_errno == ETIMEDOUT || remaining_us(g) == 0))
-        e = RLAAS_RERR_TIMEOUT;
-    apr_cpystrn(detail, c->ctx->errstr, DETAIL_MAX);
-    conn_drop(c);
-    return e;
-}
-
-/* AUTH and SELECT, pipelined: one round trip however many are needed. */
-static rlaas_rerr_e conn_setup(const group_t *g, rlaas_conn_t *c, char *detail)
-{
-    const rlaas_target_t *t = g->pl->target;
-    int n = 0, i;
-    rlaas_rerr_e e = RLAAS_RERR_NONE;
-
-    if (t->password != NULL) {
-        if (t->username != NULL)
-            redisAppendCommand(c->ctx, "AUTH %s %s", t->username, t->password);
-        else
-            redisAppendCommand(c->ctx, "AUTH %s", t->password);
-        n++;
-    }
-    if (t->database > 0) {
-        redisAppendCommand(c->ctx, "SELECT %d", t->database);
-        n++;
-    }
-    for (i = 0; i < n; i++) {
-        redisReply *rep = NULL;
-
-        if (redisGetReply(c->ctx, (void **)&rep) != REDIS_OK)
-            return transport_error(g, c, errno, detail);
-        if (rep->type == REDIS_REPLY_ERROR && e == RLAAS_RERR_NONE) {
-            /* The first reply answers AUTH when a password is set. */
-            e = (i == 0 && t->password != NULL) ? RLAAS_RERR_AUTH
-                                                : RLAAS_RERR_SELECT;
-            /* Redis' own text; it never repeats the password. */
-            apr_cpystrn(detail, rep->str, DETAIL_MAX);
-        }
-        freeReplyObject(rep);
-    }
-    if (e != RLAAS_RERR_NONE)
-        conn_drop(c);
-    return e;
-}
-
-static rlaas_rerr_e conn_open(const group_t *g, rlaas_conn_t *c, char *detail)
-{
-    const rlaas_target_t *t = g->pl->target;
-    long left = remaining_us(g);
-
-    if (left <= 0) {
-        apr_cpystrn(detail, "no time left to connect", DETAIL_MAX);
-        return RLAAS_RERR_TIMEOUT;
-    }
-    c->ctx = t->is_unix
-                 ? redisConnectUnixWithTimeout(t->host, to_tv(left))
-                 : redisConnectWithTimeout(
-                       t->host ? t->host : RLAAS_DEFAULT_HOST,
-                       t->port ? t->port : RLAAS_DEFAULT_PORT, to_tv(left));
-    if (c->ctx == NULL) {
-        apr_cpystrn(detail, "out of memory", DETAIL_MAX);
-        return RLAAS_RERR_CONNECT;
-    }
-    if (c->ctx->err) {
-        apr_cpystrn(detail, c->ctx->errstr, DETAIL_MAX);
-        redisFree(c->ctx);
-        c->ctx = NULL;
-        return RLAAS_RERR_CONNECT;
-    }
-    rlaas_metrics_connection(1);
-    c->timeout_us = 0;
-    if (!conn_budget(g, c)) {
-        conn_drop(c);
-        apr_cpystrn(detail, "no time left after connecting", DETAIL_MAX);
-        return RLAAS_RERR_TIMEOUT;
-    }
-    return conn_setup(g, c, detail);
-}
-
-/* SCRIPT LOAD after NOSCRIPT (Redis restarted, failed over or flushed). */
-static rlaas_rerr_e script_load(const group_t *g, rlaas_conn_t *c,
-                                const rlaas_script_t *sc, char *detail)
-{
-    const char *argv[3] = {"SCRIPT", "LOAD", sc->body};
-    size_t lens[3] = {6, 4, sc->len};
-    redisReply *rep;
-    rlaas_rerr_e e = RLAAS_RERR_NONE;
-
-    if (!conn_budget(g, c)) {
-        apr_cpystrn(detail, "no time left to load the script", DETAIL_MAX);
-        return RLAAS_RERR_TIMEOUT;
-    }
-    rep = redisCommandArgv(c->ctx, 3, argv, lens);
-    if (rep == NULL)
-        return transport_error(g, c, errno, detail);
-    if (rep->type != REDIS_REPLY_STRING || rep->len != 40 ||
-        memcmp(rep->str, sc->sha1, 40) != 0) {
-        apr_cpystrn(detail,
-                    rep->type == REDIS_REPLY_ERROR ? rep->str
-                                                   : "unexpected reply",
-                    DETAIL_MAX);
-        e = RLAAS_RERR_REPLY;
-    }
-    freeReplyObject(rep);
-    rlaas_metrics_script_load();
-    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, g->r,
-                  "RLAAS0002: loaded script %s (%s)", sc->file,
-                  e == RLAAS_RERR_NONE ? "ok" : "failed");
-    return e;
-}
-
-/* Reads one reply into its job. Returns 1 if the connection must be made
- * again after this group: an error reply other than a script's own
- * (READONLY after a failover, NOAUTH, LOADING). */
-static int take_reply(job_t *j, const rlaas_reply_sink_t *rep)
-{
-    switch (rlaas_reply_verdict(rep, j->v)) {
-    case RLAAS_REPLY_OK:
-        j->e = RLAAS_RERR_NONE;
-        return 0;
-    case RLAAS_REPLY_NOSCRIPT:
-        j->noscript = 1;
-        return 0;
-    case RLAAS_REPLY_ERROR:
-        j->e = RLAAS_RERR_REPLY;
-        set_detail(j, rep->err, rep->err_len);
-        return strstr(j->detail, "script") == NULL;
-    case RLAAS_REPLY_BAD:
-        break;
-    }
-    j->e = RLAAS_RERR_REPLY;
-    set_detail(j, "unexpected reply", 16);
-    return 0;
-}
-
-/* Sends the calls of jobs[0..n) in one write and reads their replies.
- * Returns how many replies arrived; on a transport failure the rest of
- * the jobs carry the error. */
-static int exchange(const group_t *g, rlaas_conn_t *c, job_t **jobs, int n)
-{
-    char cmd[RLAAS_RESP_EVALSHA_MAX(RLAAS_KEY_MAX)];
-    redisReplyObjectFunctions *fns;
-    rlaas_reply_sink_t sink;
-    apr_time_t t0;
-    int i, got, redo = 0;
-
-    for (i = 0; i < n; i++) {
-        const rlaas_call_t *call = jobs[i]->call;
-        size_t len = rlaas_resp_evalsha(cmd, rlaas_scripts[call->strategy].sha1,
-                                        call->key, call->key_len, call->limit,
-                                        call->window);
-
-        jobs[i]->e = RLAAS_RERR_NONE;
-        jobs[i]->noscript = 0;
-        redisAppendFormattedCommand(c->ctx, cmd, len);
-    }
-    if (!conn_budget(g, c)) {
-        conn_drop(c);
-        fail(jobs, n, RLAAS_RERR_TIMEOUT, "no time left for the call");
-        return 0;
-    }
-    t0 = apr_time_now();
-    /* the replies are read into a sink, not into reply objects */
-    fns = c->ctx->reader->fn;
-    c->ctx->reader->fn = &rlaas_reply_sink_fns;
-    c->ctx->reader->privdata = &sink;
-    for (got = 0; got < n; got++) {
-        void *rep = NULL;
-
-        rlaas_reply_sink_reset(&sink);
-        if (redisGetReply(c->ctx, &rep) != REDIS_OK) {
-            char detail[DETAIL_MAX];
-            rlaas_rerr_e e = transport_error(g, c, errno, detail);
-
-            fail(jobs + got, n - got, e, detail);
-            return got;
-        }
-        redo |= take_reply(jobs[got], rep);
-    }
-    c->ctx->reader->fn = fns;
-    c->ctx->reader->privdata = NULL;
-    t0 = apr_time_now() - t0;
-    for (i = 0; i < n; i++)
-        rlaas_metrics_latency(t0);
-    if (redo)
-        conn_drop(c);
-    return got;
-}
-
-/* Loads the scripts that Redis didn't know and sends those calls again,
- * once. */
-static void reload_and_retry(const group_t *g, rlaas_conn_t *c, job_t **jobs,
-                             int n)
-{
-    job_t *again[RLAAS_PIPE_MAX_BATCH];
-    int loaded[RLAAS_STRATEGY_COUNT] = {0};
-    int m = 0, i;
-
-    for (i = 0; i < n; i++) {
-        rlaas_strategy_e st = jobs[i]->call->strategy;
-        rlaas_rerr_e e;
-
-        if (!jobs[i]->noscript)
-            continue;
-        if (c->ctx == NULL) {
-            fail(jobs + i, 1, RLAAS_RERR_IO, "connection lost");
-            continue;
-        }
-        if (!loaded[st]) {
-            e = script_load(g, c, &rlaas_scripts[st], jobs[i]->detail);
-            loaded[st] = e == RLAAS_RERR_NONE ? 1 : -1;
-            if (e != RLAAS_RERR_NONE)
-                jobs[i]->e = e;
-        }
-        if (loaded[st] > 0)
-            again[m++] = jobs[i];
-        else if (jobs[i]->e == RLAAS_RERR_NONE)
-            fail(jobs + i, 1, RLAAS_RERR_REPLY, "script could not be loaded");
-    }
-    if (m > 0 && c->ctx != NULL) {
-        exchange(g, c, again, m);
-        for (i = 0; i < m; i++) {
-            if (again[i]->noscript)
-                fail(again + i, 1, RLAAS_RERR_REPLY, "NOSCRIPT after loading");
-        }
-    }
-}
-
-/* Runs a group on one pooled connection. */
-static void run_group(const group_t *g, job_t **jobs, int n)
-{
-    rlaas_conn_t *c;
-    void *res;
-    int reused, got;
-    char detail[DETAIL_MAX];
+    rlaas_redis_t *rd = g->rd;
+    char addr[RLAAS_ADDR_MAX];
+    rlaas_conn_params_t p;
     rlaas_rerr_e e;
 
-    if (g->pl->gate != NULL &&
-        rlaas_gate_enter(g->pl->gate, remaining_us(g)) != 0) {
-        fail(jobs, n, RLAAS_RERR_POOL, NO_FREE_CONN);
+    p.addr = rd->conf.host;
+    if (rd->resolver != NULL) {
+        if (!rlaas_resolver_get(rd->resolver, addr, sizeof(addr))) {
+            rlaas_resolver_poke(rd->resolver);
+            snprintf(detail, RLAAS_DETAIL_MAX,
+                     "host name %.100s not resolved (yet)", rd->conf.host);
+            return RLAAS_RERR_CONNECT;
+        }
+        p.addr = addr;
+    }
+    p.port = rd->conf.is_unix ? 0 : rd->conf.port;
+    p.username = rd->conf.username;
+    p.password = rd->conf.password;
+    p.database = rd->conf.database;
+    p.client_name = RLAAS_REDIS_CLIENT_NAME;
+    c->gen = rlaas_pool_generation(rd->pool);
+    e = rlaas_conn_open(c, &p, g->deadline, detail);
+    if (e == RLAAS_RERR_CONNECT && rd->resolver != NULL)
+        rlaas_resolver_poke(rd->resolver);
+    if (c->ctx != NULL && rd->ev.connection != NULL)
+        rd->ev.connection(rd->ev.baton, 1);
+    else if (e == RLAAS_RERR_NONE)
+        e = RLAAS_RERR_IO; /* cannot happen: open without a context */
+    return e;
+}
+
+static void report(rlaas_redis_t *rd, const rlaas_outcome_t *out, int n)
+{
+    int st;
+
+    if (rd->ev.latency != NULL && out->latency_us > 0)
+        rd->ev.latency(rd->ev.baton, out->latency_us, n);
+    for (st = 0; st < RLAAS_STRATEGY_COUNT; st++) {
+        if (out->loaded[st] != 0 && rd->ev.script_load != NULL)
+            rd->ev.script_load(rd->ev.baton, rlaas_scripts[st].file,
+                               out->loaded[st] > 0);
+    }
+    if (out->errc == RLAAS_ERRC_FAILOVER) {
+        /* Every connection of this child still leads to the old master
+         * (a proxy, a virtual IP or a DNS name moved on): make them all
+         * again, and look the name up again. */
+        rlaas_pool_invalidate(rd->pool);
+        if (rd->resolver != NULL)
+            rlaas_resolver_poke(rd->resolver);
+        if (rd->ev.failover != NULL)
+            rd->ev.failover(rd->ev.baton, out->cause);
+    }
+}
+
+static void run_group(const group_t *g, rlaas_job_t **jobs, int n)
+{
+    rlaas_redis_t *rd = g->rd;
+    char detail[RLAAS_DETAIL_MAX];
+    rlaas_outcome_t out;
+    rlaas_conn_t *c;
+    rlaas_rerr_e e;
+    int dropped;
+
+    if (rlaas_pool_acquire(rd->pool, g->deadline, &c, &dropped) !=
+        RLAAS_RERR_NONE) {
+        fail_all(jobs, n, RLAAS_RERR_POOL,
+                 "no pooled connection became free in time");
+        group_done(rd, RLAAS_RERR_POOL, jobs[0]->detail);
         return;
     }
-    if (apr_reslist_acquire(g->pl->list, &res) != APR_SUCCESS) {
-        fail(jobs, n, RLAAS_RERR_POOL, NO_FREE_CONN);
-        goto leave;
+    /* A connection the peer closed while it sat in the pool is found out
+     * before anything is written on it, never after. */
+    if (c->ctx != NULL && rlaas_conn_is_stale(c)) {
+        rlaas_conn_close(c);
+        dropped = 1;
     }
-    c = res;
-    reused = c->ctx != NULL;
-    if (!reused && (e = conn_open(g, c, detail)) != RLAAS_RERR_NONE) {
-        fail(jobs, n, e, detail);
-        goto out;
+    if (dropped)
+        closed(rd);
+    if (c->ctx == NULL && (e = open_conn(g, c, detail)) != RLAAS_RERR_NONE) {
+        fail_all(jobs, n, e, detail);
+        group_done(rd, e, detail);
+        rlaas_pool_release(rd->pool, c);
+        return;
     }
-    got = exchange(g, c, jobs, n);
-    /* An idle pooled connection may have been closed by Redis (its
-     * "timeout" setting, a restart) before this group: if nothing came
-     * back on it, try once more on a new one. */
-    if (got == 0 && reused && jobs[0]->e == RLAAS_RERR_IO) {
-        if ((e = conn_open(g, c, detail)) != RLAAS_RERR_NONE) {
-            fail(jobs, n, e, detail);
-            goto out;
-        }
-        got = exchange(g, c, jobs, n);
-    }
-    reload_and_retry(g, c, jobs, got);
-out:
-    apr_reslist_release(g->pl->list, c);
-leave:
-    if (g->pl->gate != NULL)
-        rlaas_gate_leave(g->pl->gate);
+    rlaas_exchange(c, jobs, n, g->deadline, &out);
+    if (c->ctx == NULL)
+        closed(rd);
+    rlaas_pool_release(rd->pool, c);
+    report(rd, &out, n);
+    group_done(rd, out.e, out.cause);
 }
 
 static void run_pipe_group(void *baton, rlaas_pipe_job_t **pjobs, int n)
 {
-    job_t *jobs[RLAAS_PIPE_MAX_BATCH];
+    rlaas_job_t *jobs[RLAAS_PIPE_MAX_BATCH];
     int i;
 
     for (i = 0; i < n; i++)
@@ -518,85 +243,60 @@ static void run_pipe_group(void *baton, rlaas_pipe_job_t **pjobs, int n)
     run_group(baton, jobs, n);
 }
 
-/* Logs each change of the circuit once, and keeps the gauge. */
-static void circuit_event(struct rlaas_pool_t *pl, rlaas_breaker_event_e ev,
-                          rlaas_rerr_e e)
+/* ---- the facade ---- */
+
+static rlaas_rerr_e circuit_open(rlaas_redis_t *rd, char *detail)
 {
-    switch (ev) {
-    case RLAAS_BREAKER_OPENED:
-        rlaas_metrics_circuit(1);
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, pl->s,
-                     "RLAAS0040: circuit opened after %u consecutive Redis "
-                     "failures (last: %s); requests get the fail-open policy "
-                     "without trying Redis for %" APR_TIME_T_FMT "ms",
-                     pl->breaker.threshold, rlaas_rerr_name(e),
-                     apr_time_as_msec(pl->breaker.cooldown));
-        break;
-    case RLAAS_BREAKER_REOPENED:
-        ap_log_error(APLOG_MARK, APLOG_INFO, 0, pl->s,
-                     "RLAAS0041: circuit probe failed (%s); circuit stays "
-                     "open",
-                     rlaas_rerr_name(e));
-        break;
-    case RLAAS_BREAKER_CLOSED:
-        rlaas_metrics_circuit(-1);
-        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, pl->s,
-                     "RLAAS0042: circuit closed: Redis answers again");
-        break;
-    case RLAAS_BREAKER_SAME:
-        break;
-    }
+    char cause[RLAAS_DETAIL_MAX];
+
+    get_cause(rd, cause);
+    /* the cause cut to fit: its start names it (NOAUTH, READONLY, ...) */
+    snprintf(detail, RLAAS_DETAIL_MAX,
+             "circuit open after repeated Redis failures, the last: %.100s",
+             cause[0] ? cause : "-");
+    return RLAAS_RERR_CIRCUIT;
 }
 
-rlaas_rerr_e rlaas_redis_eval(request_rec *r, rlaas_target_t *t,
-                              const rlaas_call_t *call, rlaas_verdict_t *v,
-                              const char **detail)
+rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *call,
+                              rlaas_verdict_t *v, char *detail)
 {
-    struct rlaas_pool_t *pl = t->pool;
-    apr_time_t now = apr_time_now();
-    apr_interval_time_t budget = apr_time_from_msec(rlaas_target_timeout_ms(t));
+    int64_t now = rlaas_clock_us();
     group_t g;
-    job_t job;
+    rlaas_job_t job;
 
-    *detail = NULL;
-    if (pl == NULL) {
-        *detail = "no connection pool in this process";
-        return RLAAS_RERR_POOL;
-    }
-    if (call->key_len > RLAAS_KEY_MAX) {
-        *detail = "key too long";
+    detail[0] = '\0';
+    if (call->key_len > RLAAS_CALL_KEY_MAX) {
+        apr_cpystrn(detail, "key too long", RLAAS_DETAIL_MAX);
         return RLAAS_RERR_REPLY;
     }
-    if (!rlaas_breaker_allow(&pl->breaker, now)) {
-        *detail = "circuit open after repeated Redis failures";
-        return RLAAS_RERR_CIRCUIT;
-    }
+    if (!rlaas_breaker_allow(&rd->breaker, now))
+        return circuit_open(rd, detail);
     job.call = call;
     job.v = v;
     job.e = RLAAS_RERR_NONE;
+    job.noscript = 0;
     job.detail[0] = '\0';
-    g.r = r;
-    g.pl = pl;
-    g.deadline = now + budget;
-    if (pl->pipe != NULL) {
+    g.rd = rd;
+    g.deadline = now + (int64_t)rd->conf.timeout_ms * 1000;
+    if (rd->pipe != NULL) {
         rlaas_pipe_job_t pj;
 
         pj.data = &job;
-        if (rlaas_pipe_submit(pl->pipe, &pj, budget, run_pipe_group, &g) != 0)
-            fail((job_t *[]){&job}, 1, RLAAS_RERR_POOL,
-                 "no turn to send within the timeout");
+        /* Not counted by the breaker: the group ahead, whose slowness
+         * this is, counts for itself. */
+        if (rlaas_pipe_submit(rd->pipe, &pj, g.deadline, run_pipe_group, &g) !=
+            0) {
+            job.e = RLAAS_RERR_POOL;
+            apr_cpystrn(job.detail, "no turn to send within the timeout",
+                        RLAAS_DETAIL_MAX);
+        }
     }
     else {
-        job_t *one = &job;
+        rlaas_job_t *one = &job;
 
         run_group(&g, &one, 1);
     }
-    circuit_event(pl,
-                  job.e == RLAAS_RERR_NONE
-                      ? rlaas_breaker_success(&pl->breaker)
-                      : rlaas_breaker_failure(&pl->breaker, apr_time_now()),
-                  job.e);
     if (job.e != RLAAS_RERR_NONE)
-        *detail = apr_pstrdup(r->pool, job.detail);
+        memcpy(detail, job.detail, RLAAS_DETAIL_MAX);
     return job.e;
 }

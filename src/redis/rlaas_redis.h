@@ -1,54 +1,70 @@
 /*
- * Redis access: one connection pool per Redis target in each child process
- * (an apr_reslist, as mod_dbd keeps database connections), and the script
- * call that turns a key into a verdict.
+ * The remote engine's facade: the one entry the request path calls. One
+ * engine per Redis target in each child process; it owns the target's
+ * connection pool, the pipeline that groups concurrent calls, the circuit
+ * breaker and the host-name resolver, and it takes a plain call (a
+ * complete key, a limit, a window) and gives a verdict. It knows nothing
+ * of httpd's requests or of the module's configuration: what it has to
+ * tell (connections, latency, script loads, the circuit, failovers) goes
+ * out through the events below, which metrics and logging implement.
  *
- * No lock is held while talking to Redis: the reslist's own mutex guards
- * only taking and returning a connection, so threads of one child run
- * their calls in parallel on separate connections.
+ * No lock is held while talking to Redis: threads of a child run their
+ * groups in parallel on separate connections. No httpd headers.
  */
 #ifndef RLAAS_REDIS_H
 #define RLAAS_REDIS_H
 
-#include "httpd.h"
+#include "apr_pools.h"
 
-#include "rlaas_config.h"
-#include "rlaas_reply.h"
+#include "rlaas_breaker.h"
+#include "rlaas_exchange.h"
+#include "rlaas_rerr.h"
+#include "rlaas_verdict.h"
 
-typedef enum {
-    RLAAS_RERR_NONE = 0,
-    RLAAS_RERR_POOL,    /* no free connection within the timeout */
-    RLAAS_RERR_CONNECT, /* could not connect */
-    RLAAS_RERR_AUTH,    /* AUTH refused */
-    RLAAS_RERR_SELECT,  /* SELECT refused: no such database */
-    RLAAS_RERR_TIMEOUT, /* no reply within the timeout */
-    RLAAS_RERR_IO,      /* connection lost or protocol error */
-    RLAAS_RERR_REPLY,   /* an error reply, or a reply of the wrong shape */
-    RLAAS_RERR_CIRCUIT, /* not tried: the circuit breaker is open */
-    RLAAS_RERR_COUNT
-} rlaas_rerr_e;
-
-const char *rlaas_rerr_name(rlaas_rerr_e e);
-
-/* Creates the pools of every target in this child; connections open
- * lazily, on first use. */
-void rlaas_redis_child_init(apr_pool_t *pchild, server_rec *s);
-
-/* Default pool size: the MPM's threads per child. */
-int rlaas_redis_default_pool_max(void);
+/* Everything resolved: no sentinels, no defaults left to apply. */
+typedef struct {
+    const char *host; /* a name or numeric address; a path when is_unix */
+    int port;
+    int is_unix;
+    const char *username;
+    const char *password; /* never logged */
+    int database;
+    int timeout_ms; /* the budget of one request, all waits included */
+    int pool_max;   /* connections in this child */
+    int threads;    /* the MPM's threads per child */
+    int pipeline;   /* group concurrent calls on one connection */
+    int circuit_failures; /* 0: no breaker */
+    int circuit_cooldown_ms;
+} rlaas_redis_conf_t;
 
 typedef struct {
-    rlaas_strategy_e strategy;
-    const char *key;
-    size_t key_len;
-    const char *limit;  /* decimal */
-    const char *window; /* decimal milliseconds */
-} rlaas_call_t;
+    void *baton;
+    void (*connection)(void *baton, int delta); /* +1 opened, -1 closed */
+    void (*latency)(void *baton, int64_t us, int calls);
+    void (*script_load)(void *baton, const char *file, int ok);
+    /* a change of the circuit; cause: the last failure, Redis' words */
+    void (*circuit)(void *baton, rlaas_breaker_event_e ev,
+                    const rlaas_breaker_t *b, rlaas_rerr_e e,
+                    const char *cause);
+    /* every connection is being made again: the server said it is not
+     * the master (any more) */
+    void (*failover)(void *baton, const char *cause);
+} rlaas_redis_events_t;
 
-/* Runs the strategy script for one request, within the target's timeout.
- * On error, *detail says what happened (never containing secrets). */
-rlaas_rerr_e rlaas_redis_eval(request_rec *r, rlaas_target_t *t,
-                              const rlaas_call_t *call, rlaas_verdict_t *v,
-                              const char **detail);
+typedef struct rlaas_redis_t rlaas_redis_t;
+
+/* Made in child_init; lives and dies with p. Connections open lazily:
+ * nothing about Redis is checked here. A host name is resolved here and
+ * then in the background, never in a request. */
+rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
+                                  const rlaas_redis_events_t *ev);
+
+/* Runs the call within the budget. On error, detail (RLAAS_DETAIL_MAX
+ * bytes) says what happened, never containing secrets. */
+rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *call,
+                              rlaas_verdict_t *v, char *detail);
+
+/* The name this module gives its connections (CLIENT LIST shows it). */
+#define RLAAS_REDIS_CLIENT_NAME "mod_rlaas"
 
 #endif

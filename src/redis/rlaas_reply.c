@@ -119,3 +119,63 @@ rlaas_reply_status_e rlaas_reply_verdict(const rlaas_reply_sink_t *s,
     v->retry_ms = s->v[3];
     return RLAAS_REPLY_OK;
 }
+
+/* ---- whom an error is about ---- */
+
+/* The error code at text[0..len): capitals, up to a space or the end. */
+static size_t code_len(const char *text, size_t len)
+{
+    size_t n = 0;
+
+    while (n < len && text[n] >= 'A' && text[n] <= 'Z')
+        n++;
+    return n > 0 && (n == len || text[n] == ' ') ? n : 0;
+}
+
+/* The code Redis 5/6 wrap after ": -" inside a script error. */
+static const char *wrapped_code(const char *err, size_t len, size_t *n)
+{
+    size_t i;
+
+    for (i = 0; i + 3 < len; i++) {
+        if (err[i] == ':' && err[i + 1] == ' ' && err[i + 2] == '-' &&
+            (*n = code_len(err + i + 3, len - i - 3)) > 0)
+            return err + i + 3;
+    }
+    return NULL;
+}
+
+static int is_code(const char *code, size_t n, const char *const *set)
+{
+    for (; *set != NULL; set++) {
+        if (strlen(*set) == n && memcmp(code, *set, n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+rlaas_errc_e rlaas_reply_error_class(const char *err, size_t len)
+{
+    static const char *const failover[] = {"READONLY", "MASTERDOWN",
+                                           "LOADING", NULL};
+    static const char *const server[] = {
+        "OOM",    "BUSY",       "NOAUTH",      "NOPERM", "MISCONF",
+        "NOREPLICAS", "CLUSTERDOWN", "TRYAGAIN", NULL};
+    const char *code = err;
+    size_t n = code_len(err, len);
+
+    if (n == 3 && memcmp(err, "ERR", 3) == 0) {
+        size_t wn = 0;
+        const char *w = wrapped_code(err, len, &wn);
+
+        if (w != NULL) {
+            code = w;
+            n = wn;
+        }
+    }
+    if (is_code(code, n, failover))
+        return RLAAS_ERRC_FAILOVER;
+    if (is_code(code, n, server))
+        return RLAAS_ERRC_SERVER;
+    return RLAAS_ERRC_CALL;
+}

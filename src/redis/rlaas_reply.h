@@ -52,4 +52,24 @@ typedef enum {
 rlaas_reply_status_e rlaas_reply_verdict(const rlaas_reply_sink_t *s,
                                          rlaas_verdict_t *v);
 
+/* Whom an error reply is about. Redis starts an error with a code in
+ * capitals; Redis 7 keeps it first when a command inside a script fails
+ * and appends " script: <sha>, on @user_script:<line>.", Redis 5 and 6
+ * wrap it: "ERR Error running script (...): @user_script:<line>: -CODE
+ * ...". Both are read. */
+typedef enum {
+    /* this call alone: its key (WRONGTYPE), its arguments, the script's
+     * own error; the server is fine and the connection too */
+    RLAAS_ERRC_CALL = 0,
+    /* the server can't serve now (OOM, BUSY, NOAUTH, MISCONF, ...): a
+     * Redis failure, and the connection is not to be trusted */
+    RLAAS_ERRC_SERVER,
+    /* this server is no longer (or not yet) the master (READONLY,
+     * MASTERDOWN, LOADING): every connection to it is to be made again,
+     * to wherever the address now leads */
+    RLAAS_ERRC_FAILOVER
+} rlaas_errc_e;
+
+rlaas_errc_e rlaas_reply_error_class(const char *err, size_t len);
+
 #endif

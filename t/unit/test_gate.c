@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "rlaas_clock.h"
 #include "rlaas_gate.h"
 
 static double now_s(void)
@@ -34,14 +35,14 @@ static void times_out_when_full(void **state)
 
     (void)state;
     assert_non_null(g);
-    assert_int_equal(rlaas_gate_enter(g, 1000), 0);
-    assert_int_equal(rlaas_gate_enter(g, 1000), 0);
+    assert_int_equal(rlaas_gate_enter(g, rlaas_clock_us() + 1000), 0);
+    assert_int_equal(rlaas_gate_enter(g, rlaas_clock_us() + 1000), 0);
     t0 = now_s();
-    assert_int_equal(rlaas_gate_enter(g, 30000), -1);
+    assert_int_equal(rlaas_gate_enter(g, rlaas_clock_us() + 30000), -1);
     /* it did wait: the deadline is not "now" */
     assert_true(now_s() - t0 >= 0.029);
     rlaas_gate_leave(g);
-    assert_int_equal(rlaas_gate_enter(g, 0), 0);
+    assert_int_equal(rlaas_gate_enter(g, rlaas_clock_us() + 0), 0);
     rlaas_gate_leave(g);
     rlaas_gate_leave(g);
     rlaas_gate_destroy(g);
@@ -62,7 +63,7 @@ static void *holder(void *arg)
     int i;
 
     for (i = 0; i < ROUNDS; i++) {
-        if (rlaas_gate_enter(g, 10000000) != 0) {
+        if (rlaas_gate_enter(g, rlaas_clock_us() + 10000000) != 0) {
             pthread_mutex_lock(&mu);
             failures++;
             pthread_mutex_unlock(&mu);
@@ -111,7 +112,7 @@ static void *churn(void *arg)
     rlaas_gate_t *g = arg;
 
     while (!__atomic_load_n(&churn_stop, __ATOMIC_RELAXED)) {
-        if (rlaas_gate_enter(g, 10000000) == 0) {
+        if (rlaas_gate_enter(g, rlaas_clock_us() + 10000000) == 0) {
             usleep(200);
             rlaas_gate_leave(g);
         }
@@ -133,7 +134,7 @@ static void wait_bounded_under_churn(void **state)
     usleep(2000);
     for (i = 0; i < 20; i++) {
         t0 = now_s();
-        if (rlaas_gate_enter(g, 20000) == 0)
+        if (rlaas_gate_enter(g, rlaas_clock_us() + 20000) == 0)
             rlaas_gate_leave(g);
         waited = now_s() - t0;
         /* 20ms asked; a wait restarted on every wake-up would last until

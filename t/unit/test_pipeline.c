@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "rlaas_clock.h"
 #include "rlaas_pipeline.h"
 
 #define THREADS    16
@@ -65,7 +66,7 @@ static void *worker(void *arg)
         rlaas_pipe_job_t job;
 
         job.data = &c;
-        if (rlaas_pipe_submit(pipe_, &job, 10000000, runner, NULL) != 0 ||
+        if (rlaas_pipe_submit(pipe_, &job, rlaas_clock_us() + 10000000, runner, NULL) != 0 ||
             c.runs != 1 || c.out != c.in * 2)
             return (void *)1;
     }
@@ -152,7 +153,7 @@ static void *slow_leader(void *arg)
     rlaas_pipe_job_t job;
 
     job.data = c;
-    return (void *)(intptr_t)rlaas_pipe_submit(pipe_, &job, 10000000, runner,
+    return (void *)(intptr_t)rlaas_pipe_submit(pipe_, &job, rlaas_clock_us() + 10000000, runner,
                                                NULL);
 }
 
@@ -180,7 +181,7 @@ static void queued_call_times_out_unrun(void **state)
         usleep(1000);
     }
     job.data = &late;
-    assert_int_equal(rlaas_pipe_submit(pipe_, &job, 20000, runner, NULL), -1);
+    assert_int_equal(rlaas_pipe_submit(pipe_, &job, rlaas_clock_us() + 20000, runner, NULL), -1);
     assert_int_equal(late.runs, 0);
     pthread_join(t, &rc);
     assert_int_equal((intptr_t)rc, 0);
@@ -188,7 +189,7 @@ static void queued_call_times_out_unrun(void **state)
     /* the pipe is usable afterwards: a new caller leads at once */
     run_delay = 0;
     job.data = &after;
-    assert_int_equal(rlaas_pipe_submit(pipe_, &job, 20000, runner, NULL), 0);
+    assert_int_equal(rlaas_pipe_submit(pipe_, &job, rlaas_clock_us() + 20000, runner, NULL), 0);
     assert_int_equal(after.runs, 1);
     assert_int_equal(after.out, 6);
     rlaas_pipe_destroy(pipe_);

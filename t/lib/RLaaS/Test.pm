@@ -29,7 +29,7 @@ our @EXPORT_OK = qw(
     start_clients wait_clients run_clients release_clients wait_step
     httpd_pid server_generation
     graceful_restart log_mark log_since crashes_since spare_redis
-    count_by forget_connections
+    count_by forget_connections mono next_mono_second
 );
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
@@ -236,6 +236,13 @@ sub keys_like {
 }
 
 # ---------------------------------------------------------------- logs
+
+# The module's log gates count seconds of CLOCK_MONOTONIC (a wall clock
+# stepped back must not silence them), the same clock for every process
+# of the machine: mono() reads it; next_mono_second() sleeps until just
+# after its next whole second, where every gate lets a line through again.
+sub mono { Time::HiRes::clock_gettime(Time::HiRes::CLOCK_MONOTONIC()) }
+sub next_mono_second { my $m = mono(); sleep 1.03 - ($m - int($m)) }
 
 sub t_logs { catfile($TOP, 't', 'logs') }
 

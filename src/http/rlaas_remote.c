@@ -1,0 +1,132 @@
+#include "rlaas_remote.h"
+
+#include "http_log.h"
+#include "ap_mpm.h"
+
+#include "rlaas_clock.h"
+#include "rlaas_config.h"
+#include "rlaas_log.h"
+#include "rlaas_metrics.h"
+#include "rlaas_redis.h"
+
+APLOG_USE_MODULE(rlaas);
+
+/* Failover lines: at most one a second per child, however many groups
+ * meet the old master before every connection has moved. */
+static rlaas_log_gate_t gate_failover;
+
+int rlaas_remote_threads(void)
+{
+    int threads = 1;
+
+    if (ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads) != APR_SUCCESS ||
+        threads < 1)
+        threads = 1;
+    return threads;
+}
+
+static void on_connection(void *baton, int delta)
+{
+    (void)baton;
+    rlaas_metrics_connection(delta);
+}
+
+static void on_latency(void *baton, int64_t us, int calls)
+{
+    (void)baton;
+    while (calls-- > 0)
+        rlaas_metrics_latency(us);
+}
+
+static void on_script_load(void *baton, const char *file, int ok)
+{
+    rlaas_metrics_script_load();
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, baton,
+                 "RLAAS0002: loaded script %s (%s)", file,
+                 ok ? "ok" : "failed");
+}
+
+/* Each change of the circuit is logged once, with the cause in Redis' own
+ * words (NOAUTH, READONLY, Connection refused, ...). */
+static void on_circuit(void *baton, rlaas_breaker_event_e ev,
+                       const rlaas_breaker_t *b, rlaas_rerr_e e,
+                       const char *cause)
+{
+    server_rec *s = baton;
+
+    switch (ev) {
+    case RLAAS_BREAKER_OPENED:
+        rlaas_metrics_circuit(1);
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
+                     "RLAAS0040: circuit opened after %u consecutive Redis "
+                     "failures (last: %s: %s); requests get the fail-open "
+                     "policy without trying Redis for %" APR_TIME_T_FMT "ms",
+                     b->threshold, rlaas_rerr_name(e), cause,
+                     apr_time_as_msec(b->cooldown));
+        break;
+    case RLAAS_BREAKER_REOPENED:
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                     "RLAAS0041: circuit probe failed (%s: %s); circuit "
+                     "stays open",
+                     rlaas_rerr_name(e), cause);
+        break;
+    case RLAAS_BREAKER_CLOSED:
+        rlaas_metrics_circuit(-1);
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                     "RLAAS0042: circuit closed: Redis answers again");
+        break;
+    case RLAAS_BREAKER_SAME:
+        break;
+    }
+}
+
+static void on_failover(void *baton, const char *cause)
+{
+    long dropped = rlaas_log_gate_pass(&gate_failover, rlaas_clock_us(), 1);
+
+    if (dropped < 0)
+        return;
+    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, baton,
+                 "RLAAS0043: Redis is not the master here (%s); this "
+                 "child's connections are made again%s",
+                 cause, dropped > 0 ? " (and again since the last line)" : "");
+}
+
+static rlaas_redis_conf_t resolved(const rlaas_target_t *t)
+{
+    rlaas_redis_conf_t c;
+
+    c.host = t->host != NULL ? t->host : RLAAS_DEFAULT_HOST;
+    c.port = t->port > 0 ? t->port : RLAAS_DEFAULT_PORT;
+    c.is_unix = t->is_unix;
+    c.username = t->username;
+    c.password = t->password;
+    c.database = t->database > 0 ? t->database : 0;
+    c.timeout_ms = rlaas_target_timeout_ms(t);
+    c.threads = rlaas_remote_threads();
+    c.pool_max = t->pool_max > 0 ? t->pool_max : c.threads;
+    c.pipeline = rlaas_target_pipeline(t);
+    c.circuit_failures = rlaas_target_circuit_failures(t);
+    c.circuit_cooldown_ms = rlaas_target_circuit_cooldown_ms(t);
+    return c;
+}
+
+void rlaas_remote_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    for (; s != NULL; s = s->next) {
+        rlaas_target_t *t = rlaas_server_conf(s)->target;
+        rlaas_redis_conf_t c;
+        rlaas_redis_events_t ev = {NULL,        on_connection, on_latency,
+                                   on_script_load, on_circuit, on_failover};
+
+        if (t->redis != NULL)
+            continue; /* shared with the main server */
+        c = resolved(t);
+        ev.baton = s;
+        t->redis = rlaas_redis_create(pchild, &c, &ev);
+        if (t->redis == NULL)
+            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
+                         "RLAAS0001: cannot create the Redis connection "
+                         "pool");
+    }
+}

@@ -1,0 +1,203 @@
+#include "rlaas_exchange.h"
+
+#include <string.h>
+
+#include "rlaas_clock.h"
+#include "rlaas_pipeline.h"
+#include "rlaas_resp.h"
+#include "rlaas_scripts.h"
+
+static void set_detail(char *out, const char *text, size_t len)
+{
+    if (len >= RLAAS_DETAIL_MAX)
+        len = RLAAS_DETAIL_MAX - 1;
+    memcpy(out, text, len);
+    out[len] = '\0';
+}
+
+static void fail(rlaas_job_t **jobs, int n, rlaas_rerr_e e, const char *text)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        jobs[i]->e = e;
+        set_detail(jobs[i]->detail, text, strlen(text));
+    }
+}
+
+/* Redis failed the group: the jobs not answered yet carry it. */
+static void lost(rlaas_outcome_t *out, rlaas_job_t **jobs, int n,
+                 rlaas_rerr_e e, const char *detail)
+{
+    fail(jobs, n, e, detail);
+    out->e = e;
+    set_detail(out->cause, detail, strlen(detail));
+}
+
+/* One reply into its job. An error about the call fails that request
+ * alone; an error about the server fails it too and tells the group. */
+static void take_reply(rlaas_job_t *j, const rlaas_reply_sink_t *rep,
+                       rlaas_outcome_t *out)
+{
+    rlaas_errc_e c;
+
+    switch (rlaas_reply_verdict(rep, j->v)) {
+    case RLAAS_REPLY_OK:
+        j->e = RLAAS_RERR_NONE;
+        return;
+    case RLAAS_REPLY_NOSCRIPT:
+        j->noscript = 1;
+        return;
+    case RLAAS_REPLY_ERROR:
+        set_detail(j->detail, rep->err, rep->err_len);
+        c = rlaas_reply_error_class(rep->err, rep->err_len);
+        j->e = c == RLAAS_ERRC_CALL ? RLAAS_RERR_REPLY : RLAAS_RERR_SERVER;
+        if (c != RLAAS_ERRC_CALL && c >= out->errc) {
+            out->e = RLAAS_RERR_SERVER;
+            out->errc = c;
+            set_detail(out->cause, rep->err, rep->err_len);
+        }
+        return;
+    case RLAAS_REPLY_BAD:
+        break;
+    }
+    j->e = RLAAS_RERR_REPLY;
+    set_detail(j->detail, "unexpected reply", 16);
+}
+
+/* Writes the calls and reads their replies into the jobs. */
+static void round_trip(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
+                       int64_t deadline, rlaas_outcome_t *out)
+{
+    char cmd[RLAAS_RESP_EVALSHA_MAX(RLAAS_CALL_KEY_MAX)];
+    char detail[RLAAS_DETAIL_MAX];
+    redisReplyObjectFunctions *fns;
+    rlaas_reply_sink_t sink;
+    rlaas_rerr_e e;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        const rlaas_call_t *call = jobs[i]->call;
+        size_t len = rlaas_resp_evalsha(cmd, rlaas_scripts[call->strategy].sha1,
+                                        call->key, call->key_len, call->limit,
+                                        call->window);
+
+        jobs[i]->e = RLAAS_RERR_NONE;
+        jobs[i]->noscript = 0;
+        redisAppendFormattedCommand(c->ctx, cmd, len);
+    }
+    if ((e = rlaas_conn_flush(c, deadline, detail)) != RLAAS_RERR_NONE) {
+        lost(out, jobs, n, e, detail);
+        return;
+    }
+    /* the replies are read into a sink, not into reply objects */
+    fns = c->ctx->reader->fn;
+    c->ctx->reader->fn = &rlaas_reply_sink_fns;
+    c->ctx->reader->privdata = &sink;
+    for (i = 0; i < n; i++) {
+        void *rep;
+
+        rlaas_reply_sink_reset(&sink);
+        if ((e = rlaas_conn_read(c, deadline, &rep, detail)) != RLAAS_RERR_NONE) {
+            lost(out, jobs + i, n - i, e, detail);
+            return; /* c is closed: nothing to restore */
+        }
+        take_reply(jobs[i], rep, out);
+    }
+    c->ctx->reader->fn = fns;
+    c->ctx->reader->privdata = NULL;
+}
+
+/* SCRIPT LOAD for each strategy in need, in one round trip. */
+static void load_scripts(rlaas_conn_t *c, const int *need, int64_t deadline,
+                         rlaas_outcome_t *out)
+{
+    char detail[RLAAS_DETAIL_MAX];
+    int st;
+
+    for (st = 0; st < RLAAS_STRATEGY_COUNT; st++) {
+        const char *argv[3] = {"SCRIPT", "LOAD", rlaas_scripts[st].body};
+        size_t lens[3] = {6, 4, rlaas_scripts[st].len};
+
+        if (need[st])
+            redisAppendCommandArgv(c->ctx, 3, argv, lens);
+    }
+    if (rlaas_conn_flush(c, deadline, detail) != RLAAS_RERR_NONE) {
+        out->e = RLAAS_RERR_IO;
+        set_detail(out->cause, detail, strlen(detail));
+        return;
+    }
+    for (st = 0; st < RLAAS_STRATEGY_COUNT; st++) {
+        redisReply *rep;
+        rlaas_rerr_e e;
+
+        if (!need[st])
+            continue;
+        if ((e = rlaas_conn_read(c, deadline, (void **)&rep, detail)) !=
+            RLAAS_RERR_NONE) {
+            out->e = e;
+            set_detail(out->cause, detail, strlen(detail));
+            return;
+        }
+        out->loaded[st] = rep->type == REDIS_REPLY_STRING && rep->len == 40 &&
+                                  memcmp(rep->str, rlaas_scripts[st].sha1,
+                                         40) == 0
+                              ? 1
+                              : -1;
+        freeReplyObject(rep);
+    }
+}
+
+/* The calls Redis answered NOSCRIPT did not run: load their scripts and
+ * send them once more. */
+static void reload_and_retry(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
+                             int64_t deadline, rlaas_outcome_t *out)
+{
+    rlaas_job_t *again[RLAAS_PIPE_MAX_BATCH];
+    int need[RLAAS_STRATEGY_COUNT] = {0};
+    int m = 0, i;
+
+    for (i = 0; i < n; i++) {
+        if (jobs[i]->noscript)
+            need[jobs[i]->call->strategy] = 1;
+    }
+    if (c->ctx != NULL)
+        load_scripts(c, need, deadline, out);
+    for (i = 0; i < n; i++) {
+        if (!jobs[i]->noscript)
+            continue;
+        if (c->ctx == NULL)
+            fail(jobs + i, 1, out->e ? out->e : RLAAS_RERR_IO,
+                 out->e ? out->cause : "connection lost");
+        else if (out->loaded[jobs[i]->call->strategy] < 0)
+            fail(jobs + i, 1, RLAAS_RERR_REPLY, "script could not be loaded");
+        else
+            again[m++] = jobs[i];
+    }
+    if (m == 0)
+        return;
+    round_trip(c, again, m, deadline, out);
+    for (i = 0; i < m; i++) {
+        if (again[i]->noscript)
+            fail(again + i, 1, RLAAS_RERR_REPLY, "NOSCRIPT after loading");
+    }
+}
+
+void rlaas_exchange(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
+                    int64_t deadline, rlaas_outcome_t *out)
+{
+    int64_t t0 = rlaas_clock_us();
+    int i, noscript = 0;
+
+    memset(out, 0, sizeof(*out));
+    round_trip(c, jobs, n, deadline, out);
+    out->latency_us = rlaas_clock_us() - t0;
+    for (i = 0; i < n; i++)
+        noscript |= jobs[i]->noscript;
+    if (noscript)
+        reload_and_retry(c, jobs, n, deadline, out);
+    /* After an error about the server this connection is not trusted:
+     * NOAUTH, a master turned replica, a server still loading. */
+    if (out->errc != RLAAS_ERRC_CALL)
+        rlaas_conn_close(c);
+}
