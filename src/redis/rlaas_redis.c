@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "apr_strings.h"
 
@@ -31,6 +32,7 @@ struct rlaas_redis_t {
     rlaas_breaker_t breaker;
     pthread_mutex_t cause_mu; /* guards cause: written on failures only */
     char cause[RLAAS_DETAIL_MAX];
+    char client_name[32]; /* mod_rlaas-<pid> */
 };
 
 /* What the calls of a group share: the engine and the deadline of the
@@ -65,6 +67,8 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
 
     rd->conf = *c;
     rd->conf.host = apr_pstrdup(p, c->host);
+    snprintf(rd->client_name, sizeof(rd->client_name), "%s-%ld",
+             RLAAS_REDIS_CLIENT_NAME, (long)getpid());
     rd->ev = *ev;
     pthread_mutex_init(&rd->cause_mu, NULL);
     rlaas_breaker_init(&rd->breaker, (unsigned)c->circuit_failures,
@@ -160,7 +164,7 @@ static rlaas_rerr_e open_conn(const group_t *g, rlaas_conn_t *c, char *detail)
     p.username = rd->conf.username;
     p.password = rd->conf.password;
     p.database = rd->conf.database;
-    p.client_name = RLAAS_REDIS_CLIENT_NAME;
+    p.client_name = rd->client_name;
     c->gen = rlaas_pool_generation(rd->pool);
     e = rlaas_conn_open(c, &p, g->deadline, detail);
     if (e == RLAAS_RERR_CONNECT && rd->resolver != NULL)

@@ -64,7 +64,8 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
 rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *call,
                               rlaas_verdict_t *v, char *detail);
 
-/* The name this module gives its connections (CLIENT LIST shows it). */
+/* The name this module gives its connections, followed by "-<pid>" of the
+ * child holding them: CLIENT LIST shows whose they are. */
 #define RLAAS_REDIS_CLIENT_NAME "mod_rlaas"
 
 #endif

@@ -132,15 +132,22 @@ static size_t code_len(const char *text, size_t len)
     return n > 0 && (n == len || text[n] == ' ') ? n : 0;
 }
 
-/* The code Redis 5/6 wrap after ": -" inside a script error. */
+/* The code Redis 5/6 wrap inside a script error: "ERR Error running
+ * script (call to f_<sha>): @user_script:<n>: @user_script: <n>: -CODE
+ * ...". Only the first ": -" counts: everything before it is Redis' own
+ * fixed text, so no key or value can stand in for the code. */
 static const char *wrapped_code(const char *err, size_t len, size_t *n)
 {
+    static const char head[] = "ERR Error running script";
     size_t i;
 
-    for (i = 0; i + 3 < len; i++) {
-        if (err[i] == ':' && err[i + 1] == ' ' && err[i + 2] == '-' &&
-            (*n = code_len(err + i + 3, len - i - 3)) > 0)
-            return err + i + 3;
+    if (len < sizeof(head) - 1 || memcmp(err, head, sizeof(head) - 1) != 0)
+        return NULL;
+    for (i = sizeof(head) - 1; i + 3 < len; i++) {
+        if (err[i] == ':' && err[i + 1] == ' ' && err[i + 2] == '-') {
+            *n = code_len(err + i + 3, len - i - 3);
+            return *n > 0 ? err + i + 3 : NULL;
+        }
     }
     return NULL;
 }

@@ -1,0 +1,197 @@
+package RLaaS::Relay;
+# A TCP relay standing in for a Redis address that moves or misbehaves:
+# a virtual IP, a DNS name, a proxy. httpd is configured with the relay's
+# port; the test decides where the relay leads and how it behaves.
+#
+#   my $relay = RLaaS::Relay->start(port => $p, target => $redis_port);
+#   $relay->target($other_port);  # new connections go there; connections
+#                                 # already made stay where they are, as
+#                                 # behind a proxy or a moved virtual IP
+#   $relay->mode('trickle', 40);  # replies one byte every 40 ms
+#   $relay->mode('cut');          # requests pass, then the connection is
+#                                 # closed instead of passing the reply:
+#                                 # the command ran, its answer is lost
+#   $relay->mode('pass');         # back to normal
+#   $relay->stop;
+#
+# One process with one select() loop, started with fork; it reads its
+# orders from a small file whenever the file changes, and exits when the
+# test process goes away.
+use strict;
+use warnings;
+use File::Temp qw(tempdir);
+use File::Spec::Functions qw(catfile);
+use IO::Select ();
+use IO::Socket::INET ();
+use POSIX ();
+use Time::HiRes qw(time sleep);
+
+sub start {
+    my ($class, %o) = @_;
+    my $dir = tempdir('rlaas-relay-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    my $self = bless { port => $o{port}, dir => $dir,
+                       ctl => catfile($dir, 'ctl'), ready => catfile($dir, 'ready'),
+                       target => $o{target}, mode => 'pass', arg => 0 }, $class;
+    $self->_write;
+    my $parent = $$;
+    my $pid = fork;
+    die "fork: $!" unless defined $pid;
+    if (!$pid) {
+        eval { $self->_run($parent) };
+        if ($@ && open my $e, ">", "$self->{dir}/error") { print $e $@; close $e }
+        POSIX::_exit(0);
+    }
+    $self->{pid} = $pid;
+    for (1 .. 200) {
+        last if -e $self->{ready};
+        sleep 0.025;
+    }
+    die "relay on port $o{port} did not start\n" unless -e $self->{ready};
+    return $self;
+}
+
+sub port { $_[0]{port} }
+
+sub target {
+    my ($self, $t) = @_;
+    $self->{target} = $t;
+    $self->_write;
+    $self->_wait_seen;
+}
+
+sub mode {
+    my ($self, $m, $arg) = @_;
+    $self->{mode} = $m;
+    $self->{arg} = $arg // 0;
+    $self->_write;
+    $self->_wait_seen;
+}
+
+sub stop {
+    my $self = shift;
+    return unless $self->{pid};
+    kill 'TERM', $self->{pid};
+    waitpid $self->{pid}, 0;
+    delete $self->{pid};
+}
+
+sub DESTROY { local ($?, $@); $_[0]->stop if $_[0]{pid} }
+
+my $seq = 0;
+sub _write {
+    my $self = shift;
+    $self->{seq} = ++$seq;
+    my $tmp = "$self->{ctl}.tmp";
+    open my $fh, '>', $tmp or die "$tmp: $!";
+    print $fh join(' ', $self->{seq}, $self->{target}, $self->{mode}, $self->{arg}), "\n";
+    close $fh;
+    rename $tmp, $self->{ctl} or die "rename: $!";
+}
+
+# until the relay has read the orders (it writes their number back)
+sub _wait_seen {
+    my $self = shift;
+    my $f = "$self->{ready}";
+    for (1 .. 400) {
+        if (open my $fh, '<', $f) {
+            my $l = <$fh> // '';
+            return if $l =~ /^(\d+)/ && $1 >= $self->{seq};
+        }
+        sleep 0.005;
+    }
+    die "relay did not take its orders\n";
+}
+
+# ------------------------------------------------------------ the relay
+
+sub _run {
+    my ($self, $parent) = @_;
+    $SIG{TERM} = sub { POSIX::_exit(0) };
+    $SIG{PIPE} = 'IGNORE';    # a peer gone: the write fails, the pair closes
+    $0 = "rlaas relay :$self->{port}";
+    my $listen = IO::Socket::INET->new(
+        LocalAddr => '127.0.0.1', LocalPort => $self->{port}, Listen => 128,
+        ReuseAddr => 1, Proto => 'tcp') or die "listen on $self->{port}: $!\n";
+    my $sel = IO::Select->new($listen);
+    my (%peer, %side, %out, %sock);    # by fileno
+    my ($target, $mode, $arg, $mtime, $seen) = ($self->{target}, 'pass', 0, 0, 0);
+    my $next_drip = 0;
+
+    my $read_ctl = sub {
+        my $m = (stat $self->{ctl})[9] // 0;
+        open my $fh, '<', $self->{ctl} or return;
+        my $l = <$fh> // '';
+        close $fh;
+        my ($s, $t, $md, $a) = split ' ', $l;
+        return unless defined $a && $s != $seen;
+        ($seen, $target, $mode, $arg) = ($s, $t, $md, $a);
+        open my $r, '>', "$self->{ready}.tmp" or return;
+        print $r "$seen\n";
+        close $r;
+        rename "$self->{ready}.tmp", $self->{ready};
+    };
+    my $close_pair = sub {
+        my ($fd) = @_;
+        my $other = $peer{$fd};    # copies: the hash entries go away below
+        for my $x (grep { defined } $fd + 0, defined $other ? $other + 0 : undef) {
+            my $s = delete $sock{$x} or next;
+            $sel->remove($s);
+            delete @{$_}{$x} for \%peer, \%side, \%out;
+            close $s;
+        }
+    };
+    $read_ctl->();
+
+    while (1) {
+        POSIX::_exit(0) if getppid() != $parent;
+        $read_ctl->();
+        my $timeout = 0.02;
+        # by number: closing a pair frees sockets still in the ready list
+        my @ready = map { fileno $_ } $sel->can_read($timeout);
+        for my $fd (@ready) {
+            if ($fd == fileno $listen) {
+                my $c = $listen->accept or next;
+                my $u = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                    PeerPort => $target, Proto => 'tcp');
+                unless ($u) { close $c; next }
+                setsockopt($_, 6, 1, 1) for $c, $u;    # TCP_NODELAY
+                my ($cf, $uf) = (fileno $c, fileno $u);
+                @sock{$cf, $uf} = ($c, $u);
+                @peer{$cf, $uf} = ($uf, $cf);
+                @side{$cf, $uf} = ('client', 'server');
+                $sel->add($c, $u);
+                next;
+            }
+            my $s = $sock{$fd} or next;
+            my $n = sysread $s, my $buf, 65536;
+            if (!$n) { $close_pair->($fd); next }
+            if ($side{$fd} eq 'server' && $mode eq 'cut') {
+                $close_pair->($fd);    # the reply is lost
+                next;
+            }
+            my $to = $peer{$fd};
+            if ($side{$fd} eq 'server' && $mode eq 'trickle') {
+                $out{$to} .= $buf;
+            } else {
+                syswrite $sock{$to}, $buf if $sock{$to};
+            }
+        }
+        # trickle: one byte per connection every $arg ms
+        if (%out && time >= $next_drip) {
+            for my $to (keys %out) {
+                next unless $sock{$to} && length $out{$to};
+                syswrite $sock{$to}, substr($out{$to}, 0, 1, '');
+                delete $out{$to} unless length $out{$to};
+            }
+            $next_drip = time + $arg / 1000;
+        }
+        # a mode that no longer trickles lets the rest go at once
+        if ($mode ne 'trickle') {
+            for my $to (keys %out) {
+                syswrite $sock{$to}, delete $out{$to} if $sock{$to};
+            }
+        }
+    }
+}
+
+1;
