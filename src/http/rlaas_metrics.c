@@ -289,8 +289,7 @@ static void write_redis(request_rec *r, rlaas_counters_t *c)
                cum);
     help(r, "rlaas_redis_connections", "gauge",
          "Open Redis connections, all children.");
-    ap_rprintf(r, "rlaas_redis_connections %u\n",
-               GAUGE(connections));
+    ap_rprintf(r, "rlaas_redis_connections %u\n", GAUGE(connections));
     help(r, "rlaas_redis_connects_total", "counter",
          "Redis connections opened.");
     ap_rprintf(r, "rlaas_redis_connects_total %" APR_UINT64_T_FMT "\n",
@@ -342,8 +341,7 @@ int rlaas_metrics_status_hook(request_rec *r, int flags)
             ap_rprintf(r, "%s: %" APR_UINT64_T_FMT "\n", outcome_keys[o],
                        sum[o]);
         ap_rprintf(r, "RLaaSRedisConnections: %u\nRLaaSCircuitsOpen: %u\n",
-                   GAUGE(connections),
-                   GAUGE(circuits));
+                   GAUGE(connections), GAUGE(circuits));
         return OK;
     }
     ap_rputs("<hr />\n<h2>mod_rlaas</h2>\n<table border=\"0\">\n", r);
@@ -353,7 +351,6 @@ int rlaas_metrics_status_hook(request_rec *r, int flags)
     ap_rprintf(r,
                "<tr><td>Redis connections open</td><td>%u</td></tr>\n"
                "<tr><td>circuits open</td><td>%u</td></tr>\n</table>\n",
-               GAUGE(connections),
-               GAUGE(circuits));
+               GAUGE(connections), GAUGE(circuits));
     return OK;
 }

@@ -116,8 +116,8 @@ void rlaas_remote_child_init(apr_pool_t *pchild, server_rec *s)
     for (; s != NULL; s = s->next) {
         rlaas_target_t *t = rlaas_server_conf(s)->target;
         rlaas_redis_conf_t c;
-        rlaas_redis_events_t ev = {NULL,        on_connection, on_latency,
-                                   on_script_load, on_circuit, on_failover};
+        rlaas_redis_events_t ev = {NULL,           on_connection, on_latency,
+                                   on_script_load, on_circuit,    on_failover};
 
         if (t->redis != NULL)
             continue; /* shared with the main server */

@@ -19,9 +19,9 @@
 typedef struct {
     const char *addr; /* numeric address, or a socket path when port is 0 */
     int port;
-    const char *username; /* NULL: AUTH with the password alone */
-    const char *password; /* NULL: no AUTH; never logged */
-    int database;         /* > 0: SELECT */
+    const char *username;    /* NULL: AUTH with the password alone */
+    const char *password;    /* NULL: no AUTH; never logged */
+    int database;            /* > 0: SELECT */
     const char *client_name; /* CLIENT SETNAME, so operators see us */
 } rlaas_conn_params_t;
 
@@ -43,8 +43,7 @@ void rlaas_conn_close(rlaas_conn_t *c);
 int rlaas_conn_is_stale(const rlaas_conn_t *c);
 
 /* Writes what hiredis holds in its output buffer. */
-rlaas_rerr_e rlaas_conn_flush(rlaas_conn_t *c, int64_t deadline,
-                              char *detail);
+rlaas_rerr_e rlaas_conn_flush(rlaas_conn_t *c, int64_t deadline, char *detail);
 
 /* Reads one reply, built by the reader's current object functions. */
 rlaas_rerr_e rlaas_conn_read(rlaas_conn_t *c, int64_t deadline, void **reply,

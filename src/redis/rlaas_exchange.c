@@ -98,7 +98,8 @@ static void round_trip(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
         void *rep;
 
         rlaas_reply_sink_reset(&sink);
-        if ((e = rlaas_conn_read(c, deadline, &rep, detail)) != RLAAS_RERR_NONE) {
+        if ((e = rlaas_conn_read(c, deadline, &rep, detail)) !=
+            RLAAS_RERR_NONE) {
             lost(out, jobs + i, n - i, e, detail);
             return; /* c is closed: nothing to restore */
         }
@@ -139,11 +140,11 @@ static void load_scripts(rlaas_conn_t *c, const int *need, int64_t deadline,
             set_detail(out->cause, detail, strlen(detail));
             return;
         }
-        out->loaded[st] = rep->type == REDIS_REPLY_STRING && rep->len == 40 &&
-                                  memcmp(rep->str, rlaas_scripts[st].sha1,
-                                         40) == 0
-                              ? 1
-                              : -1;
+        out->loaded[st] =
+            rep->type == REDIS_REPLY_STRING && rep->len == 40 &&
+                    memcmp(rep->str, rlaas_scripts[st].sha1, 40) == 0
+                ? 1
+                : -1;
         freeReplyObject(rep);
     }
 }

@@ -38,8 +38,8 @@ typedef struct {
 
 /* What the group tells about Redis itself. */
 typedef struct {
-    rlaas_rerr_e e;   /* a failure of Redis (NONE: Redis served) */
-    rlaas_errc_e errc; /* the gravest error reply */
+    rlaas_rerr_e e;     /* a failure of Redis (NONE: Redis served) */
+    rlaas_errc_e errc;  /* the gravest error reply */
     int64_t latency_us; /* from the write to the last reply */
     int loaded[RLAAS_STRATEGY_COUNT]; /* SCRIPT LOAD: 1 done, -1 failed */
     char cause[RLAAS_DETAIL_MAX];     /* what failed, in Redis' words */

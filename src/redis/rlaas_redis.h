@@ -29,10 +29,10 @@ typedef struct {
     const char *username;
     const char *password; /* never logged */
     int database;
-    int timeout_ms; /* the budget of one request, all waits included */
-    int pool_max;   /* connections in this child */
-    int threads;    /* the MPM's threads per child */
-    int pipeline;   /* group concurrent calls on one connection */
+    int timeout_ms;       /* the budget of one request, all waits included */
+    int pool_max;         /* connections in this child */
+    int threads;          /* the MPM's threads per child */
+    int pipeline;         /* group concurrent calls on one connection */
     int circuit_failures; /* 0: no breaker */
     int circuit_cooldown_ms;
 } rlaas_redis_conf_t;

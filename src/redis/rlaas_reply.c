@@ -163,10 +163,10 @@ static int is_code(const char *code, size_t n, const char *const *set)
 
 rlaas_errc_e rlaas_reply_error_class(const char *err, size_t len)
 {
-    static const char *const failover[] = {"READONLY", "MASTERDOWN",
-                                           "LOADING", NULL};
+    static const char *const failover[] = {"READONLY", "MASTERDOWN", "LOADING",
+                                           NULL};
     static const char *const server[] = {
-        "OOM",    "BUSY",       "NOAUTH",      "NOPERM", "MISCONF",
+        "OOM",        "BUSY",        "NOAUTH",   "NOPERM", "MISCONF",
         "NOREPLICAS", "CLUSTERDOWN", "TRYAGAIN", NULL};
     const char *code = err;
     size_t n = code_len(err, len);

@@ -21,8 +21,7 @@ static size_t bulk(char *p, const char *s, size_t len)
 }
 
 size_t rlaas_resp_evalsha(char *buf, const char *sha1, const char *key,
-                          size_t key_len, const char *limit,
-                          const char *window)
+                          size_t key_len, const char *limit, const char *window)
 {
     static const char head[] = "*6\r\n$7\r\nEVALSHA\r\n";
     static const char one_key[] = "$1\r\n1\r\n";

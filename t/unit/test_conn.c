@@ -24,8 +24,8 @@
 
 typedef struct {
     int lfd, port;
-    int gap_us;          /* between the bytes of the reply */
-    const char *reply;   /* sent after the first command arrives */
+    int gap_us;        /* between the bytes of the reply */
+    const char *reply; /* sent after the first command arrives */
     int close_after_accept;
 } fake_t;
 
@@ -100,7 +100,8 @@ static void trickle_bounded_by_the_deadline(void **state)
     open_to(&f, &c);
     redisAppendCommand(c.ctx, "PING");
     t0 = rlaas_clock_us();
-    assert_int_equal(rlaas_conn_flush(&c, t0 + 100000, detail), RLAAS_RERR_NONE);
+    assert_int_equal(rlaas_conn_flush(&c, t0 + 100000, detail),
+                     RLAAS_RERR_NONE);
     assert_int_equal(rlaas_conn_read(&c, t0 + 100000, &rep, detail),
                      RLAAS_RERR_TIMEOUT);
     assert_true(rlaas_clock_us() - t0 < 180000);

@@ -32,8 +32,7 @@ static void redis7_script_errors(void **state)
     assert_int_equal(cls("OOM command not allowed when used memory > "
                          "'maxmemory'. script: 6163, on @user_script:1."),
                      RLAAS_ERRC_SERVER);
-    assert_int_equal(cls("NOAUTH Authentication required."),
-                     RLAAS_ERRC_SERVER);
+    assert_int_equal(cls("NOAUTH Authentication required."), RLAAS_ERRC_SERVER);
     assert_int_equal(cls("BUSY Redis is busy running a script. You can only "
                          "call SCRIPT KILL or SHUTDOWN NOSAVE."),
                      RLAAS_ERRC_SERVER);

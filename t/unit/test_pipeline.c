@@ -66,7 +66,8 @@ static void *worker(void *arg)
         rlaas_pipe_job_t job;
 
         job.data = &c;
-        if (rlaas_pipe_submit(pipe_, &job, rlaas_clock_us() + 10000000, runner, NULL) != 0 ||
+        if (rlaas_pipe_submit(pipe_, &job, rlaas_clock_us() + 10000000, runner,
+                              NULL) != 0 ||
             c.runs != 1 || c.out != c.in * 2)
             return (void *)1;
     }
@@ -153,8 +154,8 @@ static void *slow_leader(void *arg)
     rlaas_pipe_job_t job;
 
     job.data = c;
-    return (void *)(intptr_t)rlaas_pipe_submit(pipe_, &job, rlaas_clock_us() + 10000000, runner,
-                                               NULL);
+    return (void *)(intptr_t)rlaas_pipe_submit(
+        pipe_, &job, rlaas_clock_us() + 10000000, runner, NULL);
 }
 
 static void queued_call_times_out_unrun(void **state)
@@ -181,7 +182,9 @@ static void queued_call_times_out_unrun(void **state)
         usleep(1000);
     }
     job.data = &late;
-    assert_int_equal(rlaas_pipe_submit(pipe_, &job, rlaas_clock_us() + 20000, runner, NULL), -1);
+    assert_int_equal(
+        rlaas_pipe_submit(pipe_, &job, rlaas_clock_us() + 20000, runner, NULL),
+        -1);
     assert_int_equal(late.runs, 0);
     pthread_join(t, &rc);
     assert_int_equal((intptr_t)rc, 0);
@@ -189,7 +192,9 @@ static void queued_call_times_out_unrun(void **state)
     /* the pipe is usable afterwards: a new caller leads at once */
     run_delay = 0;
     job.data = &after;
-    assert_int_equal(rlaas_pipe_submit(pipe_, &job, rlaas_clock_us() + 20000, runner, NULL), 0);
+    assert_int_equal(
+        rlaas_pipe_submit(pipe_, &job, rlaas_clock_us() + 20000, runner, NULL),
+        0);
     assert_int_equal(after.runs, 1);
     assert_int_equal(after.out, 6);
     rlaas_pipe_destroy(pipe_);
