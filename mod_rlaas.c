@@ -8,15 +8,17 @@
  *   src/http/   httpd glue: directives and settings (rlaas_config), the
  *               client identity (rlaas_identity), the decision and the
  *               response (rlaas_limit), metrics and mod_status
- *               (rlaas_metrics)
- *   src/redis/  the remote engine: the facade the request path calls
- *               (rlaas_redis), the pipeline, the pool gate, the circuit
+ *               (rlaas_metrics), the engines made per child (rlaas_remote)
+ *   src/redis/  the remote engine, no httpd headers: the facade the request
+ *               path calls (rlaas_redis), connections (rlaas_conn,
+ *               rlaas_pool, rlaas_resolve), one group's exchange
+ *               (rlaas_exchange), the pipeline, the pool gate, the circuit
  *               breaker, the EVALSHA writer (rlaas_resp), the reply reader
  *               (rlaas_reply) and the scripts embedded from lua/
  *   src/core/   no httpd headers: directive value parsers (rlaas_parse),
  *               key segments (rlaas_key), header fields (rlaas_headers),
  *               the verdict (rlaas_verdict), rate-limited logging
- *               (rlaas_log)
+ *               (rlaas_log), the monotonic clock (rlaas_clock)
  */
 #include "httpd.h"
 #include "http_config.h"
