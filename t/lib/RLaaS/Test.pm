@@ -29,7 +29,8 @@ our @EXPORT_OK = qw(
     start_clients wait_clients run_clients release_clients wait_step
     httpd_pid server_generation
     graceful_restart log_mark log_since crashes_since spare_redis
-    count_by forget_connections mono next_mono_second
+    count_by forget_connections mono next_mono_second private_httpd
+    free_port
 );
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
@@ -613,6 +614,116 @@ sub spare_redis {
     chmod 0755, $wrap;
     return RLaaS::Redis->start(port => $port, redis_server => $wrap,
                                dir => catfile($dir, 'data'), %o);
+}
+
+# ---------------------------------------------------------------- a private httpd
+
+# free_port(): a port where nothing listens now.
+sub free_port {
+    require IO::Socket::INET;
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 1)
+        or die "bind: $!";
+    my $p = $s->sockport;
+    close $s;
+    return $p;
+}
+
+# private_httpd(SNIPPET, env => {VAR => value}, shim => 1): an httpd of the
+# test's own (one child, the suite's MPM, the module loaded) with SNIPPET
+# in its configuration, started with the environment given and, with
+# shim, t/tools/shim.c preloaded. Returns a hashref {port dir elog stop
+# get(PATH, HEADERS) log()}; stopped when the test ends.
+my @PRIVATE;
+sub private_httpd {
+    my ($snippet, %o) = @_;
+    my $dir = tempdir('rlaas-private-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    my %env = %{ $o{env} || {} };
+    if ($o{shim}) {
+        my $so = catfile($dir, 'shim.so');
+        system($ENV{CC} || 'cc', '-shared', '-fPIC', '-o', $so,
+               catfile($TOP, 't', 'tools', 'shim.c'), '-ldl') == 0
+            or die "cannot build t/tools/shim.c\n";
+        $env{LD_PRELOAD} = $so;
+    }
+    my $port = free_port();
+    chomp(my $libexec = `apxs -q LIBEXECDIR 2>/dev/null` || '');
+    $libexec ||= '/usr/lib/apache2/modules';
+    my $m = mpm();
+    my $threads = $m eq 'prefork' ? '' : "ThreadsPerChild 25\n";
+    my $workers = $m eq 'prefork' ? 1 : 25;
+    my $module = module_path();
+    my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
+    my $conf = catfile($dir, 'httpd.conf');
+    open my $ok, '>', catfile($dir, 'ok.txt') or die;
+    print $ok "ok\n";
+    close $ok;
+    open my $fh, '>', $conf or die "$conf: $!";
+    print $fh <<"EOC";
+ServerRoot "$dir"
+ServerName localhost
+Listen 127.0.0.1:$port
+PidFile "$dir/httpd.pid"
+ErrorLog "$dir/error_log"
+LogLevel warn rlaas:info
+DefaultRunTimeDir "$dir"
+LoadModule mpm_${m}_module $libexec/mod_mpm_$m.so
+LoadModule authz_core_module $libexec/mod_authz_core.so
+LoadModule alias_module $libexec/mod_alias.so
+LoadModule rlaas_module $module
+StartServers 1
+ServerLimit 1
+MaxRequestWorkers $workers
+$threads
+DocumentRoot "$dir"
+AliasMatch "^/" "$dir/ok.txt"
+EOC
+    print $fh $snippet;
+    close $fh or die "$conf: $!";
+    my $rc;
+    {
+        local %ENV = (%ENV, %env);
+        $rc = system($httpd, '-f', $conf, '-k', 'start');
+    }
+    die "private httpd did not start\n" if $rc != 0;
+    my $h = {
+        port => $port, dir => $dir, conf => $conf, httpd => $httpd,
+        elog => catfile($dir, 'error_log'),
+    };
+    push @PRIVATE, $h;
+    for (1 .. 100) {
+        last if IO::Socket::INET->new("127.0.0.1:$port");
+        sleep 0.05;
+    }
+    return bless $h, 'RLaaS::Test::Private';
+}
+
+END {
+    for my $h (@PRIVATE) {
+        local $?;
+        system($h->{httpd}, '-f', $h->{conf}, '-k', 'stop')
+            if -e "$h->{dir}/httpd.pid";
+    }
+}
+
+package RLaaS::Test::Private;
+
+sub port { $_[0]{port} }
+
+# get(PATH, {headers}): [status, seconds taken]
+sub get {
+    my ($self, $path, $h) = @_;
+    require HTTP::Tiny;
+    my $t0 = Time::HiRes::time();
+    my $res = HTTP::Tiny->new(timeout => 10)
+        ->get("http://127.0.0.1:$self->{port}$path", { headers => $h || {} });
+    return wantarray ? ($res->{status}, Time::HiRes::time() - $t0) : $res->{status};
+}
+
+sub log {
+    my $self = shift;
+    open my $f, '<', $self->{elog} or return '';
+    local $/;
+    return scalar <$f>;
 }
 
 1;

@@ -1,12 +1,16 @@
 /*
- * clockshift.so: an LD_PRELOAD shim for t/clock.t that steps the wall
- * clock of one process (httpd) by the number of seconds written in the
- * file named by $RLAAS_CLOCK_SHIFT_FILE (no file, or 0: the real time).
- * The monotonic clock is left alone: that is the point of the test.
- * Built by the test itself: cc -shared -fPIC -o clockshift.so clockshift.c
+ * shim.so: an LD_PRELOAD shim for the private httpd of t/clock.t and
+ * t/dns.t (RLaaS::Test::private_httpd builds it):
+ *  - the wall clock is moved by the number of seconds written in the file
+ *    named by $RLAAS_CLOCK_SHIFT_FILE (no file, or 0: the real time); the
+ *    monotonic clock is left alone, which is the point;
+ *  - with $RLAAS_SLOW_DNS_MS set, looking up a host name (not a numeric
+ *    address) takes that long, as with a DNS server far away.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <netdb.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/time.h>
@@ -64,4 +68,27 @@ time_t time(time_t *t)
     if (t != NULL)
         *t = ts.tv_sec;
     return ts.tv_sec;
+}
+
+static int numeric(const char *node)
+{
+    unsigned char buf[16];
+
+    return inet_pton(AF_INET, node, buf) == 1 ||
+           inet_pton(AF_INET6, node, buf) == 1;
+}
+
+int getaddrinfo(const char *node, const char *service,
+                const struct addrinfo *hints, struct addrinfo **res)
+{
+    static int (*real)(const char *, const char *, const struct addrinfo *,
+                       struct addrinfo **);
+    const char *ms = getenv("RLAAS_SLOW_DNS_MS");
+
+    if (real == NULL)
+        real = (int (*)(const char *, const char *, const struct addrinfo *,
+                        struct addrinfo **))dlsym(RTLD_NEXT, "getaddrinfo");
+    if (ms != NULL && node != NULL && !numeric(node))
+        usleep((useconds_t)atoi(ms) * 1000);
+    return real(node, service, hints, res);
 }
