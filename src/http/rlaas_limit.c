@@ -8,6 +8,7 @@
 #include "util_filter.h"
 #include "apr_strings.h"
 
+#include "rlaas_authuser.h"
 #include "rlaas_config.h"
 #include "rlaas_headers.h"
 #include "rlaas_identity.h"
@@ -281,17 +282,47 @@ static int refused_again(request_rec *r, const rlaas_unit_t *u)
     return u->refused == r || r->status == HTTP_OK;
 }
 
-/* Limits that need the authenticated user are decided once it is known. */
-static int decidable(const rlaas_dir_conf_t *d, phase_e phase)
+/* Whether the limit d defines is still to be decided for this client
+ * request. One decided before authentication under the user name the
+ * client sent is decided once more, under the verified identity, when
+ * authentication did not confirm that name: a name merely claimed must not
+ * stand for a request that is served. */
+static int to_decide(request_rec *r, const rlaas_unit_t *u,
+                     const rlaas_dir_conf_t *d, phase_e phase)
 {
-    return phase == PHASE_HANDLER || !d->sources_need_user;
+    rlaas_unit_limit_t *l = rlaas_unit_decided(u, d);
+
+    if (l == NULL)
+        return 1;
+    if (phase != PHASE_HANDLER || l->claimed == NULL ||
+        (r->user != NULL && strcmp(r->user, l->claimed) == 0))
+        return 0;
+    l->claimed = NULL;
+    return 1;
+}
+
+/* A section keyed by the user is decided before authentication when its
+ * user name can be read from the request (Basic, Digest), so that failed
+ * attempts count under the name they tried; else once authentication has
+ * set r->user. */
+static int decide(request_rec *r, const rlaas_dir_conf_t *d, rlaas_unit_t *u,
+                  int before_auth)
+{
+    int rc;
+
+    if (!before_auth)
+        return limit(r, d, u);
+    rlaas_authuser_before_auth(r, 1);
+    rc = limit(r, d, u);
+    rlaas_authuser_before_auth(r, 0);
+    return rc;
 }
 
 static int checkpoint(request_rec *r, phase_e phase)
 {
     const rlaas_dir_conf_t *d;
     rlaas_unit_t *u;
-    int rc;
+    int rc, before_auth;
 
     /* Subrequests (SSI includes, a listing's look-ups, mod_dir's and
      * mod_negotiation's probes) are part of the client request that made
@@ -307,14 +338,18 @@ static int checkpoint(request_rec *r, phase_e phase)
                        : DECLINED;
     }
     d = rlaas_dir_conf(r);
-    if (!rlaas_dir_active(d) || !decidable(d, phase))
+    if (!rlaas_dir_active(d))
+        return DECLINED;
+    before_auth = phase == PHASE_ACCESS && d->sources_need_user;
+    if (before_auth && !rlaas_authuser_readable(r))
         return DECLINED;
     if (u == NULL)
         u = rlaas_unit_get(r);
-    else if (rlaas_unit_decided(u, d) != NULL)
+    else if (!to_decide(r, u, d, phase))
         return DECLINED;
-    rlaas_unit_add(u, d, NULL);
-    rc = limit(r, d, u);
+    if (rlaas_unit_decided(u, d) == NULL)
+        rlaas_unit_add(u, d, before_auth ? rlaas_authuser_claimed(r) : NULL);
+    rc = decide(r, d, u, before_auth);
     /* Under "Satisfy Any" httpd ignores an access checker's refusal and
      * asks for authentication instead: the handler hook delivers it, so
      * that a client let in by its address or its credentials alike gets
