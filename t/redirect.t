@@ -75,6 +75,9 @@ sub codes_of { join ' ', map { $_->code } @_ }
     is($r[0]->content, "notfound-page\n", 'which is the limited page');
     is(scalar(grep { $_->content =~ /notfound-page/ } @r[2, 3]), 0,
         'over its limit (2), the error page is not served any more');
+    is($r[3]->code, 404, 'the client gets httpd\'s own 404 instead');
+    like($r[3]->content, qr/<title>404 Not Found.*Additionally/s,
+        'its plain 404 page, which says an error met the ErrorDocument');
     like($r[3]->header('Retry-After') // '', qr/^[1-9]\d*$/, 'and the response says when to retry');
     is(zone_count('trust-ed-page'), 2, 'the error page limit counted each allowed request once');
     is(zone_count('trust-ed-site'), 4, 'the directory limit counted each client request once');
@@ -108,6 +111,22 @@ sub codes_of { join ' ', map { $_->code } @_ }
     is($r[2]->content, "ssi:part\n|part\n|part\n\n", 'every include is served each time');
     is(zone_count('trust-ssi-page'), 3, 'the page counted once per client request');
     is(zone_count('trust-ssi-part'), 0, 'the included file\'s own limit is not reached by includes');
+}
+
+# ------------------------------------------------ HTTP/2 streams
+SKIP: {
+    skip 'mod_http2 does not serve HTTP/2 under prefork', 3 if mpm() eq 'prefork';
+    my $curl = `sh -c 'command -v curl' 2>/dev/null`;
+    chomp $curl;
+    skip 'no curl', 3 unless $curl && `'$curl' --version` =~ /\bHTTP2\b/;
+    forget('trust-h2');
+    my $cfg = Apache::Test::config();
+    my $hp = $cfg->{vhosts}{rlaas_trust_h2}{hostport};
+    my @urls = map { "http://$hp/rl/trust-h2/$_" } 1 .. 4;
+    my @out = map { scalar `'$curl' -s -o /dev/null --http2-prior-knowledge -w '%{http_version} %{http_code}' $_` } @urls;
+    is(join(' ', map { (split ' ')[0] } @out), '2 2 2 2', 'four requests over HTTP/2');
+    is(join(' ', map { (split ' ')[1] } @out), '200 200 200 429', 'each stream is one client request: limit 3');
+    is(zone_count('trust-h2'), 3, 'each stream counted once');
 }
 
 done_testing();
