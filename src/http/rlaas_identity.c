@@ -4,6 +4,7 @@
 #include "apr_strings.h"
 #include "util_cookies.h"
 
+#include "rlaas_authuser.h"
 #include "rlaas_key.h"
 
 APLOG_USE_MODULE(rlaas);
@@ -47,7 +48,7 @@ static const char *source_value(request_rec *r, const rlaas_key_source_t *ks,
         v = client_ip(r);
         break;
     case RLAAS_SRC_USER:
-        v = r->user;
+        v = rlaas_authuser(r);
         break;
     case RLAAS_SRC_API_KEY:
         v = apr_table_get(r->headers_in, "X-API-Key");
