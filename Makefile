@@ -14,9 +14,13 @@ WARN = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wcast-align \
 EXTRA_CFLAGS ?=
 EXTRA_LDFLAGS ?=
 
-# Strategy scripts, in the order of rlaas_strategy_e.
-LUA = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
-      lua/leaky.lua lua/gcra.lua
+# Strategy scripts, in the order of rlaas_strategy_e. Each one Redis runs is
+# the shared prelude followed by the strategy's body, joined into build/lua/:
+# those files are what the module embeds and what t/lua tests.
+LUA_PRELUDE = lua/prelude.lua
+LUA_BODIES = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
+             lua/leaky.lua lua/gcra.lua
+LUA = $(patsubst lua/%,build/lua/%,$(LUA_BODIES))
 
 # Source folders (see LAYOUT in the README): dependencies point down only,
 # http -> redis -> core. core/ and the pure parts of redis/ need no httpd
@@ -42,9 +46,15 @@ APR_CFLAGS := $(shell apr-1-config --cppflags --includes 2>/dev/null) \
 APR_LIBS := $(shell apu-1-config --link-ld 2>/dev/null) \
             $(shell apr-1-config --link-ld 2>/dev/null)
 
-.PHONY: all test unit demo install clean format
+.PHONY: all test unit demo install clean format lua
 
 all: $(MODULE)
+
+build/lua/%.lua: $(LUA_PRELUDE) lua/%.lua
+	@mkdir -p build/lua
+	cat $(LUA_PRELUDE) lua/$*.lua >$@.tmp && mv $@.tmp $@
+
+lua: $(LUA)
 
 $(GEN_SRC): $(LUA) tools/embed-lua.sh
 	sh tools/embed-lua.sh $@ $(LUA)

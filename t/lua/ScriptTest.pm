@@ -1,7 +1,9 @@
 package ScriptTest;
 # Shared by the t/lua/*.t files: loads the strategy scripts into a private
 # redis-server, in production form and with the clock line swapped for a
-# fake clock (ARGV[3] seconds, ARGV[4] microseconds).
+# fake clock (ARGV[3] seconds, ARGV[4] microseconds). The scripts are the
+# joined files the build embeds (build/lua/<s>.lua = lua/prelude.lua +
+# lua/<s>.lua), made fresh with `make lua` first.
 use strict;
 use warnings;
 use Exporter 'import';
@@ -10,7 +12,7 @@ use File::Spec;
 use RLaaS::Redis;
 use Time::HiRes ();
 
-our @EXPORT = qw(STRATEGIES lua_path lua_text fake_text key_of T0);
+our @EXPORT = qw(STRATEGIES lua_path lua_text source_text fake_text key_of T0);
 our @STRATEGIES = qw(fixed sliding_log sliding token leaky gcra);
 sub STRATEGIES { @STRATEGIES }
 
@@ -18,15 +20,26 @@ sub STRATEGIES { @STRATEGIES }
 use constant T0 => 1_699_920_000_000;
 
 my $ROOT = File::Spec->rel2abs(dirname(__FILE__) . '/../..');
-# RLAAS_LUA_DIR: run the tests against other copies (mutation checks).
-sub lua_path { ($ENV{RLAAS_LUA_DIR} || "$ROOT/lua") . "/$_[0].lua" }
+# RLAAS_LUA_DIR: run the tests against other copies of the joined scripts
+# (mutation checks); otherwise the build's own, brought up to date here.
+unless ($ENV{RLAAS_LUA_DIR}) {
+    my $out = `make -s -C '$ROOT' lua 2>&1`;
+    die "make lua failed:\n$out" if $?;
+}
+sub lua_path { ($ENV{RLAAS_LUA_DIR} || "$ROOT/build/lua") . "/$_[0].lua" }
 
-sub lua_text {
-    my ($name) = @_;
-    open my $fh, '<:raw', lua_path($name) or die "$name: $!";
+sub _slurp {
+    my ($path) = @_;
+    open my $fh, '<:raw', $path or die "$path: $!";
     local $/;
     return scalar <$fh>;
 }
+
+# The joined script, as Redis runs it.
+sub lua_text { _slurp(lua_path($_[0])) }
+
+# A source file in lua/: a strategy's body, or 'prelude'.
+sub source_text { _slurp("$ROOT/lua/$_[0].lua") }
 
 # The harness' substitution: redis.call('TIME') -> {ARGV[3], ARGV[4]}
 # on the line carrying -- rlaas:clock, and only there.
