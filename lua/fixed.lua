@@ -1,6 +1,6 @@
--- rlaas fixed window (seed 001): STRING K:<floor(now/W)>, INCR
+-- rlaas fixed window (seed 001): STRING K..<floor(now/W)>, INCR (K ends in ':')
 local idx = math.floor(now / W)
-local key = K .. ':' .. s(idx)
+local key = K .. s(idx)
 local n = redis.call('INCR', key)
 if n == 1 then redis.call('PEXPIRE', key, s(W)) end
 -- the quota comes back when the bucket ends

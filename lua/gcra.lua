@@ -1,13 +1,12 @@
--- rlaas GCRA: STRING K:gcra = theoretical arrival time (TAT)
+-- rlaas GCRA: STRING K (ends in :gcra) = theoretical arrival time (TAT)
 -- ticks: r per ms; emission interval T = c ticks; tolerance (L-1)*c
 -- times are (ms, ticks) pairs with 0 <= ticks < r
 local g = gcd(L, W)
 local c, r = W / g, L / g
 local Ta, Tb = math.floor(c / r), c % r
 local ua, ub = muldiv(L - 1, c, r)
-local key = K .. ':gcra'
 local a, b = now, 0
-local v = redis.call('GET', key)
+local v = redis.call('GET', K)
 if v then
   local x, y = string.match(v, '^(%d+):(%d+)$')
   if x then
@@ -37,5 +36,5 @@ local reset = da + (b > 0 and 1 or 0)
 local retry = 0
 if rem == 0 then retry = da - ua + (b > ub and 1 or 0) end
 if a <= math.floor((2^53 - r) / r) then v = s(a * r + b) else v = s(a) .. ':' .. s(b) end
-redis.call('SET', key, v, 'PX', s(math.max(1, reset)))
+redis.call('SET', K, v, 'PX', s(math.max(1, reset)))
 return {ok and 1 or 0, rem, reset, retry}

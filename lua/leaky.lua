@@ -1,11 +1,10 @@
--- rlaas leaky bucket: HASH K:lb {level, ts}
+-- rlaas leaky bucket: HASH K (ends in :lb) {level, ts}
 -- ticks: a hit is c ticks of water, r ticks drain per ms, empty after W ms
 local g = gcd(L, W)
 local c, r = W / g, L / g
-local key = K .. ':lb'
 -- level = n hits + f ticks (0 <= f < c); missing key: empty
 local n, f, ts = 0, 0, now
-local h = redis.call('HMGET', key, 'level', 'ts')
+local h = redis.call('HMGET', K, 'level', 'ts')
 local v, ots = h[1], tonumber(h[2])
 if ots then ots = math.floor(ots) end
 if v and ots then
@@ -45,6 +44,6 @@ if u >= L then
   retry = off + q + math.ceil((x + f) / r)
 end
 if L * c < 2^53 then v = s(n * c + f) else v = s(n) .. ':' .. s(f) end
-redis.call('HMSET', key, 'level', v, 'ts', s(ts))
-redis.call('PEXPIRE', key, s(math.max(1, reset)))
+redis.call('HMSET', K, 'level', v, 'ts', s(ts))
+redis.call('PEXPIRE', K, s(math.max(1, reset)))
 return {ok and 1 or 0, L - u, reset, retry}

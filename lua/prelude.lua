@@ -1,6 +1,5 @@
--- rlaas prelude, joined before each strategy's body at build time.
--- KEYS[1]=K ARGV[1]=limit ARGV[2]=window ms
--- reply {allowed, remaining, reset_ms, retry_ms}
+-- rlaas: this prelude + a strategy's body. KEYS[1]=K, the whole key built
+-- in C; ARGV[1]=limit ARGV[2]=window ms; reply {ok, remaining, reset, retry}
 if redis.replicate_commands then redis.replicate_commands() end
 local K, L, W = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
 if not (L and W and L >= 1 and W >= 1 and L <= 1e9 and W <= 2^35

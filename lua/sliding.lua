@@ -1,10 +1,9 @@
--- rlaas sliding window estimate (seed 002): STRING K:sw
+-- rlaas sliding window estimate (seed 002): STRING K (ends in :sw)
 local B = 16777216
-local key = K .. ':sw'
 local i = math.floor(now / W)
 local e = now - i * W
 local P, C = 0, 0
-local v = redis.call('GET', key)
+local v = redis.call('GET', K)
 if v then
   local si, sp, sc = string.match(v, '^(%d+):(%d+):(%d+)$')
   local d
@@ -63,5 +62,5 @@ else
   v = s(i) .. ':' .. s(P) .. ':' .. s(C)
 end
 -- dead before window i+2, where mod-4 aliasing could misread it
-redis.call('SET', key, v, 'PX', s(2 * W - e + off))
+redis.call('SET', K, v, 'PX', s(2 * W - e + off))
 return {ok and 1 or 0, rem, reset, retry}

@@ -1,11 +1,10 @@
--- rlaas token bucket: HASH K:tb {tokens, ts}
+-- rlaas token bucket: HASH K (ends in :tb) {tokens, ts}
 -- ticks: a token is c ticks, refill is r ticks per ms, full after W ms
 local g = gcd(L, W)
 local c, r = W / g, L / g
-local key = K .. ':tb'
 -- level = n tokens + f ticks (0 <= f < c); missing key: full
 local n, f, ts = L, 0, now
-local h = redis.call('HMGET', key, 'tokens', 'ts')
+local h = redis.call('HMGET', K, 'tokens', 'ts')
 local v, ots = h[1], tonumber(h[2])
 if ots then ots = math.floor(ots) end
 if v and ots then
@@ -38,6 +37,6 @@ local reset = off + q + math.ceil((x - f) / r)
 local retry = 0
 if n < 1 then retry = off + math.ceil((c - f) / r) end
 if L * c < 2^53 then v = s(n * c + f) else v = s(n) .. ':' .. s(f) end
-redis.call('HMSET', key, 'tokens', v, 'ts', s(ts))
-redis.call('PEXPIRE', key, s(math.max(1, reset)))
+redis.call('HMSET', K, 'tokens', v, 'ts', s(ts))
+redis.call('PEXPIRE', K, s(math.max(1, reset)))
 return {ok and 1 or 0, n, reset, retry}

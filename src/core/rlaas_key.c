@@ -60,6 +60,14 @@ size_t rlaas_key_segment(char *out, const char *val, size_t len, int credential)
     return hashed(out, val, len);
 }
 
+const char *rlaas_key_suffix(rlaas_strategy_e st)
+{
+    static const char *const suffix[RLAAS_STRATEGY_COUNT] = {
+        ":", "", ":sw", ":tb", ":lb", ":gcra"};
+
+    return st >= 0 && st < RLAAS_STRATEGY_COUNT ? suffix[st] : "";
+}
+
 size_t rlaas_key_fallback(char *out, const char *ip, size_t len)
 {
     memcpy(out, "ip~", 3);

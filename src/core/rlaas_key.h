@@ -18,6 +18,8 @@
 
 #include <stddef.h>
 
+#include "rlaas_parse.h"
+
 #define RLAAS_SEG_RAW_MAX  64
 #define RLAAS_SEG_HASH_LEN 33 /* '~' + 32 hex digits */
 #define RLAAS_SEG_MAX      (RLAAS_SEG_RAW_MAX + 3)
@@ -32,5 +34,12 @@ size_t rlaas_key_segment(char *out, const char *val, size_t len,
 
 /* Writes the fallback segment for a client address; returns its length. */
 size_t rlaas_key_fallback(char *out, const char *ip, size_t len);
+
+/* Where a strategy keeps its state, after the identity: ":tb", ":sw",
+ * ":lb", ":gcra"; "" for the sliding log (a ZSET at the identity's key);
+ * ":" for fixed, whose script appends the window number it computes from
+ * Redis TIME. The scripts derive no other key text. */
+#define RLAAS_KEY_SUFFIX_MAX 5 /* ":gcra" */
+const char *rlaas_key_suffix(rlaas_strategy_e st);
 
 #endif

@@ -83,7 +83,7 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
 {
     static const rlaas_key_source_t ip_only = {
         {RLAAS_SRC_IP, NULL, 0, 0}, NULL, NULL};
-    const char *prefix = rlaas_server_prefix(sc);
+    const char *prefix = rlaas_server_prefix(sc), *suffix;
     const rlaas_key_source_t *src = &ip_only;
     int nsrc = 1, i;
     size_t pl = strlen(prefix), n = 0;
@@ -111,14 +111,16 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
             /* Without a zone, a first segment spelling a zone's name would
              * reach that zone's keys: hash it instead. */
             int hash = src[i].src.credential ||
-                       (i == 0 && d->zone == NULL &&
-                        rlaas_is_zone_name(v, vl));
+                       (i == 0 && d->zone == NULL && rlaas_is_zone_name(v, vl));
             n += rlaas_key_segment(key + n, v, vl, hash);
         }
         else
             n +=
                 rlaas_key_fallback(key + n, client_ip(r), strlen(client_ip(r)));
     }
+    suffix = rlaas_key_suffix(rlaas_dir_strategy(d));
+    memcpy(key + n, suffix, strlen(suffix));
+    n += strlen(suffix);
     key[n] = '\0';
     *len = n;
     return key;

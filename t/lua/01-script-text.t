@@ -72,6 +72,16 @@ for my $s (STRATEGIES) {
     is $x->[0], 0, "$s: 4th of 3 denied (real clock)";
     ok $x->[3] >= 1, "$s: retry >= 1 when denied";
 
+    # KEYS[1] is the whole key: nothing appended, but fixed's window.
+    my $whole = "rlaas:whole-$s:" . ($s eq 'fixed' ? '' : 'x');
+    $x = $r->cmd('EVALSHA', $h->{sha}{$s}, 1, $whole, 3, 60000);
+    my @written = @{ $r->cmd('KEYS', "rlaas:whole-$s:*") };
+    if ($s eq 'fixed') {
+        like "@written", qr/\A\Q$whole\E\d+\z/, "$s: writes KEYS[1] and the window number only (@written)";
+    } else {
+        is_deeply \@written, [$whole], "$s: writes exactly KEYS[1]";
+    }
+
     # Argument checks: a misconfigured caller gets an error, never a verdict.
     for my $bad ([0, 1000], [1, 0], [1e9 + 1, 1000], ['x', 1000], [1.5, 1000], [5]) {
         my $e = $r->cmd('EVALSHA', $h->{sha}{$s}, 1, $K, @$bad);

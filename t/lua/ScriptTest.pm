@@ -12,7 +12,7 @@ use File::Spec;
 use RLaaS::Redis;
 use Time::HiRes ();
 
-our @EXPORT = qw(STRATEGIES lua_path lua_text source_text fake_text key_of T0);
+our @EXPORT = qw(STRATEGIES lua_path lua_text source_text fake_text key_of key_arg T0);
 our @STRATEGIES = qw(fixed sliding_log sliding token leaky gcra);
 sub STRATEGIES { @STRATEGIES }
 
@@ -54,6 +54,13 @@ sub fake_text {
     die "clock line not found" unless $n == 1;
     return join '', @l;
 }
+
+# The suffix the module appends to the identity's key K for each strategy
+# (src/core/rlaas_key.c): KEYS[1] is the whole key; fixed's ends in ':'
+# and the script appends only the window number.
+my %SUFFIX = (fixed => ':', sliding_log => '', sliding => ':sw',
+    token => ':tb', leaky => ':lb', gcra => ':gcra');
+sub key_arg { "$_[1]$SUFFIX{$_[0]}" }
 
 # The key each strategy writes for base key K at time now_ms.
 sub key_of {
@@ -128,7 +135,8 @@ end
 return out
 LUA
 
-# Runs strategy $s at fake time $ms (+ $us microseconds inside that ms).
+# Runs strategy $s for the identity's key $K (KEYS[1] = key_arg) at fake
+# time $ms (+ $us microseconds inside that ms).
 sub run {
     my ($self, $s, $K, $L, $W, $ms, $us) = @_;
     my $exp = $self->{exp} ||= {};
@@ -145,7 +153,7 @@ sub run {
         ($snap, $t1, $rep, $kt) = $self->{r}->pipeline(
             ['EVAL', $SNAP_LUA, 0, $K],
             ['TIME'],
-            ['EVALSHA', $self->{fake}{$s}, 1, $K, $L, $W, $sec, $usec],
+            ['EVALSHA', $self->{fake}{$s}, 1, key_arg($s, $K), $L, $W, $sec, $usec],
             ['EVAL', $KEYS_LUA, 0, $K]);
         die "keys: $kt" if RLaaS::Redis::is_error($kt);
         my @t2 = splice @$kt, -2;
@@ -188,7 +196,7 @@ sub no_ttl { @{ $_[0]{no_ttl} || [] } }
 # Production script, real Redis TIME.
 sub run_real {
     my ($self, $s, $K, $L, $W) = @_;
-    return $self->{r}->cmd('EVALSHA', $self->{sha}{$s}, 1, $K, $L, $W);
+    return $self->{r}->cmd('EVALSHA', $self->{sha}{$s}, 1, key_arg($s, $K), $L, $W);
 }
 
 1;
