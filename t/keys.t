@@ -206,11 +206,33 @@ for my $c (
         'behind mod_remoteip: allowed');
     ok(redis_cmd('EXISTS', $k), 'ip source uses the address mod_remoteip sets (useragent_ip)');
     my $v6 = '2001:db8::7';
-    keyed_as('rip', hseg($v6), '/rl/rip/ip', 'an IPv6 client address contains ":" and is hashed',
+    keyed_as('rip', '2001-db8-0-0_64', '/rl/rip/ip', 'an IPv6 client is named by its /64: 2001-db8-0-0_64',
         vhost => 'rlaas_remoteip', h => { 'X-Forwarded-For' => $v6 });
-    keyed_as('rip-fb', 'ip~' . hseg('2001:db8::8'), '/rl/rip/fallback',
-        'fallback for an IPv6 client: ip~ + the hashed address',
+    keyed_as('rip', '203.0.113.10', '/rl/rip/ip', 'an IPv4-mapped IPv6 client is its IPv4 address',
+        vhost => 'rlaas_remoteip', h => { 'X-Forwarded-For' => '::ffff:203.0.113.10' });
+    keyed_as('rip-fb', 'ip~2001-db8-0-0_64', '/rl/rip/fallback',
+        'fallback for an IPv6 client: ip~ + its /64',
         vhost => 'rlaas_remoteip', h => { 'X-Forwarded-For' => '2001:db8::8' });
+}
+
+# ---------------------------------------------------------------- IPv6 grouping
+# RLaaSIPv6Prefix (default 64): every address of one /64 is one client;
+# with 128, every address is a client of its own. Limit 2 per hour.
+{
+    my $net = sprintf '2001:db8:%x:%x', 1 + int(rand 0xfffe), 1 + int(rand 0xfffe);
+    my $other = sprintf '2001:db8:%x:%x', 1 + int(rand 0xfffe), 1 + int(rand 0xfffe);
+    (my $grp = $net) =~ s/:/-/g;
+    my @in = ("${net}::1", "${net}:aaaa::1", "${net}:ffff:ffff:ffff:fffe");
+    my $v6 = sub { my ($vh, $ip) = @_; hit('/rl/zk/v6', vhost => $vh, h => { 'X-Forwarded-For' => $ip }) };
+    redis_cmd('DEL', rkey('zk-v6', "${grp}_64"));
+    my @c = map { $v6->('rlaas_zk_v6', $_) } @in;
+    is("@c", '200 200 429', 'three addresses of one /64 share one counter (limit 2): 200 200 429');
+    is(redis_cmd('ZCARD', rkey('zk-v6', "${grp}_64")), 2, "their key: zone:${grp}_64");
+    is($v6->('rlaas_zk_v6', "${other}::1"), 200, 'an address in another /64 is another client');
+    my @d = map { $v6->('rlaas_zk_v6_128', $_) } @in, $in[0], $in[0];
+    is("@d", '200 200 200 200 429', 'RLaaSIPv6Prefix 128: each address its own counter');
+    ok(redis_cmd('EXISTS', rkey('zk-v6-128', "$grp-aaaa-0-0-1_128")),
+        "with 128 the key names the whole address ($grp-aaaa-0-0-1_128)");
 }
 
 # ---------------------------------------------------------------- secrets in logs

@@ -4,6 +4,8 @@
 #include "apr_hash.h"
 #include "apr_strings.h"
 
+#include "rlaas_ip.h"
+
 APLOG_USE_MODULE(rlaas);
 
 extern module AP_MODULE_DECLARE_DATA rlaas_module;
@@ -37,6 +39,7 @@ void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s)
 
     (void)s;
     sc->target = new_target(p);
+    sc->ipv6_prefix = -1;
     return sc;
 }
 
@@ -91,6 +94,7 @@ void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     sc->target = add->target_set ? merge_target(p, base->target, add->target)
                                  : base->target;
     sc->key_prefix = PICK(key_prefix, NULL);
+    sc->ipv6_prefix = PICK(ipv6_prefix, -1);
     return sc;
 }
 
@@ -185,6 +189,22 @@ static const char *set_key_prefix(cmd_parms *cmd, void *dummy, const char *arg)
     if (err != NULL)
         return bad_value(cmd, arg, err);
     rlaas_server_conf(cmd->server)->key_prefix = arg;
+    return NULL;
+}
+
+/* How much of an IPv6 client's address names the client: a /64 is one
+ * household or VM. */
+static const char *set_ipv6_prefix(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    int64_t v;
+    const char *err = rlaas_parse_nonneg_int(arg, RLAAS_IPV6_PREFIX_MAX, &v);
+
+    (void)dummy;
+    if (err != NULL || v < RLAAS_IPV6_PREFIX_MIN)
+        return bad_value(cmd, arg,
+                         "an IPv6 prefix length from 32 to 128 (64: one "
+                         "client per /64 network; 128: every address)");
+    rlaas_server_conf(cmd->server)->ipv6_prefix = (int)v;
     return NULL;
 }
 
@@ -463,6 +483,9 @@ const command_rec rlaas_cmds[] = {
                  "and one read on one connection (default On)"),
     AP_INIT_TAKE1(RLAAS_D_KEY_PREFIX, set_key_prefix, NULL, RSRC_CONF,
                   "Prefix of every Redis key"),
+    AP_INIT_TAKE1(RLAAS_D_IPV6_PREFIX, set_ipv6_prefix, NULL, RSRC_CONF,
+                  "IPv6 clients are grouped by this prefix length, 32 to "
+                  "128 (default 64)"),
     AP_INIT_TAKE12(RLAAS_D_CIRCUIT, set_circuit, NULL, RSRC_CONF,
                    "off, or consecutive Redis failures that open the "
                    "circuit and the cool-down before a probe (5 500ms)"),
@@ -556,6 +579,11 @@ int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t)
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc)
 {
     return sc->key_prefix != NULL ? sc->key_prefix : RLAAS_DEFAULT_PREFIX;
+}
+
+int rlaas_server_ipv6_prefix(const rlaas_server_conf_t *sc)
+{
+    return sc->ipv6_prefix > 0 ? sc->ipv6_prefix : RLAAS_IPV6_PREFIX_DEFAULT;
 }
 
 int rlaas_target_timeout_ms(const rlaas_target_t *t)

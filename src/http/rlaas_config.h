@@ -24,6 +24,7 @@
 #define RLAAS_D_REDIS_TIMEOUT     "RLaaSRedisTimeout"
 #define RLAAS_D_REDIS_POOLMAX     "RLaaSRedisPoolMax"
 #define RLAAS_D_KEY_PREFIX        "RLaaSKeyPrefix"
+#define RLAAS_D_IPV6_PREFIX       "RLaaSIPv6Prefix"
 #define RLAAS_D_LIMIT             "RLaaSLimit"
 #define RLAAS_D_WINDOW            "RLaaSWindow"
 #define RLAAS_D_STRATEGY          "RLaaSStrategy"
@@ -69,6 +70,7 @@ typedef struct {
     rlaas_target_t *target; /* never NULL */
     int target_set;         /* this section named a Redis directive */
     const char *key_prefix; /* NULL: unset */
+    int ipv6_prefix;        /* -1: unset (64) */
 } rlaas_server_conf_t;
 
 typedef struct {
@@ -119,6 +121,7 @@ int rlaas_target_circuit_failures(const rlaas_target_t *t);
 int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t);
 int rlaas_target_pipeline(const rlaas_target_t *t);
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc);
+int rlaas_server_ipv6_prefix(const rlaas_server_conf_t *sc);
 int rlaas_target_timeout_ms(const rlaas_target_t *t);
 
 #endif

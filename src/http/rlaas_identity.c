@@ -4,6 +4,7 @@
 #include "apr_strings.h"
 #include "util_cookies.h"
 
+#include "rlaas_ip.h"
 #include "rlaas_key.h"
 
 APLOG_USE_MODULE(rlaas);
@@ -32,19 +33,29 @@ static const char *query_value(request_rec *r, const char *name)
     return NULL;
 }
 
-static const char *client_ip(const request_rec *r)
+/* The client address as the ip source names it (rlaas_ip.h): IPv6
+ * clients grouped by RLaaSIPv6Prefix; "-" when there is none. */
+static const char *client_ip(request_rec *r, const rlaas_server_conf_t *sc)
 {
-    return r->useragent_ip != NULL && *r->useragent_ip ? r->useragent_ip : "-";
+    const char *ip = r->useragent_ip;
+    char *out;
+
+    if (ip == NULL || *ip == '\0')
+        return "-";
+    out = apr_palloc(r->pool, RLAAS_IP_TEXT_MAX);
+    if (rlaas_ip_render(out, ip, strlen(ip), rlaas_server_ipv6_prefix(sc)) == 0)
+        return "-";
+    return out;
 }
 
 static const char *source_value(request_rec *r, const rlaas_key_source_t *ks,
-                                size_t *len)
+                                const char *ip, size_t *len)
 {
     const char *v = NULL, *err = NULL;
 
     switch (ks->src.type) {
     case RLAAS_SRC_IP:
-        v = client_ip(r);
+        v = ip;
         break;
     case RLAAS_SRC_USER:
         v = r->user;
@@ -84,6 +95,7 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
     static const rlaas_key_source_t ip_only = {
         {RLAAS_SRC_IP, NULL, 0, 0}, NULL, NULL};
     const char *prefix = rlaas_server_prefix(sc), *suffix;
+    const char *ip = client_ip(r, sc);
     const rlaas_key_source_t *src = &ip_only;
     int nsrc = 1, i;
     size_t pl = strlen(prefix), n = 0;
@@ -103,7 +115,7 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
     }
     for (i = 0; i < nsrc; i++) {
         size_t vl;
-        const char *v = source_value(r, &src[i], &vl);
+        const char *v = source_value(r, &src[i], ip, &vl);
 
         if (i > 0)
             key[n++] = ':';
@@ -115,8 +127,7 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
             n += rlaas_key_segment(key + n, v, vl, hash);
         }
         else
-            n +=
-                rlaas_key_fallback(key + n, client_ip(r), strlen(client_ip(r)));
+            n += rlaas_key_fallback(key + n, ip, strlen(ip));
     }
     suffix = rlaas_key_suffix(rlaas_dir_strategy(d));
     memcpy(key + n, suffix, strlen(suffix));
