@@ -26,7 +26,8 @@ LUA = $(patsubst lua/%,build/lua/%,$(LUA_BODIES))
 # http -> redis -> core. core/ and the pure parts of redis/ need no httpd
 # headers: they are unit-tested and fuzzed on their own.
 SRC_DIRS = src/core src/redis src/http
-CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c src/core/rlaas_log.c \
+CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
+           src/core/rlaas_keybuild.c src/core/rlaas_log.c \
            src/core/rlaas_headers.c src/core/rlaas_verdict.c \
            src/core/rlaas_ip.c src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
            src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \

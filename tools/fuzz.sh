@@ -3,7 +3,7 @@
 # untrusted bytes without httpd (fuzz/*.c):
 #
 #   parse   the directive value parsers: httpd.conf and tenants' .htaccess
-#   key     the key segment functions: client headers, cookies, query
+#   key     the key functions: client values, and the whole key's injectivity
 #   reply   hiredis' reader and rlaas_reply_verdict: bytes from Redis
 #   resp    the hand-written EVALSHA command, against hiredis' formatter
 #   headers the hand-built RateLimit header values, against snprintf
@@ -44,7 +44,8 @@ sources() {
     case $1 in
     parse) echo src/core/rlaas_parse.c src/core/rlaas_headers.c \
         src/core/rlaas_verdict.c ;;
-    key) echo src/core/rlaas_key.c ;;
+    key) echo src/core/rlaas_key.c src/core/rlaas_keybuild.c \
+        src/core/rlaas_ip.c ;;
     reply) echo src/redis/rlaas_reply.c src/core/rlaas_headers.c \
         src/core/rlaas_verdict.c ;;
     resp) echo src/redis/rlaas_resp.c src/core/rlaas_verdict.c ;;

@@ -1,7 +1,6 @@
 #include "rlaas_config.h"
 
 #include "http_log.h"
-#include "apr_hash.h"
 #include "apr_strings.h"
 
 #include "rlaas_ip.h"
@@ -349,15 +348,16 @@ static const char *add_source(cmd_parms *cmd, rlaas_key_source_t *ks,
 
     if (err != NULL)
         return bad_value(cmd, arg, err);
+    /* a copy that lives as long as the configuration: the key names the
+     * source by it (an expression by a hash of its text) */
+    if (ks->src.name != NULL)
+        ks->name = apr_pstrndup(cmd->pool, ks->src.name, ks->src.name_len);
     if (ks->src.type == RLAAS_SRC_EXPR) {
-        ks->expr = ap_expr_parse_cmd(cmd, ks->src.name,
-                                     AP_EXPR_FLAG_STRING_RESULT, &err, NULL);
+        ks->expr = ap_expr_parse_cmd(cmd, ks->name, AP_EXPR_FLAG_STRING_RESULT,
+                                     &err, NULL);
         if (err != NULL)
             return apr_psprintf(cmd->pool, "%s: invalid expression in '%s': %s",
                                 cmd->cmd->name, arg, err);
-    }
-    else if (ks->src.name != NULL) {
-        ks->name = apr_pstrndup(cmd->pool, ks->src.name, ks->src.name_len);
     }
     return NULL;
 }
@@ -388,27 +388,6 @@ static const char *set_key_by(cmd_parms *cmd, void *dv, int argc,
     return NULL;
 }
 
-/* Zone names of the server configuration. Keys are
- * <prefix>[<zone>:]<identity>, so a section without a zone whose identity
- * starts with a zone's name could reach that zone's keys; the identity code
- * hashes such a first segment. Written only while the parent reads its
- * configuration (not from .htaccess), read-only in children. */
-static apr_hash_t *zone_names;
-
-int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
-                            apr_pool_t *ptemp)
-{
-    (void)plog;
-    (void)ptemp;
-    zone_names = apr_hash_make(pconf);
-    return OK;
-}
-
-int rlaas_is_zone_name(const char *s, size_t len)
-{
-    return zone_names != NULL && apr_hash_get(zone_names, s, len) != NULL;
-}
-
 static const char *set_zone(cmd_parms *cmd, void *dv, const char *arg)
 {
     const char *err = rlaas_parse_name(arg);
@@ -416,8 +395,6 @@ static const char *set_zone(cmd_parms *cmd, void *dv, const char *arg)
     if (err != NULL)
         return bad_value(cmd, arg, err);
     ((rlaas_dir_conf_t *)dv)->zone = arg;
-    if (zone_names != NULL && ap_check_cmd_context(cmd, NOT_IN_HTACCESS) == NULL)
-        apr_hash_set(zone_names, arg, APR_HASH_KEY_STRING, arg);
     return NULL;
 }
 

@@ -75,7 +75,7 @@ typedef struct {
 
 typedef struct {
     rlaas_source_t src;
-    const char *name;     /* NUL-terminated header/cookie/query/env name */
+    const char *name;     /* NUL-terminated name, or the expression's text */
     ap_expr_info_t *expr; /* for expr= */
 } rlaas_key_source_t;
 
@@ -96,11 +96,6 @@ typedef struct {
 } rlaas_dir_conf_t;
 
 extern const command_rec rlaas_cmds[];
-
-int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
-                            apr_pool_t *ptemp);
-/* 1 if s (len bytes) is the name of a zone in the server configuration. */
-int rlaas_is_zone_name(const char *s, size_t len);
 
 void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s);
 void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv);

@@ -5,7 +5,6 @@
 #include "util_cookies.h"
 
 #include "rlaas_ip.h"
-#include "rlaas_key.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -48,17 +47,21 @@ static const char *client_ip(request_rec *r, const rlaas_server_conf_t *sc)
     return out;
 }
 
-static const char *source_value(request_rec *r, const rlaas_key_source_t *ks,
-                                const char *ip, size_t *len)
+/* The user the request is decided for. */
+static const char *user_value(const request_rec *r)
+{
+    return r->user;
+}
+
+static const char *source_value(request_rec *r, const rlaas_key_source_t *ks)
 {
     const char *v = NULL, *err = NULL;
 
     switch (ks->src.type) {
     case RLAAS_SRC_IP:
-        v = ip;
-        break;
+        break; /* the key builder takes the address itself */
     case RLAAS_SRC_USER:
-        v = r->user;
+        v = user_value(r);
         break;
     case RLAAS_SRC_API_KEY:
         v = apr_table_get(r->headers_in, "X-API-Key");
@@ -85,7 +88,6 @@ static const char *source_value(request_rec *r, const rlaas_key_source_t *ks,
         }
         break;
     }
-    *len = v != NULL ? strlen(v) : 0;
     return v;
 }
 
@@ -94,45 +96,33 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
 {
     static const rlaas_key_source_t ip_only = {
         {RLAAS_SRC_IP, NULL, 0, 0}, NULL, NULL};
-    const char *prefix = rlaas_server_prefix(sc), *suffix;
-    const char *ip = client_ip(r, sc);
+    rlaas_key_part_t parts[RLAAS_SOURCES_MAX];
+    rlaas_key_spec_t k;
     const rlaas_key_source_t *src = &ip_only;
-    int nsrc = 1, i;
-    size_t pl = strlen(prefix), n = 0;
     char *key = apr_palloc(r->pool, RLAAS_KEY_MAX + 1);
+    int i;
 
+    k.nparts = 1;
     if (d->sources != NULL) {
         src = (const rlaas_key_source_t *)d->sources->elts;
-        nsrc = d->sources->nelts;
+        k.nparts = d->sources->nelts;
     }
-    memcpy(key, prefix, pl);
-    n = pl;
-    if (d->zone != NULL) {
-        size_t zl = strlen(d->zone);
-        memcpy(key + n, d->zone, zl);
-        n += zl;
-        key[n++] = ':';
+    for (i = 0; i < k.nparts; i++) {
+        parts[i].type = src[i].src.type;
+        parts[i].name = src[i].name;
+        parts[i].name_len = src[i].src.name_len;
+        parts[i].credential = src[i].src.credential;
+        parts[i].value = source_value(r, &src[i]);
+        parts[i].value_len = parts[i].value ? strlen(parts[i].value) : 0;
     }
-    for (i = 0; i < nsrc; i++) {
-        size_t vl;
-        const char *v = source_value(r, &src[i], ip, &vl);
-
-        if (i > 0)
-            key[n++] = ':';
-        if (v != NULL && vl > 0) {
-            /* Without a zone, a first segment spelling a zone's name would
-             * reach that zone's keys: hash it instead. */
-            int hash = src[i].src.credential ||
-                       (i == 0 && d->zone == NULL && rlaas_is_zone_name(v, vl));
-            n += rlaas_key_segment(key + n, v, vl, hash);
-        }
-        else
-            n += rlaas_key_fallback(key + n, ip, strlen(ip));
-    }
-    suffix = rlaas_key_suffix(rlaas_dir_strategy(d));
-    memcpy(key + n, suffix, strlen(suffix));
-    n += strlen(suffix);
-    key[n] = '\0';
-    *len = n;
+    k.parts = parts;
+    k.prefix = rlaas_server_prefix(sc);
+    k.prefix_len = strlen(k.prefix);
+    k.zone = d->zone;
+    k.zone_len = d->zone != NULL ? strlen(d->zone) : 0;
+    k.ip = client_ip(r, sc);
+    k.ip_len = strlen(k.ip);
+    k.strategy = rlaas_dir_strategy(d);
+    *len = rlaas_key_build(key, &k);
     return key;
 }

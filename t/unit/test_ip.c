@@ -19,8 +19,11 @@ static const char *render(const char *addr, int prefix)
         return NULL;
     assert_int_equal(strlen(out), n);
     assert_true(n < RLAAS_IP_TEXT_MAX);
-    /* key text as it is: letters, digits and ".-_" only */
+    /* key text as it is: letters, digits and ".-_" only, and what the
+     * key builder takes for an address */
     assert_true(rlaas_key_is_safe(out, n));
+    assert_true(rlaas_key_address_like(out, n));
+    assert_false(rlaas_key_suffix_like(out, n));
     return out;
 }
 
