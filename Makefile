@@ -29,7 +29,8 @@ SRC_DIRS = src/core src/redis src/http
 CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
            src/core/rlaas_keybuild.c src/core/rlaas_log.c \
            src/core/rlaas_headers.c src/core/rlaas_verdict.c \
-           src/core/rlaas_ip.c src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
+           src/core/rlaas_ip.c src/core/rlaas_cookie.c \
+           src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
            src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \
            src/redis/rlaas_gate.c
 HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \

@@ -96,6 +96,30 @@ for my $c (
     keyed_as('k-cookie', "c.session=$FB", '/rl/keys/cookie', 'no Cookie header: falls back');
 }
 
+# ---------------------------------------------------------------- cookie sent twice
+# "Cookie: sid=a; sid=b": the first one counts, as browsers send the most
+# specific first, and no request adds a line to the error log (httpd's own
+# cookie reader logs one per request for a name seen twice). Several
+# Cookie header fields are read in order.
+{
+    my ($a, $b) = (uid('sa'), uid('sb'));
+    my $k = rkey('zk-cookie', 'c.sid=' . hseg($a));
+    redis_cmd('DEL', $k);
+    my $m = error_log_mark();
+    my @c = map { hit('/rl/zk/cookie', h => { Cookie => "sid=$a; sid=$b" }) } 1 .. 50;
+    is(count_by(@c), '200 x50', '50 requests with "Cookie: sid=a; sid=b": allowed');
+    is(redis_cmd('ZCARD', $k), 50, 'keyed by the first sid, as "sid=a" alone would be');
+    ok(!redis_cmd('EXISTS', rkey('zk-cookie', 'c.sid=' . hseg($b))), 'the second sid is not used');
+    sleep 1;
+    my @lines = grep { length } split /\n/, error_log_since($m);
+    is_deeply(\@lines, [], 'they add no line to the error log');
+    hit('/rl/zk/cookie', h => [Cookie => 'other=1', Cookie => "sid=$a"]);
+    is(redis_cmd('ZCARD', $k), 51, 'the first sid in the second Cookie header field counts too');
+    hit('/rl/zk/cookie', h => { Cookie => " a=1 ;sid=$a ; b=2" });
+    is(redis_cmd('ZCARD', $k), 52, 'white space around the pairs does not matter');
+    redis_cmd('DEL', $k);
+}
+
 # ---------------------------------------------------------------- query
 {
     my $t = uid('tenant');

@@ -2,8 +2,8 @@
 
 #include "http_log.h"
 #include "apr_strings.h"
-#include "util_cookies.h"
 
+#include "rlaas_cookie.h"
 #include "rlaas_ip.h"
 
 APLOG_USE_MODULE(rlaas);
@@ -30,6 +30,34 @@ static const char *query_value(request_rec *r, const char *name)
         p = end ? end + 1 : NULL;
     }
     return NULL;
+}
+
+typedef struct {
+    const char *name;
+    const char *val;
+    size_t vlen;
+    int found;
+} cookie_search_t;
+
+static int cookie_in(void *rec, const char *key, const char *value)
+{
+    cookie_search_t *s = rec;
+
+    (void)key;
+    s->found = rlaas_cookie_find(value, strlen(value), s->name, strlen(s->name),
+                                 &s->val, &s->vlen);
+    return !s->found; /* 0 stops the walk */
+}
+
+/* The first cookie of that name in every Cookie header field, in order
+ * (rlaas_cookie.h: unlike ap_cookie_read, nothing is logged when a client
+ * sends a name twice). */
+static const char *cookie_value(request_rec *r, const char *name)
+{
+    cookie_search_t s = {name, NULL, 0, 0};
+
+    apr_table_do(cookie_in, &s, r->headers_in, "Cookie", NULL);
+    return s.found ? apr_pstrmemdup(r->pool, s.val, s.vlen) : NULL;
 }
 
 /* The client address as the ip source names it (rlaas_ip.h): IPv6
@@ -70,8 +98,7 @@ static const char *source_value(request_rec *r, const rlaas_key_source_t *ks)
         v = apr_table_get(r->headers_in, ks->name);
         break;
     case RLAAS_SRC_COOKIE:
-        if (ap_cookie_read(r, ks->name, &v, 0) != APR_SUCCESS)
-            v = NULL;
+        v = cookie_value(r, ks->name);
         break;
     case RLAAS_SRC_QUERY:
         v = query_value(r, ks->name);
