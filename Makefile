@@ -56,7 +56,7 @@ build/lua/%.lua: $(LUA_PRELUDE) lua/%.lua
 	@mkdir -p build/lua
 	cat $(LUA_PRELUDE) lua/$*.lua >$@.tmp && mv $@.tmp $@
 
-lua: $(LUA)
+lua: $(LUA) $(GEN_SRC)
 
 $(GEN_SRC): $(LUA) tools/embed-lua.sh
 	sh tools/embed-lua.sh $@ $(LUA)

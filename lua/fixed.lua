@@ -1,4 +1,5 @@
 -- rlaas fixed window (seed 001): STRING K..<floor(now/W)>, INCR (K ends in ':')
+-- the clock rule holds by the key's name: only now's window is read
 local idx = math.floor(now / W)
 local key = K .. s(idx)
 local n = redis.call('INCR', key)

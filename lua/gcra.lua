@@ -15,9 +15,10 @@ if v then
     x = tonumber(v)
     if x and x % 1 == 0 then y = x % r; x = (x - y) / r else x = nil end
   end
-  -- past TAT: full bucket; later than a day past now + W: not written
-  -- by this limit/window (the tick size changed), start afresh
-  if x and x >= now and x <= now + W + 86400000 then a, b = x, y end
+  -- past TAT: full bucket. A TAT is written at most W ahead, so its
+  -- stamp is TAT - W at the earliest: the clock rule on that (a TAT
+  -- misread under another tick size lies far ahead too: fresh)
+  if x and x >= now and clock(x - W) then a, b = x, y end
 end
 -- allowed iff TAT - now <= tolerance
 local ok = a - now < ua or (a - now == ua and b <= ub)

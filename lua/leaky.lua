@@ -7,7 +7,8 @@ local n, f, ts = 0, 0, now
 local h = redis.call('HMGET', K, 'level', 'ts')
 local v, ots = h[1], tonumber(h[2])
 if ots then ots = math.floor(ots) end
-if v and ots then
+local at = ots and clock(ots)
+if v and at then
   local a, b = string.match(v, '^(%d+):(%d+)$')
   if a then n, f = tonumber(a), tonumber(b)
   elseif tonumber(v) then
@@ -17,10 +18,10 @@ if v and ots then
   end
   if f >= c then f = c - 1 end
   if n > L then n, f = L, 0 end
-  local dt = now - ots
-  if dt < 0 then
-    ts = ots  -- clock went back: no drain, keep the stored time
-  elseif dt >= W then
+  -- held (clock went back): no drain, time stays at the stamp
+  local dt = at - ots
+  ts = at
+  if dt >= W then
     n, f = 0, 0
   else
     local dq, dx = muldiv(dt, r, c)

@@ -9,9 +9,8 @@ end
 local t = redis.call('TIME') -- rlaas:clock
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function s(x) return string.format('%d', x) end
--- exact a*b = q*m + x, 0 <= x < m, for a, m < 2^36, b and q < 2^53:
--- directly while a*b < 2^52 (then q is off by at most one before the
--- correction), else by 16-bit long multiplication
+-- exact a*b = q*m + x, 0 <= x < m, for a, m < 2^36, b and q < 2^53: directly
+-- while a*b < 2^52 (q then off by one at most), else 16-bit long multiplication
 local function muldiv(a, b, m)
   local q, x, p = 0, 0, a * b
   if p >= 0 and p < 4503599627370496 then
@@ -29,3 +28,9 @@ local function muldiv(a, b, m)
   return q, x
 end
 local function gcd(a, b) while b > 0 do a, b = b, a % b end return a end
+-- clock gone back: state stamped over a window ahead is none (nil); up to a
+-- window ahead it is held, time standing at its stamp
+local function clock(ts)
+  if ts > now + W then return nil end
+  return math.max(ts, now)
+end

@@ -10,8 +10,8 @@ if v then
   if si then
     si, sp, sc = tonumber(si), tonumber(sp), tonumber(sc)
     d = si - i
-    -- over a day ahead: written under another window size, not held
-    if d > 0 and si * W - now > W + 86400000 then d = nil end
+    -- stamped at the start of window si: the clock rule
+    if d > 0 and not clock(si * W) then d = nil end
   else
     -- packed: (prev * 2^24 + curr) * 4 + window mod 4
     local x = tonumber(v)

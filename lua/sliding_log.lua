@@ -1,4 +1,7 @@
 -- rlaas sliding log (seeds 000/003): ZSET K, a member per allowed hit
+-- the clock rule on the newest hit: more than W ahead, the log is no state
+local top = redis.call('ZRANGE', K, -1, -1, 'WITHSCORES')
+if top[2] and not clock(tonumber(top[2])) then redis.call('UNLINK', K) end
 -- a hit at score x counts while x > now - W
 redis.call('ZREMRANGEBYSCORE', K, '-inf', s(now - W))
 local n = redis.call('ZCARD', K)
@@ -15,7 +18,7 @@ if ok then
 end
 local rem = math.max(0, L - n)
 -- empty when the newest hit leaves
-local top = redis.call('ZRANGE', K, -1, -1, 'WITHSCORES')
+top = redis.call('ZRANGE', K, -1, -1, 'WITHSCORES')
 local reset = math.max(0, math.ceil(tonumber(top[2]) + W - now))
 local retry = 0
 if n >= L then

@@ -82,9 +82,14 @@ subtest 'clock going back' => sub {
     # includes the 3 s until they were made.
     is_deeply hit($K, $L, $W, T0 + 17000), [0, 0, 13000, 13000], 'denied, retry covers the skew';
     is $h->pttl($K), 20000, 'TTL 2*W';
-    # 15 s back: the TTL must outlive the entries (newest + W - now = 25 s)
-    hit($K, $L, $W, T0 + 5000);
-    is $h->pttl($K), 25000, 'TTL covers entries ahead of the clock';
+    # 10 s back, exactly a window: still held, and the TTL must outlive the
+    # entries (newest + W - now = 20 s)
+    is hit($K, $L, $W, T0 + 10000)->[0], 0, 'a window back: held, denied';
+    is $h->pttl($K), 20000, 'TTL covers entries ahead of the clock';
+    # 15 s back: more than a window: no state, a fresh log
+    is_deeply hit($K, $L, $W, T0 + 5000), [1, 2, 10000, 0], '15 s back: fresh, allowed';
+    is $r->cmd('ZCARD', $K), 1, 'the entries ahead are gone; the new hit alone';
+    is $h->pttl($K), 20000, 'TTL 2*W again';
 };
 
 subtest 'limit lowered under existing entries' => sub {
