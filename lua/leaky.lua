@@ -17,7 +17,9 @@ if v and at then
     f = v - n * c
   end
   if f >= c then f = c - 1 end
-  if n > L then n, f = L, 0 end
+  -- never more water than the bucket holds (the limit or window may have
+  -- changed): a level past L would give a remaining below 0
+  if n >= L then n, f = L, 0 end
   -- held (clock went back): no drain, time stays at the stamp
   local dt = at - ots
   ts = at
