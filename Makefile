@@ -14,17 +14,23 @@ WARN = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wcast-align \
 EXTRA_CFLAGS ?=
 EXTRA_LDFLAGS ?=
 
-# Strategy scripts, in the order of rlaas_strategy_e.
-LUA = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
-      lua/leaky.lua lua/gcra.lua
+# Strategy scripts, in the order of rlaas_strategy_e. Each one Redis runs is
+# the shared prelude followed by the strategy's body, joined into build/lua/:
+# those files are what the module embeds and what t/lua tests.
+LUA_PRELUDE = lua/prelude.lua
+LUA_BODIES = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
+             lua/leaky.lua lua/gcra.lua
+LUA = $(patsubst lua/%,build/lua/%,$(LUA_BODIES))
 
 # Source folders (see LAYOUT in the README): dependencies point down only,
 # http -> redis -> core. core/ and the pure parts of redis/ need no httpd
 # headers: they are unit-tested and fuzzed on their own.
 SRC_DIRS = src/core src/redis src/http
-CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c src/core/rlaas_log.c \
+CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
+           src/core/rlaas_keybuild.c src/core/rlaas_log.c \
            src/core/rlaas_headers.c src/core/rlaas_verdict.c \
-           src/core/rlaas_clock.c \
+           src/core/rlaas_clock.c src/core/rlaas_ip.c \
+           src/core/rlaas_cookie.c \
            src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
            src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \
            src/redis/rlaas_gate.c src/redis/rlaas_rerr.c \
@@ -47,9 +53,15 @@ APR_CFLAGS := $(shell apr-1-config --cppflags --includes 2>/dev/null) \
 APR_LIBS := $(shell apu-1-config --link-ld 2>/dev/null) \
             $(shell apr-1-config --link-ld 2>/dev/null)
 
-.PHONY: all test unit demo install clean format
+.PHONY: all test unit demo install clean format lua
 
 all: $(MODULE)
+
+build/lua/%.lua: $(LUA_PRELUDE) lua/%.lua
+	@mkdir -p build/lua
+	cat $(LUA_PRELUDE) lua/$*.lua >$@.tmp && mv $@.tmp $@
+
+lua: $(LUA) $(GEN_SRC)
 
 $(GEN_SRC): $(LUA) tools/embed-lua.sh
 	sh tools/embed-lua.sh $@ $(LUA)

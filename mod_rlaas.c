@@ -16,7 +16,8 @@
  *               breaker, the EVALSHA writer (rlaas_resp), the reply reader
  *               (rlaas_reply) and the scripts embedded from lua/
  *   src/core/   no httpd headers: directive value parsers (rlaas_parse),
- *               key segments (rlaas_key), header fields (rlaas_headers),
+ *               value segments (rlaas_key) and the whole key
+ *               (rlaas_keybuild), header fields (rlaas_headers),
  *               the verdict (rlaas_verdict), rate-limited logging
  *               (rlaas_log), the monotonic clock (rlaas_clock)
  */
@@ -50,7 +51,6 @@ static void rlaas_register_hooks(apr_pool_t *p)
     ap_hook_insert_error_filter(rlaas_limit_insert_error_filter, NULL, NULL,
                                 APR_HOOK_MIDDLE);
     rlaas_limit_register_filters();
-    ap_hook_pre_config(rlaas_config_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(rlaas_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(rlaas_metrics_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(rlaas_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);

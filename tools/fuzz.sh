@@ -3,10 +3,11 @@
 # untrusted bytes without httpd (fuzz/*.c):
 #
 #   parse   the directive value parsers: httpd.conf and tenants' .htaccess
-#   key     the key segment functions: client headers, cookies, query
+#   key     the key functions: client values, and the whole key's injectivity
 #   reply   hiredis' reader and rlaas_reply_verdict: bytes from Redis
 #   resp    the hand-written EVALSHA command, against hiredis' formatter
 #   headers the hand-built RateLimit header values, against snprintf
+#   cookie  the cookie finder: client Cookie headers, against a reference
 #
 # Each target is built with clang -fsanitize=fuzzer,address,undefined and
 # runs for FUZZ_SECONDS (so `make fuzz` ends by itself), starting from the
@@ -23,7 +24,8 @@
 #
 # Environment:
 #   FUZZ_SECONDS   time per target (default 30)
-#   FUZZ_TARGETS   targets to run (default "parse key reply resp headers")
+#   FUZZ_TARGETS   targets to run (default "parse key reply resp headers
+#                  cookie")
 #   FUZZ_CC        a clang with libFuzzer (default clang)
 #   FUZZ_FLAGS     extra libFuzzer flags, e.g. "-jobs=2 -workers=2"
 set -u
@@ -32,7 +34,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 
 seconds=${FUZZ_SECONDS:-30}
-targets=${FUZZ_TARGETS:-parse key reply resp headers}
+targets=${FUZZ_TARGETS:-parse key reply resp headers cookie}
 cc=${FUZZ_CC:-clang}
 mode=fuzz
 [ "${1:-}" = "--replay" ] && mode=replay
@@ -44,11 +46,13 @@ sources() {
     case $1 in
     parse) echo src/core/rlaas_parse.c src/core/rlaas_headers.c \
         src/core/rlaas_verdict.c ;;
-    key) echo src/core/rlaas_key.c ;;
+    key) echo src/core/rlaas_key.c src/core/rlaas_keybuild.c \
+        src/core/rlaas_ip.c ;;
     reply) echo src/redis/rlaas_reply.c src/core/rlaas_headers.c \
         src/core/rlaas_verdict.c ;;
     resp) echo src/redis/rlaas_resp.c src/core/rlaas_verdict.c ;;
     headers) echo src/core/rlaas_headers.c src/core/rlaas_verdict.c ;;
+    cookie) echo src/core/rlaas_cookie.c ;;
     esac
 }
 

@@ -1,8 +1,9 @@
 #include "rlaas_config.h"
 
 #include "http_log.h"
-#include "apr_hash.h"
 #include "apr_strings.h"
+
+#include "rlaas_ip.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -37,6 +38,7 @@ void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s)
 
     (void)s;
     sc->target = new_target(p);
+    sc->ipv6_prefix = -1;
     return sc;
 }
 
@@ -91,6 +93,7 @@ void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     sc->target = add->target_set ? merge_target(p, base->target, add->target)
                                  : base->target;
     sc->key_prefix = PICK(key_prefix, NULL);
+    sc->ipv6_prefix = PICK(ipv6_prefix, -1);
     return sc;
 }
 
@@ -185,6 +188,22 @@ static const char *set_key_prefix(cmd_parms *cmd, void *dummy, const char *arg)
     if (err != NULL)
         return bad_value(cmd, arg, err);
     rlaas_server_conf(cmd->server)->key_prefix = arg;
+    return NULL;
+}
+
+/* How much of an IPv6 client's address names the client: a /64 is one
+ * household or VM. */
+static const char *set_ipv6_prefix(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    int64_t v;
+    const char *err = rlaas_parse_nonneg_int(arg, RLAAS_IPV6_PREFIX_MAX, &v);
+
+    (void)dummy;
+    if (err != NULL || v < RLAAS_IPV6_PREFIX_MIN)
+        return bad_value(cmd, arg,
+                         "an IPv6 prefix length from 32 to 128 (64: one "
+                         "client per /64 network; 128: every address)");
+    rlaas_server_conf(cmd->server)->ipv6_prefix = (int)v;
     return NULL;
 }
 
@@ -329,15 +348,16 @@ static const char *add_source(cmd_parms *cmd, rlaas_key_source_t *ks,
 
     if (err != NULL)
         return bad_value(cmd, arg, err);
+    /* a copy that lives as long as the configuration: the key names the
+     * source by it (an expression by a hash of its text) */
+    if (ks->src.name != NULL)
+        ks->name = apr_pstrndup(cmd->pool, ks->src.name, ks->src.name_len);
     if (ks->src.type == RLAAS_SRC_EXPR) {
-        ks->expr = ap_expr_parse_cmd(cmd, ks->src.name,
-                                     AP_EXPR_FLAG_STRING_RESULT, &err, NULL);
+        ks->expr = ap_expr_parse_cmd(cmd, ks->name, AP_EXPR_FLAG_STRING_RESULT,
+                                     &err, NULL);
         if (err != NULL)
             return apr_psprintf(cmd->pool, "%s: invalid expression in '%s': %s",
                                 cmd->cmd->name, arg, err);
-    }
-    else if (ks->src.name != NULL) {
-        ks->name = apr_pstrndup(cmd->pool, ks->src.name, ks->src.name_len);
     }
     return NULL;
 }
@@ -368,27 +388,6 @@ static const char *set_key_by(cmd_parms *cmd, void *dv, int argc,
     return NULL;
 }
 
-/* Zone names of the server configuration. Keys are
- * <prefix>[<zone>:]<identity>, so a section without a zone whose identity
- * starts with a zone's name could reach that zone's keys; the identity code
- * hashes such a first segment. Written only while the parent reads its
- * configuration (not from .htaccess), read-only in children. */
-static apr_hash_t *zone_names;
-
-int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
-                            apr_pool_t *ptemp)
-{
-    (void)plog;
-    (void)ptemp;
-    zone_names = apr_hash_make(pconf);
-    return OK;
-}
-
-int rlaas_is_zone_name(const char *s, size_t len)
-{
-    return zone_names != NULL && apr_hash_get(zone_names, s, len) != NULL;
-}
-
 static const char *set_zone(cmd_parms *cmd, void *dv, const char *arg)
 {
     const char *err = rlaas_parse_name(arg);
@@ -396,8 +395,6 @@ static const char *set_zone(cmd_parms *cmd, void *dv, const char *arg)
     if (err != NULL)
         return bad_value(cmd, arg, err);
     ((rlaas_dir_conf_t *)dv)->zone = arg;
-    if (zone_names != NULL && ap_check_cmd_context(cmd, NOT_IN_HTACCESS) == NULL)
-        apr_hash_set(zone_names, arg, APR_HASH_KEY_STRING, arg);
     return NULL;
 }
 
@@ -463,6 +460,9 @@ const command_rec rlaas_cmds[] = {
                  "and one read on one connection (default On)"),
     AP_INIT_TAKE1(RLAAS_D_KEY_PREFIX, set_key_prefix, NULL, RSRC_CONF,
                   "Prefix of every Redis key"),
+    AP_INIT_TAKE1(RLAAS_D_IPV6_PREFIX, set_ipv6_prefix, NULL, RSRC_CONF,
+                  "IPv6 clients are grouped by this prefix length, 32 to "
+                  "128 (default 64)"),
     AP_INIT_TAKE12(RLAAS_D_CIRCUIT, set_circuit, NULL, RSRC_CONF,
                    "off, or consecutive Redis failures that open the "
                    "circuit and the cool-down before a probe (5 500ms)"),
@@ -556,6 +556,11 @@ int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t)
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc)
 {
     return sc->key_prefix != NULL ? sc->key_prefix : RLAAS_DEFAULT_PREFIX;
+}
+
+int rlaas_server_ipv6_prefix(const rlaas_server_conf_t *sc)
+{
+    return sc->ipv6_prefix > 0 ? sc->ipv6_prefix : RLAAS_IPV6_PREFIX_DEFAULT;
 }
 
 int rlaas_target_timeout_ms(const rlaas_target_t *t)

@@ -24,6 +24,7 @@
 #define RLAAS_D_REDIS_TIMEOUT     "RLaaSRedisTimeout"
 #define RLAAS_D_REDIS_POOLMAX     "RLaaSRedisPoolMax"
 #define RLAAS_D_KEY_PREFIX        "RLaaSKeyPrefix"
+#define RLAAS_D_IPV6_PREFIX       "RLaaSIPv6Prefix"
 #define RLAAS_D_LIMIT             "RLaaSLimit"
 #define RLAAS_D_WINDOW            "RLaaSWindow"
 #define RLAAS_D_STRATEGY          "RLaaSStrategy"
@@ -69,11 +70,12 @@ typedef struct {
     rlaas_target_t *target; /* never NULL */
     int target_set;         /* this section named a Redis directive */
     const char *key_prefix; /* NULL: unset */
+    int ipv6_prefix;        /* -1: unset (64) */
 } rlaas_server_conf_t;
 
 typedef struct {
     rlaas_source_t src;
-    const char *name;     /* NUL-terminated header/cookie/query/env name */
+    const char *name;     /* NUL-terminated name, or the expression's text */
     ap_expr_info_t *expr; /* for expr= */
 } rlaas_key_source_t;
 
@@ -95,11 +97,6 @@ typedef struct {
 
 extern const command_rec rlaas_cmds[];
 
-int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
-                            apr_pool_t *ptemp);
-/* 1 if s (len bytes) is the name of a zone in the server configuration. */
-int rlaas_is_zone_name(const char *s, size_t len);
-
 void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s);
 void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
 void *rlaas_create_dir_conf(apr_pool_t *p, char *dir);
@@ -119,6 +116,7 @@ int rlaas_target_circuit_failures(const rlaas_target_t *t);
 int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t);
 int rlaas_target_pipeline(const rlaas_target_t *t);
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc);
+int rlaas_server_ipv6_prefix(const rlaas_server_conf_t *sc);
 int rlaas_target_timeout_ms(const rlaas_target_t *t);
 
 #endif
