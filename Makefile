@@ -14,13 +14,16 @@ WARN = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wcast-align \
 EXTRA_CFLAGS ?=
 EXTRA_LDFLAGS ?=
 
-# Strategy scripts, in the order of rlaas_strategy_e. Each one Redis runs is
-# the shared prelude followed by the strategy's body, joined into build/lua/:
-# those files are what the module embeds and what t/lua tests.
+# Strategy scripts, in the order of rlaas_strategy_e, then the one that
+# decides several policies at once. A strategy's script is the shared
+# prelude, the strategy's body (a function) and a line calling it; the
+# multi script is the prelude, all six bodies and lua/multi.lua. They are
+# joined into build/lua/: those files are what the module embeds and what
+# t/lua tests.
 LUA_PRELUDE = lua/prelude.lua
 LUA_BODIES = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
              lua/leaky.lua lua/gcra.lua
-LUA = $(patsubst lua/%,build/lua/%,$(LUA_BODIES))
+LUA = $(patsubst lua/%,build/lua/%,$(LUA_BODIES)) build/lua/multi.lua
 
 # Source folders (see LAYOUT in the README): dependencies point down only,
 # http -> redis -> core. core/ and the pure parts of redis/ need no httpd
@@ -59,7 +62,12 @@ all: $(MODULE)
 
 build/lua/%.lua: $(LUA_PRELUDE) lua/%.lua
 	@mkdir -p build/lua
-	cat $(LUA_PRELUDE) lua/$*.lua >$@.tmp && mv $@.tmp $@
+	{ cat $(LUA_PRELUDE) lua/$*.lua; echo 'return one(rlaas_$*)'; } >$@.tmp && \
+	    mv $@.tmp $@
+
+build/lua/multi.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/multi.lua
+	@mkdir -p build/lua
+	cat $(LUA_PRELUDE) $(LUA_BODIES) lua/multi.lua >$@.tmp && mv $@.tmp $@
 
 lua: $(LUA) $(GEN_SRC)
 

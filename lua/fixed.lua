@@ -1,14 +1,20 @@
--- rlaas fixed window (seed 001): STRING K..<floor(now/W)>, INCR (K ends in ':')
--- the clock rule holds by the key's name: only now's window is read
-local idx = math.floor(now / W)
-local key = K .. s(idx)
-local n = redis.call('INCR', key)
-if n == 1 then redis.call('PEXPIRE', key, s(W)) end
--- the quota comes back when the bucket ends
-local left = (idx + 1) * W - now
-local rem = math.max(0, L - n)
-if n <= L then
-  if rem > 0 then return {1, rem, left, 0} end
-  return {1, 0, left, left}
+-- rlaas fixed window (seed 001): STRING K..<floor(now/W)> (K ends in ':'),
+-- units charged; the clock rule holds by the name: only now's is read
+local function rlaas_fixed(K, L, W, cost, m, commit)
+  local need = math.max(cost, 1)
+  local idx = math.floor(now / W)
+  local key = K .. s(idx)
+  local n = tonumber(redis.call('GET', key)) or 0
+  local ok = n + need <= L
+  if ok and commit and cost > 0 then
+    n = redis.call('INCRBY', key, cost)
+    if n == cost then redis.call('PEXPIRE', key, s(W)) end
+  end
+  -- the quota comes back when the bucket ends
+  local left = (idx + 1) * W - now
+  local rem = math.max(0, L - n)
+  local reset, retry = 0, 0
+  if n > 0 then reset = left end
+  if rem < need then retry = left end
+  return {ok and 1 or 0, rem, reset, retry}
 end
-return {0, 0, left, left}

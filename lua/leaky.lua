@@ -1,52 +1,45 @@
--- rlaas leaky bucket: HASH K (ends in :lb) {level, ts}
--- ticks: a hit is c ticks of water, r ticks drain per ms, empty after W ms
-local g = gcd(L, W)
-local c, r = W / g, L / g
--- level = n hits + f ticks (0 <= f < c); missing key: empty
-local n, f, ts = 0, 0, now
-local h = redis.call('HMGET', K, 'level', 'ts')
-local v, ots = h[1], tonumber(h[2])
-if ots then ots = math.floor(ots) end
-local at = ots and clock(ots)
-if v and at then
-  local a, b = string.match(v, '^(%d+):(%d+)$')
-  if a then n, f = tonumber(a), tonumber(b)
-  elseif tonumber(v) then
-    v = math.max(0, math.floor(tonumber(v)))
-    n = math.floor(v / c)
-    f = v - n * c
-  end
-  if f >= c then f = c - 1 end
-  -- never more water than the bucket holds (the limit or window may have
-  -- changed): a level past L would give a remaining below 0
-  if n >= L then n, f = L, 0 end
-  -- held (clock went back): no drain, time stays at the stamp
-  local dt = at - ots
-  ts = at
+-- rlaas leaky bucket: HASH K (ends in :lb) {level, ts[, l]}
+-- level n hits + f parts of 1/W of water, draining at r parts per ms: the
+-- limit it was last charged under; a hit fits iff the water then stays
+-- within the limit at hand
+local function rlaas_leaky(K, L, W, cost, m, commit)
+  local need = math.max(cost, 1)
+  -- missing key: empty
+  local n, f, ts, dt, r, l = bucket_get(K, 'level', L, W)
+  if not n then n, f, ts, dt, r = 0, 0, now, 0, L end
+  -- never more water than the bucket held
+  if n >= r then n, f = r, 0 end
+  -- held (clock went back): dt is 0, no drain, time stays at the stamp
   if dt >= W then
     n, f = 0, 0
   else
-    local dq, dx = muldiv(dt, r, c)
+    local dq, dx = muldiv(dt, r, W)
     n, f = n - dq, f - dx
-    if f < 0 then n, f = n - 1, f + c end
+    if f < 0 then n, f = n - 1, f + W end
     if n < 0 then n, f = 0, 0 end
   end
+  -- the water as it drains on (a, b), and as the bucket at hand holds it
+  local a, b = n, f
+  if n >= L then n, f = L, 0 end
+  -- a hit of need units fits iff level + need * W <= L * W
+  local u = n + (f > 0 and 1 or 0)
+  local ok = u + need <= L
+  if ok and commit and cost > 0 then
+    n, u = n + cost, u + cost
+    a, b, r = n, f, L
+  end
+  local off = ts - now
+  -- until empty: ceil((a * W + b) / r)
+  local q, x = muldiv(a, W, r)
+  local reset = off + q + math.ceil((x + b) / r)
+  if ok and commit and cost > 0 then
+    bucket_put(K, 'level', n, f, ts, L, W, m, l, reset)
+  end
+  local retry = 0
+  if u + need > L then
+    -- until the water is down to (L - need) * W
+    q, x = muldiv(a - L + need, W, r)
+    retry = off + q + math.ceil((x + b) / r)
+  end
+  return {ok and 1 or 0, math.max(0, L - u), reset, retry}
 end
--- a hit fits iff level + c <= L * c, i.e. ceil(level / c) < L
-local u = n + (f > 0 and 1 or 0)
-local ok = u < L
-if ok then n, u = n + 1, u + 1 end
-local off = ts - now
--- until empty: ceil((n * c + f) / r)
-local q, x = muldiv(n, c, r)
-local reset = off + q + math.ceil((x + f) / r)
-local retry = 0
-if u >= L then
-  -- until level <= (L - 1) * c
-  q, x = muldiv(n - L + 1, c, r)
-  retry = off + q + math.ceil((x + f) / r)
-end
-if L * c < 2^53 then v = s(n * c + f) else v = s(n) .. ':' .. s(f) end
-redis.call('HMSET', K, 'level', v, 'ts', s(ts))
-redis.call('PEXPIRE', K, s(math.max(1, reset)))
-return {ok and 1 or 0, L - u, reset, retry}

@@ -1,66 +1,72 @@
--- rlaas sliding window estimate (seed 002): STRING K (ends in :sw)
-local B = 16777216
-local i = math.floor(now / W)
-local e = now - i * W
-local P, C = 0, 0
-local v = redis.call('GET', K)
-if v then
-  local si, sp, sc = string.match(v, '^(%d+):(%d+):(%d+)$')
-  local d
-  if si then
-    si, sp, sc = tonumber(si), tonumber(sp), tonumber(sc)
-    d = si - i
-    -- stamped at the start of window si: the clock rule
-    if d > 0 and not clock(si * W) then d = nil end
-  else
-    -- packed: (prev * 2^24 + curr) * 4 + window mod 4
-    local x = tonumber(v)
-    if x and x >= 0 and x % 1 == 0 then
-      d = (x % 4 - i % 4) % 4
-      if d == 3 then d = -1 elseif d == 2 then d = nil end
-      x = math.floor(x / 4)
-      sp, sc = math.floor(x / B), x % B
+-- rlaas sliding window estimate (seed 002): STRING K (ends in :sw), the
+-- units charged in the previous and the current window
+local function rlaas_sliding(K, L, W, cost, m, commit)
+  local need = math.max(cost, 1)
+  local B = 16777216
+  local i = math.floor(now / W)
+  local e = now - i * W
+  local P, C = 0, 0
+  local v = redis.call('GET', K)
+  if v then
+    local si, sp, sc = string.match(v, '^(%d+):(%d+):(%d+)$')
+    local d
+    if si then
+      si, sp, sc = tonumber(si), tonumber(sp), tonumber(sc)
+      d = si - i
+      -- stamped at the start of window si: the clock rule
+      if d > 0 and not clock(si * W, W) then d = nil end
+    else
+      -- packed: (prev * 2^24 + curr) * 4 + window mod 4
+      local x = tonumber(v)
+      if x and x >= 0 and x % 1 == 0 then
+        d = (x % 4 - i % 4) % 4
+        if d == 3 then d = -1 elseif d == 2 then d = nil end
+        x = math.floor(x / 4)
+        sp, sc = math.floor(x / B), x % B
+      end
+    end
+    if d == 0 then P, C = sp, sc
+    elseif d == -1 then P = sc
+    elseif d and d > 0 then
+      -- clock went back: hold time at the start of the stored window
+      i, e, P, C = i + d, 0, sp, sc
     end
   end
-  if d == 0 then P, C = sp, sc
-  elseif d == -1 then P = sc
-  elseif d and d > 0 then
-    -- clock went back: hold time at the start of the stored window
-    i, e, P, C = i + d, 0, sp, sc
+  -- P's weight, rounded up: ceil(P * (W - e) / W)
+  local q, x = muldiv(P, W - e, W)
+  local wp = q + (x > 0 and 1 or 0)
+  local ok = wp + C + need <= L
+  local off = i * W + e - now
+  if ok and commit and cost > 0 then
+    C = C + cost
+    -- one small integer while the counts fit, else "i:prev:curr"
+    if P < B and C < B then
+      v = s((P * B + C) * 4 + i % 4)
+    else
+      v = s(i) .. ':' .. s(P) .. ':' .. s(C)
+    end
+    -- dead before window i+2, where mod-4 aliasing could misread it
+    redis.call('SET', K, v, 'PX', s(2 * W - e + off))
   end
-end
--- P's weight, rounded up: ceil(P * (W - e) / W)
-local q, x = muldiv(P, W - e, W)
-local wp = q + (x > 0 and 1 or 0)
-local ok = wp + C + 1 <= L
-if ok then C = C + 1 end
-local rem = math.max(0, L - wp - C)
-local off = i * W + e - now
-local retry = 0
-if rem == 0 then
-  local d
-  local R = L - C - 1
-  if R >= 0 and P > R then
-    -- later in this window: P * (W - e1) <= R * W
-    local e1 = math.max(e + 1, W - muldiv(R, W, P))
-    if e1 < W then d = e1 - e end
+  local rem = math.max(0, L - wp - C)
+  local retry = 0
+  if rem < need then
+    local d
+    local R = L - C - need
+    if R >= 0 and P > R then
+      -- later in this window: P * (W - e1) <= R * W
+      local e1 = math.max(e + 1, W - muldiv(R, W, P))
+      if e1 < W then d = e1 - e end
+    end
+    if not d then
+      -- next window, where C is the previous count
+      local e2 = 0
+      if C > L - need then e2 = W - muldiv(L - need, W, C) end
+      if e2 < W then d = W - e + e2 else d = 2 * W - e end
+    end
+    retry = d + off
   end
-  if not d then
-    -- next window, where C is the previous count
-    local e2 = 0
-    if C >= L then e2 = W - muldiv(L - 1, W, C) end
-    if e2 < W then d = W - e + e2 else d = 2 * W - e end
-  end
-  retry = d + off
+  local reset = off
+  if C > 0 then reset = reset + 2 * W - e elseif P > 0 then reset = reset + W - e end
+  return {ok and 1 or 0, rem, reset, retry}
 end
-local reset = off
-if C > 0 then reset = reset + 2 * W - e elseif P > 0 then reset = reset + W - e end
--- one small integer while the counts fit, else "i:prev:curr"
-if P < B and C < B then
-  v = s((P * B + C) * 4 + i % 4)
-else
-  v = s(i) .. ':' .. s(P) .. ':' .. s(C)
-end
--- dead before window i+2, where mod-4 aliasing could misread it
-redis.call('SET', K, v, 'PX', s(2 * W - e + off))
-return {ok and 1 or 0, rem, reset, retry}

@@ -1,8 +1,10 @@
 /*
- * The strategy scripts, embedded at build time from the joined files in
- * build/lua/ (lua/prelude.lua + lua/<strategy>.lua) by
- * tools/embed-lua.sh (which also computes each SHA1, the name EVALSHA uses),
- * so that nothing is read from disk at run time.
+ * The scripts, embedded at build time from the joined files in build/lua/
+ * by tools/embed-lua.sh (which also computes each SHA1, the name EVALSHA
+ * uses), so that nothing is read from disk at run time: one per strategy
+ * (lua/prelude.lua + lua/<strategy>.lua + a line calling it), for a
+ * request with one policy, and the multi script (the prelude, the six
+ * bodies and lua/multi.lua) for a request with several, decided together.
  */
 #ifndef RLAAS_SCRIPTS_H
 #define RLAAS_SCRIPTS_H
@@ -18,7 +20,11 @@ typedef struct {
     size_t len;
 } rlaas_script_t;
 
-/* Indexed by rlaas_strategy_e. */
-extern const rlaas_script_t rlaas_scripts[RLAAS_STRATEGY_COUNT];
+/* The multi script's index, after the strategies' own. */
+#define RLAAS_SCRIPT_MULTI RLAAS_STRATEGY_COUNT
+#define RLAAS_SCRIPT_COUNT (RLAAS_STRATEGY_COUNT + 1)
+
+/* Indexed by rlaas_strategy_e, then RLAAS_SCRIPT_MULTI. */
+extern const rlaas_script_t rlaas_scripts[RLAAS_SCRIPT_COUNT];
 
 #endif

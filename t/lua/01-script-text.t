@@ -1,6 +1,7 @@
-# The production text of each script: the prelude and the strategy's body
-# joined, byte for byte what the build embeds, and what the fake-clock
-# variant may differ in. Plus one real-TIME run of each.
+# The production text of each script: the prelude, the strategy's body and
+# a line calling it (the multi script: the prelude, the six bodies and
+# lua/multi.lua), byte for byte what the build embeds, and what the
+# fake-clock variant may differ in. Plus one real-TIME run of each.
 use strict;
 use warnings;
 use Test::More;
@@ -22,16 +23,26 @@ my %embedded;
 }
 my $prelude = source_text('prelude');
 like $prelude, qr/-- rlaas:clock/, 'the clock line is in the prelude';
-for my $name (qw(muldiv gcd s)) {
-    my @in = grep { source_text($_) =~ /local function \Q$name\E\(/ } STRATEGIES;
+for my $name (qw(muldiv gcd s args clock level put one bucket_get bucket_put)) {
+    my @in = grep { source_text($_) =~ /local function \Q$name\E\(/ } STRATEGIES, 'multi';
     is_deeply \@in, [], "$name is defined once, in the prelude, not in a body";
 }
-
 for my $s (STRATEGIES) {
+    like source_text($s), qr/^local function rlaas_\Q$s\E\(K, L, W, cost, m, commit\)$/m,
+        "lua/$s.lua defines rlaas_$s(K, L, W, cost, m, commit)";
+}
+is lua_text('multi'), join('', map { source_text($_) } 'prelude', STRATEGIES, 'multi'),
+    'multi: the prelude, the six bodies in strategy order, lua/multi.lua'
+    unless $ENV{RLAAS_LUA_DIR};
+is sha1_hex(lua_text('multi')), $embedded{multi}, 'multi: the bytes tested are the bytes embedded'
+    unless $ENV{RLAAS_LUA_DIR};
+
+for my $s (STRATEGIES, 'multi') {
     my $t = lua_text($s);
     ok -f lua_path($s), "$s.lua exists";
-    is $t, $prelude . source_text($s), "$s: the prelude followed by lua/$s.lua"
-        unless $ENV{RLAAS_LUA_DIR};
+    is $t, $prelude . source_text($s) . "return one(rlaas_$s)\n",
+        "$s: the prelude, lua/$s.lua and a line calling rlaas_$s"
+        unless $ENV{RLAAS_LUA_DIR} || $s eq 'multi';
     is sha1_hex($t), $embedded{$s}, "$s: the bytes tested are the bytes embedded (SHA1)"
         unless $ENV{RLAAS_LUA_DIR};
     unlike $t, qr/[^\x09\x0a\x20-\x7e]/, "$s: ASCII only, no CR or control bytes";
@@ -42,7 +53,7 @@ for my $s (STRATEGIES) {
     is $clock[0], "local t = redis.call('TIME') -- rlaas:clock", "$s: clock line text";
     my @time = ($t =~ /TIME/g);
     is scalar(@time), 1, "$s: TIME read only there";
-    unlike $t, qr/ARGV\[[3-9]\]/, "$s: production reads no ARGV beyond 2";
+    unlike $t, qr/ARGV\[#/, "$s: production reads ARGV by position only";
     like $t, qr/\Aif redis\.replicate_commands then redis\.replicate_commands\(\) end\n|\A(?:--[^\n]*\n)+if redis\.replicate_commands then redis\.replicate_commands\(\) end\n/,
         "$s: replicate_commands first";
     my @lines_p = split /\n/, $t, -1;
@@ -50,12 +61,13 @@ for my $s (STRATEGIES) {
     is scalar(@lines_f), scalar(@lines_p), "$s: same line count in the fake-clock variant";
     my @diff = grep { $lines_p[$_] ne $lines_f[$_] } 0 .. $#lines_p;
     is_deeply [map { $lines_p[$_] } @diff], [$clock[0]], "$s: variant differs only on the clock line";
-    is $lines_f[$diff[0]], "local t = {ARGV[3], ARGV[4]} -- rlaas:clock", "$s: substituted line";
+    is $lines_f[$diff[0]], "local t = {ARGV[#ARGV - 1], ARGV[#ARGV]} -- rlaas:clock", "$s: substituted line";
     # The comment budget: they travel to Redis on every SCRIPT LOAD.
     my $comment = 0;
     $comment += length($1) for $t =~ /(--[^\n]*)/g;
     cmp_ok $comment, '<', 0.3 * length($t), "$s: comments stay short ($comment of " . length($t) . " bytes)";
     is $r->cmd('SCRIPT', 'LOAD', $t), sha1_hex($t), "$s: SCRIPT LOAD gives the SHA1 of the file bytes";
+    next if $s eq 'multi';
 
     # Production text, real clock.
     my $K = "rlaas:rate_limit:real-$s";
@@ -83,7 +95,8 @@ for my $s (STRATEGIES) {
     }
 
     # Argument checks: a misconfigured caller gets an error, never a verdict.
-    for my $bad ([0, 1000], [1, 0], [1e9 + 1, 1000], ['x', 1000], [1.5, 1000], [5]) {
+    for my $bad ([0, 1000], [1, 0], [1e9 + 1, 1000], ['x', 1000], [1.5, 1000], [5],
+        [3, 1000, 4], [3, 1000, -1], [3, 1000, 1.5], [3, 1000, 1, 4], [3, 1000, 1, 'x']) {
         my $e = $r->cmd('EVALSHA', $h->{sha}{$s}, 1, $K, @$bad);
         ok RLaaS::Redis::is_error($e), "$s: bad args (@$bad) -> error reply";
     }

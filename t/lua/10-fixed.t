@@ -24,12 +24,34 @@ subtest 'seed 001: 5 at second 59, 5 at second 61, all allowed' => sub {
     }
     is_deeply hit($K, $L, $W, T0 + 61000), [0, 0, 59000, 59000], '6th in window N+1 denied';
     is $r->cmd('TYPE', "$K:$idx"), 'string', "key $K:$idx is a STRING";
-    is $r->cmd('GET', "$K:$idx"), 6, 'INCR counts denied hits too (seed)';
-    is $r->cmd('GET', "$K:" . ($idx + 1)), 6, 'next bucket key';
+    is $r->cmd('GET', "$K:$idx"), 5, 'a denied hit is not counted (seed 001 INCRs first: not here)';
+    is $r->cmd('GET', "$K:" . ($idx + 1)), 5, 'next bucket key';
     is $h->pttl("$K:" . ($idx + 1)), 60000, 'TTL = window, set on the first hit';
     is $h->pttl("$K:$idx"), 60000 - 2000, 'not extended by later hits (seed)';
     is_deeply [sort @{ $r->cmd('KEYS', "$K*") }], [sort "$K:$idx", "$K:" . ($idx + 1)],
         'exactly the seed key names';
+};
+
+subtest 'denials never charge: a flood of 429s does not keep the count up' => sub {
+    my ($K, $L, $W) = ('rlaas:rate_limit:flood', 3, 1000);
+    hit($K, $L, $W, T0 + 100) for 1 .. 3;
+    is hit($K, $L, $W, T0 + 200)->[0], 0, 'full' for 1 .. 50;
+    is $r->cmd('GET', "$K:" . (T0 / $W)), 3, 'still 3 after 50 denials';
+};
+
+subtest 'cost: units per request, 0 checks without charging' => sub {
+    my ($K, $L, $W) = ('rlaas:rate_limit:cost', 10, 1000);
+    is_deeply $h->run('fixed', $K, $L, $W, T0 + 10, 0, cost => 4), [1, 6, 990, 0], '4 units';
+    is_deeply $h->run('fixed', $K, $L, $W, T0 + 10, 0, cost => 0), [1, 6, 990, 0], 'cost 0: allowed, nothing charged';
+    is_deeply $h->run('fixed', $K, $L, $W, T0 + 10, 0, cost => 6), [1, 0, 990, 990], '6 more: exactly full';
+    is_deeply $h->run('fixed', $K, $L, $W, T0 + 10, 0, cost => 0), [0, 0, 990, 990], 'cost 0 when full: denied';
+    is $r->cmd('GET', "$K:" . (T0 / $W)), 10, '10 units in the bucket';
+    is_deeply $h->run('fixed', "$K-b", $L, $W, T0 + 10, 0, cost => 0), [1, 10, 0, 0],
+        'cost 0 on a new client: full quota, nothing written';
+    ok !$r->cmd('EXISTS', "$K-b:" . (T0 / $W)), 'no key';
+    hit("$K-c", $L, $W, T0 + 10) for 1 .. 8;
+    is_deeply $h->run('fixed', "$K-c", $L, $W, T0 + 10, 0, cost => 3), [0, 2, 990, 990], '3 do not fit in 2: denied';
+    is $r->cmd('GET', "$K-c:" . (T0 / $W)), 8, 'and not charged';
 };
 
 subtest 'bucket boundary to the ms' => sub {

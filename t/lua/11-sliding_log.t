@@ -24,9 +24,8 @@ subtest 'burst, exact retry and boundary' => sub {
     is $r->cmd('TYPE', $K), 'zset', "$K is a ZSET";
     is $h->pttl($K), 10000, 'PEXPIRE 2*W';
     my $m = $r->cmd('ZRANGE', $K, 0, -1, 'WITHSCORES');
-    like $m->[0], qr/^\d{13}-\S+$/, "member <ms>-<random> ($m->[0])";
-    my ($ms) = $m->[0] =~ /^(\d+)-/;
-    is $m->[1], $ms, 'score is the ms of the member';
+    is_deeply $m, [(map { (sprintf('%016d-1', $_ + 1), T0 + 100 * $_) } 1 .. 4), '0000000000000006-1', T0 + 5000],
+        'members: the running total (16 digits) and the units, scored by ms';
 };
 
 subtest 'never more than L in any rolling window' => sub {
@@ -58,21 +57,53 @@ subtest 'many hits in one ms, frozen clock: members unique' => sub {
     is_deeply hit($K, $L, $W, T0), [0, 0, 60000, 60000], '1001st denied';
 };
 
-subtest 'members stay unique when math.random repeats (old Redis)' => sub {
-    # Redis < 7 reseeds math.random identically for every call; emulate
-    # that with a constant in a variant of the fake-clock script.
-    my $t = fake_text(lua_text('sliding_log'));
-    my $n = ($t =~ s/math\.random\(\)/0.17082803611217/g);
-    is $n, 1, 'one math.random() call in the script';
-    my $sha = $r->cmd('SCRIPT', 'LOAD', $t);
-    my $K = 'rlaas:rate_limit:oldredis';
-    my $ok = 0;
-    for (1 .. 50) {
-        my $x = $r->cmd('EVALSHA', $sha, 1, $K, 100, 1000, T0 / 1000, 0);
-        $ok += $x->[0];
-    }
-    is $ok, 50, 'all 50 allowed';
-    is $r->cmd('ZCARD', $K), 50, 'all 50 recorded despite equal random suffixes';
+subtest 'no randomness: members are unique by their running total' => sub {
+    unlike lua_text('sliding_log'), qr/math\.random/, 'math.random is not used';
+    my $K = 'rlaas:rate_limit:same-ms';
+    my $ok = grep { hit($K, 100, 1000, T0)->[0] } 1 .. 50;
+    is $ok, 50, '50 hits in one ms: all allowed';
+    is $r->cmd('ZCARD', $K), 50, 'all 50 recorded';
+    my $m = $r->cmd('ZRANGE', $K, 0, -1);
+    is_deeply $m, [sort @$m], 'rank order is the order of the running total (same score)';
+};
+
+subtest 'cost: one member per request, of its units' => sub {
+    my ($K, $L, $W) = ('rlaas:rate_limit:cost', 10, 10000);
+    is_deeply $h->run('sliding_log', $K, $L, $W, T0 + 1000, 0, cost => 4), [1, 6, 10000, 0], '4 units at +1 s';
+    is_deeply $h->run('sliding_log', $K, $L, $W, T0 + 2000, 0, cost => 3), [1, 3, 10000, 0], '3 units at +2 s';
+    is_deeply $h->run('sliding_log', $K, $L, $W, T0 + 3000, 0, cost => 0), [1, 3, 9000, 0], 'cost 0: a check';
+    is_deeply $h->run('sliding_log', $K, $L, $W, T0 + 3000, 0, cost => 4), [0, 3, 9000, 8000],
+        '4 do not fit in 3: denied; they fit once the 4 units of +1 s leave';
+    is_deeply $r->cmd('ZRANGE', $K, 0, -1), ['0000000000000004-4', '0000000000000007-3'], 'two members';
+    is_deeply $h->run('sliding_log', $K, $L, $W, T0 + 11000, 0, cost => 4), [1, 3, 10000, 1000],
+        'at +11 s they fit (3 left: 4 more fit in 1 s)';
+    is_deeply $h->run('sliding_log', $K, $L, $W, T0 + 11000, 0, cost => 4), [0, 3, 10000, 1000],
+        '4 more: after the 3 of +2 s leave';
+    is_deeply $h->run('sliding_log', $K, $L, $W, T0 + 11000, 0, cost => 1), [1, 2, 10000, 0], '1 does fit';
+    # many members of mixed units: the retry is found by bisection
+    my $K2 = 'rlaas:rate_limit:cost2';
+    my @u = (1, 5, 2, 1, 1, 7, 3, 1, 2, 2);
+    $h->run('sliding_log', $K2, 30, 60000, T0 + 1000 * $_, 0, cost => $u[$_]) for 0 .. 9;
+    # 25 used; 9 units need 4 more room: the 1 + 5 of +0 s and +1 s leave at 60 and 61 s
+    is_deeply $h->run('sliding_log', $K2, 30, 60000, T0 + 20000, 0, cost => 9), [0, 5, 49000, 41000],
+        'retry when enough units have left';
+    is_deeply $h->run('sliding_log', $K2, 30, 60000, T0 + 20000, 0, cost => 1), [1, 4, 60000, 0], 'one unit fits';
+    is_deeply $h->run('sliding_log', $K2, 30, 60000, T0 + 20000, 0, cost => 5), [0, 4, 60000, 40000],
+        'then 5: once the first unit has left';
+};
+
+subtest 'running totals near 2^52 start again at 0' => sub {
+    my ($K, $L, $W) = ('rlaas:rate_limit:rebase', 1_000_000_000, 10000);
+    my $big = 2**52 - 10;
+    $r->cmd('ZADD', $K, T0 - 20000, sprintf('%016d-%d', $big - 500, 5),
+        T0 - 1000, sprintf('%016d-%d', $big - 3, 7), T0, sprintf('%016d-%d', $big, 3));
+    $r->cmd('PEXPIRE', $K, 10**9);
+    is_deeply $h->run('sliding_log', $K, $L, $W, T0 + 1, 0, cost => 20), [1, $L - 30, 10000, 0],
+        '10 live units + 20: allowed';
+    is_deeply $r->cmd('ZRANGE', $K, 0, -1), ['0000000000000007-7', '0000000000000010-3', '0000000000000030-20'],
+        'the live members rewritten from 0, the dead one gone';
+    is_deeply $h->run('sliding_log', $K, $L, $W, T0 + 9001, 0, cost => 0), [1, $L - 23, 1000, 0],
+        'and read as before: the 7 of T0 - 1000 left';
 };
 
 subtest 'clock going back' => sub {
@@ -81,11 +112,11 @@ subtest 'clock going back' => sub {
     # 3 s back: the hits "in the future" still count, and the retry
     # includes the 3 s until they were made.
     is_deeply hit($K, $L, $W, T0 + 17000), [0, 0, 13000, 13000], 'denied, retry covers the skew';
-    is $h->pttl($K), 20000, 'TTL 2*W';
+    is $h->pttl($K), 23000, 'TTL as the last charge set it (2*W then; a denial writes nothing)';
     # 10 s back, exactly a window: still held, and the TTL must outlive the
     # entries (newest + W - now = 20 s)
     is hit($K, $L, $W, T0 + 10000)->[0], 0, 'a window back: held, denied';
-    is $h->pttl($K), 20000, 'TTL covers entries ahead of the clock';
+    cmp_ok $h->pttl($K), '>=', 20000, 'TTL covers entries ahead of the clock';
     # 15 s back: more than a window: no state, a fresh log
     is_deeply hit($K, $L, $W, T0 + 5000), [1, 2, 10000, 0], '15 s back: fresh, allowed';
     is $r->cmd('ZCARD', $K), 1, 'the entries ahead are gone; the new hit alone';
@@ -100,6 +131,14 @@ subtest 'limit lowered under existing entries' => sub {
     is_deeply hit($K, 3, $W, T0 + 12000), [1, 0, 10000, 1000], 'allowed exactly then';
 };
 
+subtest 'a log in the layout of earlier versions is no state' => sub {
+    my $K = 'rlaas:rate_limit:old-layout';
+    $r->cmd('ZADD', $K, T0, (T0) . '-0.123', T0 + 1, (T0 + 1) . '-0.456');
+    $r->cmd('PEXPIRE', $K, 10**9);
+    is_deeply hit($K, 2, 10000, T0 + 2), [1, 1, 10000, 0], 'a fresh log: one used';
+    is_deeply $r->cmd('ZRANGE', $K, 0, -1), ['0000000000000001-1'], 'the old members are gone';
+};
+
 # One client with a large limit can hold a huge log; when its hits age out
 # together, pruning them all in one call blocked Redis for 409 ms. One call
 # prunes at most 256 of the oldest dead members; counting and retry work by
@@ -111,8 +150,8 @@ subtest 'bounded work per call: 100,000 dead members' => sub {
 local base, n = tonumber(ARGV[1]), tonumber(ARGV[2])
 local args = {}
 for i = 1, n do
-  args[#args + 1] = base - i
-  args[#args + 1] = 'dead-' .. i
+  args[#args + 1] = base - n + i
+  args[#args + 1] = string.format('%016d-1', i)
   if #args >= 2000 or i == n then
     redis.call('ZADD', KEYS[1], unpack(args))
     args = {}
@@ -121,10 +160,10 @@ end
 return redis.call('ZCARD', KEYS[1])
 LUA
     is $r->cmd('EVAL', $fill, 1, $K, $now - $W, 100_000), 100_000, '100,000 members older than the window';
-    $r->cmd('ZADD', $K, $now - 5000, 'live-1', $now - 4000, 'live-2');
+    $r->cmd('ZADD', $K, $now - 5000, sprintf('%016d-1', 100_001), $now - 4000, sprintf('%016d-1', 100_002));
     $r->cmd('PEXPIRE', $K, 10**9);
     my $call = sub {
-        $r->cmd('EVALSHA', $h->{fake}{sliding_log}, 1, $K, $L, $W, int($_[0] / 1000), ($_[0] % 1000) * 1000);
+        $r->cmd('EVALSHA', $h->{fake}{sliding_log}, 1, $K, $L, $W, 1, 0, int($_[0] / 1000), ($_[0] % 1000) * 1000);
     };
     # 2 live hits, limit 3: allowed; then full, and the oldest live hit
     # (rank 100,000 before pruning) leaves 5 s from now
@@ -148,7 +187,7 @@ LUA
 
 subtest 'members more than a window ahead: the log is no state' => sub {
     my ($K, $L, $W) = ('rlaas:rate_limit:log-ahead', 2, 10000);
-    $r->cmd('ZADD', $K, T0 + 30000, 'a', T0 + 31000, 'b');
+    $r->cmd('ZADD', $K, T0 + 30000, sprintf('%016d-1', 1), T0 + 31000, sprintf('%016d-1', 2));
     is_deeply hit($K, $L, $W, T0 + 15000), [1, 1, 10000, 0], '15 s ahead of a 10 s window: fresh';
     is $r->cmd('ZCARD', $K), 1, 'the old members are gone (UNLINK)';
 };

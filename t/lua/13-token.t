@@ -43,4 +43,15 @@ subtest 'L*c past 2^53: "n:f" and still exact' => sub {
     is $retry, 1, '(W - f) / L < 1 ms';
 };
 
+subtest 'a limit read per request (mode 1): parts of 1/W and l' => sub {
+    my ($K, $W) = ('rlaas:rate_limit:plan', 10000);
+    my $run = sub { $h->run('token', $K, $_[0], $W, $_[1], 0, mode => 1, cost => $_[2] // 1) };
+    is_deeply $run->(4, T0, 3), [1, 1, 7500, 5000], 'limit 4: 3 tokens used (3 more in 5 s)';
+    is_deeply { @{ $r->cmd('HGETALL', "$K:tb") } }, { tokens => 10000, ts => T0, l => 4 },
+        '1 token in parts of 1/W, and the limit';
+    is $h->pttl("$K:tb"), $W, 'TTL W: under a larger limit it fills later';
+    is_deeply $run->(10, T0 + 1000, 2), [1, 0, 10000, 2000], 'limit 10: 1 + 1 s at 10 per 10 s = 2; both used';
+    is_deeply $run->(2, T0 + 6000), [1, 0, 10000, 5000], 'limit 2: 5 s refill 1 token at 2 per 10 s; used';
+};
+
 done_testing;

@@ -46,4 +46,18 @@ subtest 'now * r past 2^53: "tat_ms:frac" and still exact' => sub {
     is $r->cmd('GET', "$K:gcra"), (T0 + 1000) . ':' . (6 * 1000 - 6007 + 6007), 'TAT carries the fraction';
 };
 
+subtest 'a limit read per request (mode 1): "l:ms:ticks", the debt carried over' => sub {
+    my ($K, $W) = ('rlaas:rate_limit:plan', 10000);
+    my $run = sub { $h->run('gcra', $K, $_[0], $W, $_[1], 0, mode => 1, cost => $_[2] // 1) };
+    is_deeply $run->(4, T0), [1, 3, 2500, 0], 'limit 4: one hit, 2.5 s of debt';
+    is $r->cmd('GET', "$K:gcra"), '4:' . (T0 + 2500) . ':0', 'the limit is kept with the TAT';
+    is_deeply $run->(10, T0), [1, 8, 2000, 0], 'limit 10 now: the debt of 1 token carried, one more';
+    is $r->cmd('GET', "$K:gcra"), '10:' . (T0 + 2000) . ':0', 'TAT in the new limit\'s terms';
+    is_deeply $run->(3, T0 + 1000), [1, 1, 6667, 0], 'limit 3: 1 s drained 1 token at 10 per 10 s; 1 + 1 of 3';
+    is $r->cmd('GET', "$K:gcra"), '3:' . (T0 + 1000 + 6666) . ':2', '2 tokens at 3 per 10 s: 6666 2/3 ms';
+    is_deeply $run->(1, T0 + 1000, 0), [0, 0, 6667, 6667],
+        'limit 1: more debt than its bucket; a check: denied until the debt drains (at 3 per 10 s)';
+    ok !$r->cmd('EXISTS', "$K:tb"), 'one key only';
+};
+
 done_testing;

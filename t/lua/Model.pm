@@ -1,8 +1,21 @@
 package Model;
-# Reference models of the six strategies for t/lua/30-model.t: plain exact
-# integer arithmetic (no ticks, no packing, no TTLs), written from SPEC's
-# definitions. Times are integer ms; `use integer` keeps everything exact
-# (products stay far below 2^63 for the configurations tested).
+# Reference models of the six strategies for t/lua/30-model.t and
+# t/lua/31-multi.t: plain exact integer arithmetic (no ticks, no packing,
+# no TTLs), written from SPEC's definitions. Times are integer ms; `use
+# integer` keeps everything exact (products stay far below 2^63 for the
+# configurations tested).
+#
+# A request has a limit L (it may differ from one request to the next: the
+# limit read per request) and a cost c (units; 0 checks without charging:
+# allowed iff one unit fits; need = max(c, 1) units must fit). A denied
+# request never charges. What each strategy keeps:
+#   fixed, sliding, sliding_log: the units charged (per window, per hit);
+#     the limit at hand is compared with them;
+#   token: the tokens left (in 1/W token), refilled since the last charge
+#     at the limit at hand and never past it (the bucket follows the
+#     limit);
+#   leaky, gcra: the water (in 1/W hit), drained since the last charge at
+#     the limit of that charge, then never past the limit at hand.
 use strict;
 use warnings;
 use integer;
@@ -17,77 +30,91 @@ sub clone {
     my %st;
     for my $k (keys %{ $self->{st} }) {
         my $v = $self->{st}{$k};
-        $st{$k} = ref $v eq 'HASH' ? {%$v} : ref $v eq 'ARRAY' ? [@$v] : $v;
+        $st{$k} = ref $v eq 'HASH' ? {%$v} : ref $v eq 'ARRAY' ? [map { [@$_] } @$v] : $v;
     }
     return bless { %$self, st => \%st }, ref $self;
 }
 
-# One request at time $now: 1 allowed, 0 denied (state updated as SPEC says).
+# One request at time $now with limit $L (default the model's) and cost $c
+# (default 1): 1 allowed, 0 denied; charged when allowed and $commit (1 by
+# default). A request that is not committed only checks.
 sub hit {
-    my ($self, $now) = @_;
-    my ($L, $W, $st) = @{$self}{qw(L W st)};
-    my $s = $self->{s};
+    my ($self, $now, $L, $c, $commit) = @_;
+    $L //= $self->{L};
+    $c //= 1;
+    $commit //= 1;
+    my $need = $c > 0 ? $c : 1;
+    my ($W, $st, $s) = ($self->{W}, $self->{st}, $self->{s});
+    my $charge = sub { $commit && $c > 0 };
     if ($s eq 'fixed') {
-        my $n = ++$st->{c}{ $now / $W };      # denied hits count too
-        return $n <= $L ? 1 : 0;
+        my $i = $now / $W;
+        my $n = $st->{c}{$i} || 0;
+        return 0 if $n + $need > $L;
+        $st->{c}{$i} = $n + $c if $charge->();
+        return 1;
     }
     if ($s eq 'sliding_log') {
-        my @in = grep { $_ > $now - $W } @{ $st->{log} || [] };
+        my @in = grep { $_->[0] > $now - $W } @{ $st->{log} || [] };
         $st->{log} = \@in;
-        return 0 if @in >= $L;
-        push @{ $st->{log} }, $now;
+        my $used = 0;
+        $used += $_->[1] for @in;
+        return 0 if $used + $need > $L;
+        push @{ $st->{log} }, [$now, $c] if $charge->();
         return 1;
     }
     if ($s eq 'sliding') {
         my $i = $now / $W;
         my $e = $now - $i * $W;
         my $p = $st->{c}{ $i - 1 } || 0;
-        my $c = $st->{c}{$i} || 0;
-        return 0 if $p * ($W - $e) + ($c + 1) * $W > $L * $W;
-        $st->{c}{$i}++;
+        my $n = $st->{c}{$i} || 0;
+        return 0 if $p * ($W - $e) + ($n + $need) * $W > $L * $W;
+        $st->{c}{$i} = $n + $c if $charge->();
         return 1;
     }
     # Buckets in units of 1/W token: a token is W units, L units per ms.
     if ($s eq 'token') {
-        my $lvl = defined $st->{lvl} ? $st->{lvl} + ($now - $st->{ts}) * $L : $L * $W;
-        $lvl = $L * $W if $lvl > $L * $W;
-        @{$st}{qw(lvl ts)} = ($lvl, $now);
-        return 0 if $lvl < $W;
-        $st->{lvl} -= $W;
+        my $lvl = $L * $W;
+        if (defined $st->{ts}) {
+            $lvl = $st->{lvl} + ($now - $st->{ts}) * $L;
+            $lvl = $L * $W if $lvl > $L * $W;
+        }
+        return 0 if $lvl < $need * $W;
+        @{$st}{qw(lvl ts L)} = ($lvl - $c * $W, $now, $L) if $charge->();
         return 1;
     }
-    if ($s eq 'leaky') {
-        my $lvl = defined $st->{lvl} ? $st->{lvl} - ($now - $st->{ts}) * $L : 0;
-        $lvl = 0 if $lvl < 0;
-        @{$st}{qw(lvl ts)} = ($lvl, $now);
-        return 0 if $lvl + $W > $L * $W;
-        $st->{lvl} += $W;
-        return 1;
-    }
-    if ($s eq 'gcra') {
-        # Times in units of 1/L ms, relative to the first request.
-        $st->{base} //= $now;
-        my $t = ($now - $st->{base}) * $L;
-        my $tat = defined $st->{tat} && $st->{tat} > $t ? $st->{tat} : $t;
-        return 0 if $tat - $t > ($L - 1) * $W;
-        $st->{tat} = $tat + $W;
+    if ($s eq 'leaky' || $s eq 'gcra') {
+        my $lvl = 0;
+        if (defined $st->{ts}) {
+            my $lw = $st->{L};
+            $lvl = $st->{lvl} - ($now - $st->{ts}) * $lw;
+            $lvl = 0 if $lvl < 0;
+            $lvl = $L * $W if $lvl > $L * $W;
+        }
+        return 0 if $lvl + $need * $W > $L * $W;
+        @{$st}{qw(lvl ts L)} = ($lvl + $c * $W, $now, $L) if $charge->();
         return 1;
     }
     die "unknown strategy $s";
 }
 
-# What the reply should be after a hit at $now that decided $allowed:
-# [allowed, remaining, reset_ms, retry_ms], found by trying, not by formula.
+# What the reply should be after a request at $now (limit $L, cost $c)
+# that decided $allowed: [allowed, remaining, reset_ms, retry_ms], found by
+# trying, not by formula: remaining is the units that still fit now, reset
+# the time until all L fit, retry the time until a request of this one's
+# units fits (0 if it does now).
 sub expect {
-    my ($self, $now, $allowed) = @_;
-    my $L = $self->{L};
-    my $c = $self->clone;
+    my ($self, $now, $allowed, $L, $c) = @_;
+    $L //= $self->{L};
+    $c //= 1;
+    my $need = $c > 0 ? $c : 1;
+    my $m = $self->clone;
     my $rem = 0;
-    $rem++ while $rem <= $L && $c->hit($now);
-    my $retry = $rem > 0 ? 0 : $self->_first(1, sub { $_[0]->hit($now + $_[1]) });
+    $rem++ while $rem <= $L && $m->hit($now, $L, 1);
+    my $retry = $rem >= $need ? 0
+        : $self->_first(1, sub { $_[0]->hit($now + $_[1], $L, $need) });
     my $reset = $self->_first(0, sub {
         my ($m, $d) = @_;
-        for (1 .. $L) { return 0 unless $m->hit($now + $d) }
+        for (1 .. $L) { return 0 unless $m->hit($now + $d, $L, 1) }
         return 1;
     });
     return [$allowed, $rem, $reset, $retry];
@@ -97,7 +124,10 @@ sub expect {
 sub _first {
     my ($self, $lo, $pred) = @_;
     my $hi = 3 * $self->{W} + 1;
-    $hi *= 2 until $pred->($self->clone, $hi);
+    until ($pred->($self->clone, $hi)) {
+        $hi *= 2;
+        die "model: never true within $hi ms\n" if $hi > 1_000_000 * $self->{W};
+    }
     while ($lo < $hi) {
         my $mid = $lo + ($hi - $lo) / 2;
         if ($pred->($self->clone, $mid)) { $hi = $mid } else { $lo = $mid + 1 }

@@ -1,9 +1,10 @@
 package ScriptTest;
-# Shared by the t/lua/*.t files: loads the strategy scripts into a private
+# Shared by the t/lua/*.t files: loads the scripts into a private
 # redis-server, in production form and with the clock line swapped for a
-# fake clock (ARGV[3] seconds, ARGV[4] microseconds). The scripts are the
+# fake clock (the last two ARGV: seconds, microseconds). The scripts are the
 # joined files the build embeds (build/lua/<s>.lua = lua/prelude.lua +
-# lua/<s>.lua), made fresh with `make lua` first.
+# lua/<s>.lua + a line calling it; build/lua/multi.lua = the prelude, the
+# six bodies and lua/multi.lua), made fresh with `make lua` first.
 use strict;
 use warnings;
 use Exporter 'import';
@@ -12,9 +13,11 @@ use File::Spec;
 use RLaaS::Redis;
 use Time::HiRes ();
 
-our @EXPORT = qw(STRATEGIES lua_path lua_text source_text fake_text key_of key_arg T0);
+our @EXPORT = qw(STRATEGIES STRATEGY_ID lua_path lua_text source_text fake_text key_of key_arg T0);
 our @STRATEGIES = qw(fixed sliding_log sliding token leaky gcra);
+our %STRATEGY_ID = map { $STRATEGIES[$_] => $_ } 0 .. $#STRATEGIES;
 sub STRATEGIES { @STRATEGIES }
+sub STRATEGY_ID { $STRATEGY_ID{ $_[0] } }
 
 # 2023-11-14T00:00:00Z in ms: a multiple of every round window (1 d too)
 use constant T0 => 1_699_920_000_000;
@@ -35,21 +38,21 @@ sub _slurp {
     return scalar <$fh>;
 }
 
-# The joined script, as Redis runs it.
+# The joined script, as Redis runs it ('multi' too).
 sub lua_text { _slurp(lua_path($_[0])) }
 
 # A source file in lua/: a strategy's body, or 'prelude'.
 sub source_text { _slurp("$ROOT/lua/$_[0].lua") }
 
-# The harness' substitution: redis.call('TIME') -> {ARGV[3], ARGV[4]}
-# on the line carrying -- rlaas:clock, and only there.
+# The harness' substitution: redis.call('TIME') -> the last two ARGV, on
+# the line carrying -- rlaas:clock, and only there.
 sub fake_text {
     my ($text) = @_;
     my @l = split /(?<=\n)/, $text;
     my $n = 0;
     for (@l) {
         next unless /-- rlaas:clock/;
-        $n++ if s/redis\.call\('TIME'\)/{ARGV[3], ARGV[4]}/;
+        $n++ if s/redis\.call\('TIME'\)/{ARGV[#ARGV - 1], ARGV[#ARGV]}/;
     }
     die "clock line not found" unless $n == 1;
     return join '', @l;
@@ -74,7 +77,7 @@ sub new {
     my ($class, %opt) = @_;
     my $r = $opt{redis} || RLaaS::Redis->start;
     my $self = bless { r => $r, sha => {}, fake => {} }, $class;
-    for my $s (@STRATEGIES) {
+    for my $s (@STRATEGIES, 'multi') {
         my $t = lua_text($s);
         $self->{sha}{$s} = $self->_load($t);
         $self->{fake}{$s} = $self->_load(fake_text($t));
@@ -113,8 +116,10 @@ local function each(ks)
     redis.call('PERSIST', k)
   end
 end
-if redis.call('EXISTS', ARGV[1]) == 1 then each({ARGV[1]}) end
-each(redis.call('KEYS', ARGV[1] .. ':*'))
+for _, K in ipairs(ARGV) do
+  if redis.call('EXISTS', K) == 1 then each({K}) end
+  each(redis.call('KEYS', K .. ':*'))
+end
 local t = redis.call('TIME')
 out[#out + 1] = t[1]
 out[#out + 1] = t[2]
@@ -125,20 +130,43 @@ LUA
 # read straddled a millisecond.
 my $SNAP_LUA = <<'LUA';
 local out = {}
-local ks = redis.call('KEYS', ARGV[1] .. ':*')
-if redis.call('EXISTS', ARGV[1]) == 1 then ks[#ks + 1] = ARGV[1] end
+for _, K in ipairs(ARGV) do
+local ks = redis.call('KEYS', K .. ':*')
+if redis.call('EXISTS', K) == 1 then ks[#ks + 1] = K end
 for _, k in ipairs(ks) do
   out[#out + 1] = k
   out[#out + 1] = redis.call('DUMP', k)
   out[#out + 1] = redis.call('PTTL', k)
 end
+end
 return out
 LUA
 
 # Runs strategy $s for the identity's key $K (KEYS[1] = key_arg) at fake
-# time $ms (+ $us microseconds inside that ms).
+# time $ms (+ $us microseconds inside that ms), with cost $o{cost} (1) and
+# mode $o{mode} (0).
 sub run {
-    my ($self, $s, $K, $L, $W, $ms, $us) = @_;
+    my ($self, $s, $K, $L, $W, $ms, $us, %o) = @_;
+    return $self->_run([$K], $ms, $us, 'EVALSHA', $self->{fake}{$s}, 1, key_arg($s, $K),
+        $L, $W, $o{cost} // 1, $o{mode} // 0);
+}
+
+# Several policies in one call of the multi script, at fake time $ms:
+# each [$s, $K, $L, $W, $cost, $mode]. Replies 4 integers per policy.
+sub run_multi {
+    my ($self, $ms, @p) = @_;
+    my (@k, @a);
+    for my $p (@p) {
+        my ($s, $K, $L, $W, $c, $m) = @$p;
+        push @k, key_arg($s, $K);
+        push @a, $STRATEGY_ID{$s}, $L, $W, $c // 1, $m // 0;
+    }
+    return $self->_run([map { $_->[1] } @p], $ms, undef, 'EVALSHA', $self->{fake}{multi},
+        scalar(@k), @k, @a);
+}
+
+sub _run {
+    my ($self, $Ks, $ms, $us, @call) = @_;
     my $exp = $self->{exp} ||= {};
     for my $k (sort keys %$exp) {
         next unless defined $exp->{$k} && $exp->{$k} < $ms;
@@ -151,17 +179,17 @@ sub run {
     for my $try (1 .. 20) {
         1 while int(Time::HiRes::time() * 1e6) % 1000 > 600;
         ($snap, $t1, $rep, $kt) = $self->{r}->pipeline(
-            ['EVAL', $SNAP_LUA, 0, $K],
+            ['EVAL', $SNAP_LUA, 0, @$Ks],
             ['TIME'],
-            ['EVALSHA', $self->{fake}{$s}, 1, key_arg($s, $K), $L, $W, $sec, $usec],
-            ['EVAL', $KEYS_LUA, 0, $K]);
+            [@call, $sec, $usec],
+            ['EVAL', $KEYS_LUA, 0, @$Ks]);
         die "keys: $kt" if RLaaS::Redis::is_error($kt);
         my @t2 = splice @$kt, -2;
         $late = (int($t1->[1] / 1000) + 1000 * $t1->[0] != int($t2[1] / 1000) + 1000 * $t2[0]) ? 1 : 0;
         last unless $late;
         # put K back as it was and replay the call
         $self->{ambiguous}++;
-        $self->{r}->cmd('DEL', $K, @{ $self->{r}->cmd('KEYS', "$K:*") });
+        $self->{r}->cmd('DEL', $_, @{ $self->{r}->cmd('KEYS', "$_:*") }) for @$Ks;
         my @sn = @$snap;
         while (my ($k, $dump, $pttl) = splice @sn, 0, 3) {
             $self->{r}->cmd('RESTORE', $k, $pttl > 0 ? $pttl : 0, $dump);
@@ -174,7 +202,7 @@ sub run {
         } elsif (!exists $exp->{$k}) {
             # written without a TTL: remembered for no_ttl()
             $exp->{$k} = undef;
-            push @{ $self->{no_ttl} }, "$s: $k";
+            push @{ $self->{no_ttl} }, $k;
         }
     }
     $self->{now} = $ms;
@@ -193,10 +221,11 @@ sub pttl {
 # Keys some script left without a TTL (should be none).
 sub no_ttl { @{ $_[0]{no_ttl} || [] } }
 
-# Production script, real Redis TIME.
+# Production script, real Redis TIME (cost and mode as the module sends
+# them: left out when 1 and 0).
 sub run_real {
-    my ($self, $s, $K, $L, $W) = @_;
-    return $self->{r}->cmd('EVALSHA', $self->{sha}{$s}, 1, key_arg($s, $K), $L, $W);
+    my ($self, $s, $K, $L, $W, @cm) = @_;
+    return $self->{r}->cmd('EVALSHA', $self->{sha}{$s}, 1, key_arg($s, $K), $L, $W, @cm);
 }
 
 1;

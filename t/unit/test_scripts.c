@@ -1,4 +1,5 @@
-/* The embedded scripts: every strategy has one, and its SHA1 is the one
+/* The embedded scripts: every strategy has one, and so has a request with
+ * several policies (the multi script, after them); each SHA1 is the one
  * Redis computes, or EVALSHA would miss every time. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +18,7 @@ static void sha1_matches_body(void **state)
     int i;
 
     (void)state;
-    for (i = 0; i < RLAAS_STRATEGY_COUNT; i++) {
+    for (i = 0; i < RLAAS_SCRIPT_COUNT; i++) {
         const rlaas_script_t *sc = &rlaas_scripts[i];
         unsigned char d[APR_SHA1_DIGESTSIZE];
         char hex[41];
@@ -47,6 +48,26 @@ static void scripts_in_strategy_order(void **state)
     assert_string_equal(rlaas_scripts[RLAAS_STRATEGY_TOKEN].file, "token");
     assert_string_equal(rlaas_scripts[RLAAS_STRATEGY_LEAKY].file, "leaky");
     assert_string_equal(rlaas_scripts[RLAAS_STRATEGY_GCRA].file, "gcra");
+    assert_string_equal(rlaas_scripts[RLAAS_SCRIPT_MULTI].file, "multi");
+}
+
+/* A strategy's script calls its own function; the multi script holds all
+ * six. */
+static void bodies_are_functions(void **state)
+{
+    static const char *const fn[RLAAS_STRATEGY_COUNT] = {
+        "rlaas_fixed", "rlaas_sliding_log", "rlaas_sliding",
+        "rlaas_token", "rlaas_leaky",       "rlaas_gcra"};
+    char call[64];
+    int i;
+
+    (void)state;
+    for (i = 0; i < RLAAS_STRATEGY_COUNT; i++) {
+        snprintf(call, sizeof(call), "\nreturn one(%s)\n", fn[i]);
+        assert_non_null(strstr(rlaas_scripts[i].body, call));
+        snprintf(call, sizeof(call), "local function %s(", fn[i]);
+        assert_non_null(strstr(rlaas_scripts[RLAAS_SCRIPT_MULTI].body, call));
+    }
 }
 
 static void time_comes_from_redis(void **state)
@@ -54,7 +75,7 @@ static void time_comes_from_redis(void **state)
     int i;
 
     (void)state;
-    for (i = 0; i < RLAAS_STRATEGY_COUNT; i++)
+    for (i = 0; i < RLAAS_SCRIPT_COUNT; i++)
         assert_non_null(strstr(rlaas_scripts[i].body, "redis.call('TIME')"));
 }
 
@@ -64,6 +85,7 @@ int main(void)
         cmocka_unit_test(sha1_matches_body),
         cmocka_unit_test(scripts_in_strategy_order),
         cmocka_unit_test(time_comes_from_redis),
+        cmocka_unit_test(bodies_are_functions),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,141 @@
+# The multi script: every policy of one request decided in one call, all
+# or nothing. Each policy is decided without charging; only if every one
+# that is not a dry run (mode bit 2) allows are they all charged, so a
+# denial anywhere charges nothing anywhere. Checked against the models
+# (t/lua/Model.pm) on random timelines, and by hand.
+use strict;
+use warnings;
+use Test::More;
+use FindBin;
+use lib $FindBin::Bin;
+use ScriptTest;
+use Model;
+
+my $h = ScriptTest->new;
+my $r = $h->redis;
+my $n = 0;
+sub K { 'rlaas:rate_limit:multi-' . $n++ }
+
+subtest 'all or nothing: the policy that allows is not charged when another denies' => sub {
+    my ($A, $B) = (K(), K());
+    my @p = (['fixed', $A, 5, 60000], ['sliding_log', $B, 2, 60000]);
+    is_deeply $h->run_multi(T0 + 10, @p), [1, 4, 59990, 0, 1, 1, 60000, 0], 'first: both charged';
+    is_deeply $h->run_multi(T0 + 20, @p), [1, 3, 59980, 0, 1, 0, 60000, 59990], 'second: both charged';
+    is_deeply $h->run_multi(T0 + 30, @p), [1, 3, 59970, 0, 0, 0, 59990, 59980],
+        'third: B denies; A would allow and shows its quota as it is';
+    $h->run_multi(T0 + 40, @p) for 1 .. 20;
+    is $r->cmd('GET', "$A:" . int(T0 / 60000)), 2, 'A counted the 2 admitted requests only, not the 21 denied';
+    is $r->cmd('ZCARD', $B), 2, 'B holds 2';
+};
+
+subtest 'every strategy, side by side with its single script' => sub {
+    my @S = STRATEGIES;
+    my @p = map { [$S[$_], K(), 3 + $_, 1000 * ($_ + 1), 1] } 0 .. $#S;
+    my @q = map { [$_->[0], $_->[1] . '-single', @{$_}[2 .. 4]] } @p;
+    for my $step (0 .. 2) {
+        my $t = T0 + 100 * $step;
+        my $multi = $h->run_multi($t, @p);
+        my @single = map { @{ $h->run(@{$_}[0 .. 3], $t, 0, cost => $_->[4]) } } @q;
+        is_deeply $multi, \@single, "request $step: the multi reply is the six single replies";
+    }
+    # then the fixed one (limit 3) is full: nothing else is charged
+    my %before = map { $_ => $r->cmd('DUMP', $_) } grep { $r->cmd('EXISTS', $_) }
+        map { ($_->[1], @{ $r->cmd('KEYS', "$_->[1]:*") }) } @p;
+    my $x = $h->run_multi(T0 + 400, @p);
+    is $x->[0], 0, 'fixed denies';
+    is_deeply [map { $x->[4 * $_] } 1 .. 5], [1, 1, 1, 1, 1], 'the five others would allow';
+    my %after = map { $_ => $r->cmd('DUMP', $_) } keys %before;
+    is_deeply \%after, \%before, 'no key of any policy changed';
+};
+
+subtest 'dry run (mode 2): its denial blocks nothing; a real denial blocks it too' => sub {
+    my ($A, $D) = (K(), K());
+    my @p = (['fixed', $A, 10, 60000, 1, 0], ['fixed', $D, 1, 60000, 1, 2]);
+    is_deeply $h->run_multi(T0 + 5, @p), [1, 9, 59995, 0, 1, 0, 59995, 59995], 'both allow';
+    is_deeply $h->run_multi(T0 + 6, @p), [1, 8, 59994, 0, 0, 0, 59994, 59994],
+        'the dry run denies: the real one is charged all the same';
+    my $i = int(T0 / 60000);
+    is $r->cmd('GET', "$A:$i"), 2, 'A: 2';
+    is $r->cmd('GET', "$D:$i"), 1, 'the dry run: 1, its denial not charged';
+    my ($B, $E) = (K(), K());
+    my @q = (['fixed', $B, 1, 60000, 1, 0], ['fixed', $E, 10, 60000, 1, 2]);
+    $h->run_multi(T0 + 7, @q);
+    is_deeply $h->run_multi(T0 + 8, @q), [0, 0, 59992, 59992, 1, 9, 59992, 0],
+        'a real denial: the dry run is not charged either';
+    is $r->cmd('GET', "$E:$i"), 1, 'E: 1';
+};
+
+subtest 'costs and limits per policy' => sub {
+    my ($A, $B) = (K(), K());
+    my @p = (['token', $A, 10, 1000, 4], ['gcra', $B, 6, 1000, 0]);
+    is_deeply $h->run_multi(T0, @p), [1, 6, 400, 0, 1, 6, 0, 0], '4 tokens; gcra with cost 0: a check';
+    is_deeply $h->run_multi(T0, @p), [1, 2, 800, 200, 1, 6, 0, 0], '4 more (2 left: 4 fit in 200 ms)';
+    is_deeply $h->run_multi(T0, @p), [0, 2, 800, 200, 1, 6, 0, 0], 'no 4 left';
+};
+
+subtest 'limits: eight policies, refused beyond; bad arguments are errors' => sub {
+    my @p = map { ['fixed', K(), 2, 1000] } 1 .. 8;
+    my $x = $h->run_multi(T0, @p);
+    is ref $x, 'ARRAY', 'eight policies' or diag "$x";
+    is scalar(@$x), 32, '32 integers';
+    my @err = (
+        [[map { ['fixed', K(), 2, 1000] } 1 .. 9], 'nine policies'],
+        [[['fixed', 'rlaas:rate_limit:same', 2, 1000], ['fixed', 'rlaas:rate_limit:same', 5, 1000]], 'one key twice'],
+        [[['fixed', K(), 2, 1000, 3]], 'a cost above the limit'],
+        [[['fixed', K(), 0, 1000]], 'limit 0'],
+        [[['fixed', K(), 2, 0]], 'window 0'],
+        [[['fixed', K(), 2, 1000, 1, 4]], 'mode 4'],
+    );
+    for my $e (@err) {
+        my $y = $h->run_multi(T0, @{ $e->[0] });
+        ok RLaaS::Redis::is_error($y), "$e->[1]: an error reply" or diag explain $y;
+    }
+    my $bad = $r->cmd('EVALSHA', $h->{fake}{multi}, 1, K(), 9, 2, 1000, 1, 0, T0 / 1000, 0);
+    ok RLaaS::Redis::is_error($bad), 'strategy 9: an error reply';
+    $bad = $r->cmd('EVALSHA', $h->{fake}{multi}, 2, K(), K(), 0, 2, 1000, 1, 0, T0 / 1000, 0);
+    ok RLaaS::Redis::is_error($bad), 'arguments for one of two keys: an error reply';
+    $bad = $r->cmd('EVALSHA', $h->{sha}{multi}, 0);
+    ok RLaaS::Redis::is_error($bad), 'no keys: an error reply';
+};
+
+# Random timelines: two or three policies of random strategies, limits,
+# windows and costs, some dry runs, against one model per policy and the
+# all-or-nothing rule.
+my $STEPS = $ENV{RLAAS_MODEL_STEPS} || 150;
+my @S = STRATEGIES;
+for my $round (1 .. 12) {
+    srand(4242 + $round);
+    my @pol = map {
+        my ($L, $W) = ((1, 2, 3, 5, 7, 10)[rand 6], (7, 250, 1000, 3001, 60000)[rand 5]);
+        { s => $S[rand @S], K => K(), L => $L, W => $W, dry => rand() < 0.2 ? 2 : 0 }
+    } 1 .. 2 + int(rand 2);
+    $_->{m} = Model->new($_->{s}, $_->{L}, $_->{W}) for @pol;
+    my $now = T0 + int(rand 1000);
+    my $bad = 0;
+    for my $step (1 .. $STEPS) {
+        $_->{c} = rand() < 0.6 ? 1 : int(rand($_->{L} + 1)) for @pol;
+        my $got = $h->run_multi($now, map { [@{$_}{qw(s K L W c dry)}] } @pol);
+        my @ok = map { $_->{m}->hit($now, $_->{L}, $_->{c}, 0) } @pol;
+        my $go = !grep { !$ok[$_] && !$pol[$_]{dry} } 0 .. $#pol;
+        my @want;
+        for my $i (0 .. $#pol) {
+            my $p = $pol[$i];
+            $p->{m}->hit($now, $p->{L}, $p->{c}) if $go && $ok[$i];
+            push @want, @{ $p->{m}->expect($now, $ok[$i], $p->{L}, $p->{c}) };
+        }
+        if (!ref $got || "@$got" ne "@want") {
+            $bad++;
+            diag "round $round step $step t=" . ($now - T0) . ' '
+                . join(' | ', map { "$_->{s} L=$_->{L} W=$_->{W} c=$_->{c}" . ($_->{dry} ? ' dry' : '') } @pol)
+                . ": got @{[ref $got ? qq(@$got) : $got]}, want @want";
+            last if $bad > 5;
+        }
+        my $x = rand;
+        $now += $x < 0.3 ? 0 : $x < 0.8 ? int(rand(300)) : int(rand(5000));
+    }
+    is $bad, 0, "round $round: " . join(', ', map { "$_->{s}/$_->{L}/$_->{W}" . ($_->{dry} ? '/dry' : '') } @pol)
+        . ": $STEPS requests match the models, all or nothing";
+}
+
+is_deeply [$h->no_ttl], [], 'every key written had a TTL';
+done_testing;
