@@ -9,8 +9,9 @@
  * the same size.
  *
  * Checked: both readers agree on where replies end and on protocol errors;
- * rlaas_reply_verdict says OK only for the agreed shape (an array of four
- * integers in range), with the model's values, NOSCRIPT only for an error
+ * rlaas_reply_verdicts, for a call of n policies (1 to 8), says OK only for
+ * the agreed shape (an array of 4n integers, each four in range), with the
+ * model's values, NOSCRIPT only for an error
  * starting with "NOSCRIPT"; an error's text in the sink is a prefix of the
  * model's; an OK verdict has allowed 0 or 1, remaining >= 0 and times in
  * 0..RLAAS_REPLY_MS_MAX; Retry-After is at least 1 s; the header values are
@@ -41,13 +42,21 @@ static int int_in(const redisReply *e, long long lo, long long hi)
            e->integer <= hi;
 }
 
-/* Independent statement of the agreed shape. */
-static int model_ok(const redisReply *r)
+/* Independent statement of the agreed shape for n policies. */
+static int model_ok(const redisReply *r, int n)
 {
-    return r->type == REDIS_REPLY_ARRAY && r->elements == 4 &&
-           int_in(r->element[0], 0, 1) && int_in(r->element[1], 0, INT64_MAX) &&
-           int_in(r->element[2], 0, RLAAS_REPLY_MS_MAX) &&
-           int_in(r->element[3], 0, RLAAS_REPLY_MS_MAX);
+    size_t i;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)(4 * n))
+        return 0;
+    for (i = 0; i < r->elements; i += 4) {
+        if (!(int_in(r->element[i], 0, 1) &&
+              int_in(r->element[i + 1], 0, INT64_MAX) &&
+              int_in(r->element[i + 2], 0, RLAAS_REPLY_MS_MAX) &&
+              int_in(r->element[i + 3], 0, RLAAS_REPLY_MS_MAX)))
+            return 0;
+    }
+    return 1;
 }
 
 static void check_headers(const rlaas_verdict_t *v)
@@ -69,17 +78,42 @@ static void check_headers(const rlaas_verdict_t *v)
     CHECK(n > 0 && (size_t)n < sizeof(buf));
 }
 
-static void judge(const redisReply *rep, const rlaas_reply_sink_t *sink)
+static void judge_one(const redisReply *const *e, const rlaas_verdict_t *vp)
 {
-    rlaas_verdict_t v;
-    rlaas_reply_status_e st;
+    rlaas_verdict_t v = *vp;
     int64_t s;
 
-    memset(&v, 0xa5, sizeof(v));
-    st = rlaas_reply_verdict(sink, &v);
+    CHECK(v.allowed == 0 || v.allowed == 1);
+    CHECK(v.allowed == e[0]->integer);
+    CHECK(v.remaining >= 0 && v.remaining == e[1]->integer);
+    CHECK(v.reset_ms == e[2]->integer);
+    CHECK(v.retry_ms == e[3]->integer);
+    CHECK(v.reset_ms >= 0 && v.reset_ms <= RLAAS_REPLY_MS_MAX);
+    CHECK(v.retry_ms >= 0 && v.retry_ms <= RLAAS_REPLY_MS_MAX);
+    s = rlaas_retry_after_s(v.retry_ms);
+    CHECK(s >= 1 && s <= RLAAS_REPLY_MS_MAX / 1000 + 1);
+    CHECK(s * 1000 >= v.retry_ms); /* never tells a client to come early */
+    s = rlaas_ms_to_s_ceil(v.reset_ms);
+    CHECK(s >= 0 && s * 1000 >= v.reset_ms && (s - 1) * 1000 < v.reset_ms + 1);
+    check_headers(&v);
+}
+
+/* The reply read as that of a call of n policies. */
+static void judge(const redisReply *rep, const rlaas_reply_sink_t *sink, int n)
+{
+    rlaas_verdict_t v[RLAAS_REPLY_INTS_MAX / 4];
+    rlaas_reply_status_e st;
+    int i;
+
+    memset(v, 0xa5, sizeof(v));
+    st = rlaas_reply_verdicts(sink, n, v);
     CHECK(st == RLAAS_REPLY_OK || st == RLAAS_REPLY_NOSCRIPT ||
           st == RLAAS_REPLY_ERROR || st == RLAAS_REPLY_BAD);
-    CHECK((st == RLAAS_REPLY_OK) == model_ok(rep));
+    CHECK((st == RLAAS_REPLY_OK) == model_ok(rep, n));
+    if (n == 1) {
+        rlaas_verdict_t w;
+        CHECK(rlaas_reply_verdict(sink, &w) == st);
+    }
     CHECK((st == RLAAS_REPLY_ERROR || st == RLAAS_REPLY_NOSCRIPT) ==
           (rep->type == REDIS_REPLY_ERROR));
     if (st == RLAAS_REPLY_NOSCRIPT)
@@ -91,19 +125,8 @@ static void judge(const redisReply *rep, const rlaas_reply_sink_t *sink)
     }
     if (st != RLAAS_REPLY_OK)
         return;
-    CHECK(v.allowed == 0 || v.allowed == 1);
-    CHECK(v.allowed == rep->element[0]->integer);
-    CHECK(v.remaining >= 0 && v.remaining == rep->element[1]->integer);
-    CHECK(v.reset_ms == rep->element[2]->integer);
-    CHECK(v.retry_ms == rep->element[3]->integer);
-    CHECK(v.reset_ms >= 0 && v.reset_ms <= RLAAS_REPLY_MS_MAX);
-    CHECK(v.retry_ms >= 0 && v.retry_ms <= RLAAS_REPLY_MS_MAX);
-    s = rlaas_retry_after_s(v.retry_ms);
-    CHECK(s >= 1 && s <= RLAAS_REPLY_MS_MAX / 1000 + 1);
-    CHECK(s * 1000 >= v.retry_ms); /* never tells a client to come early */
-    s = rlaas_ms_to_s_ceil(v.reset_ms);
-    CHECK(s >= 0 && s * 1000 >= v.reset_ms && (s - 1) * 1000 < v.reset_ms + 1);
-    check_headers(&v);
+    for (i = 0; i < n; i++)
+        judge_one((const redisReply *const *)rep->element + 4 * i, &v[i]);
 }
 
 /* hiredis 0.14 allocates a multi-bulk reply's element array as soon as it
@@ -185,7 +208,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 goto done;
             if (got == 0)
                 break;
-            judge(rep, &sink);
+            for (int k = 1; k <= RLAAS_REPLY_INTS_MAX / 4; k++)
+                judge(rep, &sink, k);
             freeReplyObject(rep);
             rlaas_reply_sink_reset(&sink);
             if (++replies > 1000)

@@ -6,7 +6,11 @@
  * included) and any limit and window text up to the documented 20
  * characters, and must stay inside RLAAS_RESP_EVALSHA_MAX(key_len) bytes:
  * the buffer is a heap block of exactly that size, so ASan sees a write
- * past it. rlaas_fmt_i64 must print any int64_t as printf's %lld does.
+ * past it. rlaas_resp_call, for 1 to 8 policies on that key (minus a byte
+ * each) with that limit, window and cost and a mode and strategy taken
+ * from the int64's bits, must match hiredis on the same words and stay
+ * inside RLAAS_RESP_CALL_MAX. rlaas_fmt_i64 must print any int64_t as
+ * printf's %lld does.
  *
  * Input layout: 8 bytes of an int64 for rlaas_fmt_i64; one byte each for
  * the lengths of limit and window (mod 21); 40 bytes of sha1; the limit and
@@ -22,6 +26,7 @@
 #include <hiredis/hiredis.h>
 
 #include "rlaas_resp.h"
+#include "rlaas_verdict.h"
 #include "fuzz_check.h"
 
 static void check_i64(int64_t v)
@@ -44,6 +49,58 @@ static char *cstr(const uint8_t *p, size_t len)
         s[i] = p[i] ? (char)p[i] : '0';
     s[len] = '\0';
     return s;
+}
+
+/* A call of n policies against hiredis on the same words. */
+static void check_call(const char *sha, const char *key, size_t klen,
+                       const char *limit, const char *window, uint64_t bits)
+{
+    rlaas_call_t c[RLAAS_CALL_POLICIES_MAX];
+    const char *argv[3 + 6 * RLAAS_CALL_POLICIES_MAX];
+    size_t lens[3 + 6 * RLAAS_CALL_POLICIES_MAX], keys = 0, n;
+    char num[3 * RLAAS_CALL_POLICIES_MAX + 1][24], *buf, *want = NULL;
+    int np = (int)(bits & 7) + 1, mode = (int)((bits >> 3) & 3);
+    int argc = 0, k = 0, i, wn;
+
+#define WORD(s, l) (argv[argc] = (s), lens[argc++] = (l))
+#define NUM(x)                                                                 \
+    (snprintf(num[k], 24, "%d", (int)(x)), WORD(num[k], strlen(num[k])), k++)
+    WORD("EVALSHA", 7);
+    WORD(sha, 40);
+    NUM(np);
+    for (i = 0; i < np; i++) {
+        c[i].strategy = (rlaas_strategy_e)((bits >> (5 + 3 * i)) % 6);
+        c[i].key = key;
+        c[i].key_len = klen > (size_t)i ? klen - (size_t)i : 0;
+        c[i].limit = limit;
+        c[i].window = window;
+        c[i].cost = (bits >> 40) & 1 ? NULL : limit;
+        c[i].mode = mode;
+        keys += c[i].key_len;
+        WORD(key, c[i].key_len);
+    }
+    for (i = 0; i < np; i++) {
+        const char *cost = c[i].cost ? c[i].cost : "1";
+        if (np > 1)
+            NUM(c[i].strategy);
+        WORD(limit, strlen(limit));
+        WORD(window, strlen(window));
+        if (np > 1 || mode != 0 || strcmp(cost, "1") != 0)
+            WORD(cost, strlen(cost));
+        if (np > 1 || mode != 0)
+            NUM(mode);
+    }
+#undef WORD
+#undef NUM
+    buf = malloc(RLAAS_RESP_CALL_MAX(keys, (size_t)np));
+    CHECK(buf != NULL);
+    n = rlaas_resp_call(buf, sha, c, np);
+    CHECK(n <= RLAAS_RESP_CALL_MAX(keys, (size_t)np));
+    wn = redisFormatCommandArgv(&want, argc, argv, lens);
+    CHECK(wn > 0 && want != NULL && n == (size_t)wn);
+    CHECK(memcmp(buf, want, n) == 0);
+    free(want);
+    free(buf);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -101,6 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     free(want);
     free(buf);
+    check_call(sha, key, klen, limit, window, (uint64_t)v);
     free(key);
     free(limit);
     free(window);

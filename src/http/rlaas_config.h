@@ -36,7 +36,7 @@
 #define RLAAS_D_DRY_RUN           "RLaaSDryRun"
 #define RLAAS_D_CIRCUIT           "RLaaSCircuitBreaker"
 #define RLAAS_D_CIRCUIT_FAIL_OPEN "RLaaSCircuitFailOpen"
-#define RLAAS_D_REDIS_PIPELINE "RLaaSRedisPipeline"
+#define RLAAS_D_REDIS_PIPELINE    "RLaaSRedisPipeline"
 
 #define RLAAS_DEFAULT_HOST                "127.0.0.1"
 #define RLAAS_DEFAULT_PORT                6379
@@ -55,14 +55,14 @@ typedef struct {
     const char *host; /* NULL: default; a socket path when is_unix */
     int port;         /* 0 with a unix socket */
     int is_unix;
-    const char *username;      /* NULL: no ACL user */
-    const char *password;      /* NULL: no AUTH; never logged */
-    int database;              /* -1: unset (0) */
-    int timeout_ms;            /* -1: unset */
-    int pool_max;              /* -1: unset (the MPM's threads per child) */
-    int circuit_failures;      /* -1: unset; 0: no circuit breaker */
-    int circuit_cooldown_ms;   /* -1: unset */
-    int pipeline;            /* -1: unset (on) */
+    const char *username;        /* NULL: no ACL user */
+    const char *password;        /* NULL: no AUTH; never logged */
+    int database;                /* -1: unset (0) */
+    int timeout_ms;              /* -1: unset */
+    int pool_max;                /* -1: unset (the MPM's threads per child) */
+    int circuit_failures;        /* -1: unset; 0: no circuit breaker */
+    int circuit_cooldown_ms;     /* -1: unset */
+    int pipeline;                /* -1: unset (on) */
     struct rlaas_redis_t *redis; /* the engine, made in each child */
 } rlaas_target_t;
 

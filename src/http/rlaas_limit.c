@@ -251,12 +251,14 @@ static int limit(request_rec *r, const rlaas_dir_conf_t *d, rlaas_unit_t *u)
     call.key = dc.key = rlaas_identity_key(r, sc, d, &call.key_len);
     call.limit = d->limit_arg;
     call.window = rlaas_dir_window_arg(d);
+    call.cost = NULL;
+    call.mode = 0;
     if (sc->target->redis == NULL) {
         e = RLAAS_RERR_POOL;
         apr_cpystrn(detail, "no Redis engine in this process", sizeof(detail));
     }
     else {
-        e = rlaas_redis_eval(sc->target->redis, &call, &dc.v, detail);
+        e = rlaas_redis_eval(sc->target->redis, &call, 1, &dc.v, detail);
     }
     if (e != RLAAS_RERR_NONE)
         return undecided(&dc, e, detail);

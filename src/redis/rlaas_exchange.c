@@ -34,6 +34,11 @@ static void lost(rlaas_outcome_t *out, rlaas_job_t **jobs, int n,
     set_detail(out->cause, detail, strlen(detail));
 }
 
+int rlaas_job_script(const rlaas_job_t *j)
+{
+    return j->n == 1 ? (int)j->calls[0].strategy : RLAAS_SCRIPT_MULTI;
+}
+
 /* One reply into its job. An error about the call fails that request
  * alone; an error about the server fails it too and tells the group. */
 static void take_reply(rlaas_job_t *j, const rlaas_reply_sink_t *rep,
@@ -41,7 +46,7 @@ static void take_reply(rlaas_job_t *j, const rlaas_reply_sink_t *rep,
 {
     rlaas_errc_e c;
 
-    switch (rlaas_reply_verdict(rep, j->v)) {
+    switch (rlaas_reply_verdicts(rep, j->n, j->v)) {
     case RLAAS_REPLY_OK:
         j->e = RLAAS_RERR_NONE;
         return;
@@ -69,7 +74,9 @@ static void take_reply(rlaas_job_t *j, const rlaas_reply_sink_t *rep,
 static void round_trip(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
                        int64_t deadline, rlaas_outcome_t *out)
 {
-    char cmd[RLAAS_RESP_EVALSHA_MAX(RLAAS_CALL_KEY_MAX)];
+    /* the facade bounds the keys of a job to RLAAS_CALL_KEY_MAX each */
+    char cmd[RLAAS_RESP_CALL_MAX(RLAAS_CALL_POLICIES_MAX * RLAAS_CALL_KEY_MAX,
+                                 RLAAS_CALL_POLICIES_MAX)];
     char detail[RLAAS_DETAIL_MAX];
     redisReplyObjectFunctions *fns;
     rlaas_reply_sink_t sink;
@@ -77,10 +84,9 @@ static void round_trip(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
     int i;
 
     for (i = 0; i < n; i++) {
-        const rlaas_call_t *call = jobs[i]->call;
-        size_t len = rlaas_resp_evalsha(cmd, rlaas_scripts[call->strategy].sha1,
-                                        call->key, call->key_len, call->limit,
-                                        call->window);
+        size_t len =
+            rlaas_resp_call(cmd, rlaas_scripts[rlaas_job_script(jobs[i])].sha1,
+                            jobs[i]->calls, jobs[i]->n);
 
         jobs[i]->e = RLAAS_RERR_NONE;
         jobs[i]->noscript = 0;
@@ -109,14 +115,14 @@ static void round_trip(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
     c->ctx->reader->privdata = NULL;
 }
 
-/* SCRIPT LOAD for each strategy in need, in one round trip. */
+/* SCRIPT LOAD for each script in need, in one round trip. */
 static void load_scripts(rlaas_conn_t *c, const int *need, int64_t deadline,
                          rlaas_outcome_t *out)
 {
     char detail[RLAAS_DETAIL_MAX];
     int st;
 
-    for (st = 0; st < RLAAS_STRATEGY_COUNT; st++) {
+    for (st = 0; st < RLAAS_SCRIPT_COUNT; st++) {
         const char *argv[3] = {"SCRIPT", "LOAD", rlaas_scripts[st].body};
         size_t lens[3] = {6, 4, rlaas_scripts[st].len};
 
@@ -128,7 +134,7 @@ static void load_scripts(rlaas_conn_t *c, const int *need, int64_t deadline,
         set_detail(out->cause, detail, strlen(detail));
         return;
     }
-    for (st = 0; st < RLAAS_STRATEGY_COUNT; st++) {
+    for (st = 0; st < RLAAS_SCRIPT_COUNT; st++) {
         redisReply *rep;
         rlaas_rerr_e e;
 
@@ -155,12 +161,12 @@ static void reload_and_retry(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
                              int64_t deadline, rlaas_outcome_t *out)
 {
     rlaas_job_t *again[RLAAS_PIPE_MAX_BATCH];
-    int need[RLAAS_STRATEGY_COUNT] = {0};
+    int need[RLAAS_SCRIPT_COUNT] = {0};
     int m = 0, i;
 
     for (i = 0; i < n; i++) {
         if (jobs[i]->noscript)
-            need[jobs[i]->call->strategy] = 1;
+            need[rlaas_job_script(jobs[i])] = 1;
     }
     if (c->ctx != NULL)
         load_scripts(c, need, deadline, out);
@@ -170,7 +176,7 @@ static void reload_and_retry(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
         if (c->ctx == NULL)
             fail(jobs + i, 1, out->e ? out->e : RLAAS_RERR_IO,
                  out->e ? out->cause : "connection lost");
-        else if (out->loaded[jobs[i]->call->strategy] < 0)
+        else if (out->loaded[rlaas_job_script(jobs[i])] < 0)
             fail(jobs + i, 1, RLAAS_RERR_REPLY, "script could not be loaded");
         else
             again[m++] = jobs[i];

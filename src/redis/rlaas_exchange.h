@@ -15,34 +15,32 @@
 #include "rlaas_conn.h"
 #include "rlaas_parse.h"
 #include "rlaas_reply.h"
+#include "rlaas_resp.h"
 #include "rlaas_rerr.h"
+#include "rlaas_scripts.h"
 #include "rlaas_verdict.h"
 
-/* One decision: the script of a strategy on one complete key. */
+/* One request's call (its policies, decided together: one strategy's
+ * script for one, the multi script for several) and its outcome. */
 typedef struct {
-    rlaas_strategy_e strategy;
-    const char *key;
-    size_t key_len;
-    const char *limit;  /* decimal */
-    const char *window; /* decimal milliseconds */
-} rlaas_call_t;
-
-/* One request's call and its outcome. */
-typedef struct {
-    const rlaas_call_t *call;
-    rlaas_verdict_t *v;
+    const rlaas_call_t *calls;
+    int n;
+    rlaas_verdict_t *v; /* n of them */
     rlaas_rerr_e e;
     int noscript;
     char detail[RLAAS_DETAIL_MAX];
 } rlaas_job_t;
+
+/* The script a job runs. */
+int rlaas_job_script(const rlaas_job_t *j);
 
 /* What the group tells about Redis itself. */
 typedef struct {
     rlaas_rerr_e e;     /* a failure of Redis (NONE: Redis served) */
     rlaas_errc_e errc;  /* the gravest error reply */
     int64_t latency_us; /* from the write to the last reply */
-    int loaded[RLAAS_STRATEGY_COUNT]; /* SCRIPT LOAD: 1 done, -1 failed */
-    char cause[RLAAS_DETAIL_MAX];     /* what failed, in Redis' words */
+    int loaded[RLAAS_SCRIPT_COUNT]; /* SCRIPT LOAD: 1 done, -1 failed */
+    char cause[RLAAS_DETAIL_MAX];   /* what failed, in Redis' words */
 } rlaas_outcome_t;
 
 /* Runs jobs[0..n) on c, an open connection, by the deadline. Every job

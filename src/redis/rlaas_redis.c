@@ -182,7 +182,7 @@ static void report(rlaas_redis_t *rd, const rlaas_outcome_t *out, int n)
 
     if (rd->ev.latency != NULL && out->latency_us > 0)
         rd->ev.latency(rd->ev.baton, out->latency_us, n);
-    for (st = 0; st < RLAAS_STRATEGY_COUNT; st++) {
+    for (st = 0; st < RLAAS_SCRIPT_COUNT; st++) {
         if (out->loaded[st] != 0 && rd->ev.script_load != NULL)
             rd->ev.script_load(rd->ev.baton, rlaas_scripts[st].file,
                                out->loaded[st] > 0);
@@ -261,21 +261,39 @@ static rlaas_rerr_e circuit_open(rlaas_redis_t *rd, char *detail)
     return RLAAS_RERR_CIRCUIT;
 }
 
-rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *call,
-                              rlaas_verdict_t *v, char *detail)
+/* What the scripts accept, checked before anything is sent. */
+static const char *call_error(const rlaas_call_t *calls, int n)
+{
+    int i;
+
+    if (n < 1 || n > RLAAS_CALL_POLICIES_MAX)
+        return "1 to 8 policies per call";
+    for (i = 0; i < n; i++) {
+        if (calls[i].key_len > RLAAS_CALL_KEY_MAX)
+            return "key too long";
+        if (calls[i].strategy < 0 || calls[i].strategy >= RLAAS_STRATEGY_COUNT)
+            return "no such strategy";
+    }
+    return NULL;
+}
+
+rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *calls,
+                              int n, rlaas_verdict_t *v, char *detail)
 {
     int64_t now = rlaas_clock_us();
+    const char *bad = call_error(calls, n);
     group_t g;
     rlaas_job_t job;
 
     detail[0] = '\0';
-    if (call->key_len > RLAAS_CALL_KEY_MAX) {
-        apr_cpystrn(detail, "key too long", RLAAS_DETAIL_MAX);
+    if (bad != NULL) {
+        apr_cpystrn(detail, bad, RLAAS_DETAIL_MAX);
         return RLAAS_RERR_REPLY;
     }
     if (!rlaas_breaker_allow(&rd->breaker, now))
         return circuit_open(rd, detail);
-    job.call = call;
+    job.calls = calls;
+    job.n = n;
     job.v = v;
     job.e = RLAAS_RERR_NONE;
     job.noscript = 0;

@@ -2,10 +2,11 @@
  * The remote engine's facade: the one entry the request path calls. One
  * engine per Redis target in each child process; it owns the target's
  * connection pool, the pipeline that groups concurrent calls, the circuit
- * breaker and the host-name resolver, and it takes a plain call (a
- * complete key, a limit, a window) and gives a verdict. It knows nothing
- * of httpd's requests or of the module's configuration: what it has to
- * tell (connections, latency, script loads, the circuit, failovers) goes
+ * breaker and the host-name resolver, and it takes a plain call (for each
+ * of a request's policies: a complete key, a strategy, a limit, a window,
+ * a cost) and gives a verdict per policy, all decided in one script run. It
+ * knows nothing of httpd's requests or of the module's configuration: what it
+ * has to tell (connections, latency, script loads, the circuit, failovers) goes
  * out through the events below, which metrics and logging implement.
  *
  * No lock is held while talking to Redis: threads of a child run their
@@ -59,10 +60,18 @@ typedef struct rlaas_redis_t rlaas_redis_t;
 rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
                                   const rlaas_redis_events_t *ev);
 
-/* Runs the call within the budget. On error, detail (RLAAS_DETAIL_MAX
- * bytes) says what happened, never containing secrets. */
-rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *call,
-                              rlaas_verdict_t *v, char *detail);
+/* Runs the call of n policies (1..RLAAS_CALL_POLICIES_MAX) within the
+ * budget, one round trip: every policy is decided, and charged only if
+ * each one that is not a dry run allows; v gets n verdicts. On error,
+ * detail (RLAAS_DETAIL_MAX bytes) says what happened, never containing
+ * secrets.
+ *
+ * Redis Cluster (not yet here): the keys of one request may hash to
+ * different slots (per-IP and per-API-key policies). A cluster engine
+ * must group them per node, one call per node, and then all or nothing
+ * holds per node only, unless the identities share a hash tag. */
+rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *calls,
+                              int n, rlaas_verdict_t *v, char *detail);
 
 /* The name this module gives its connections, followed by "-<pid>" of the
  * child holding them: CLIENT LIST shows whose they are. */

@@ -55,7 +55,8 @@ static void *sink_integer(const redisReadTask *task, long long value)
 
     if (task->parent == NULL)
         s->type = REDIS_REPLY_INTEGER;
-    else if (is_element(task) && task->idx >= 0 && task->idx < 4)
+    else if (is_element(task) && task->idx >= 0 &&
+             task->idx < RLAAS_REPLY_INTS_MAX)
         s->v[task->idx] = value;
     else if (!is_element(task))
         s->bad = 1;
@@ -98,26 +99,44 @@ static int in(long long x, long long lo, long long hi)
     return x >= lo && x <= hi;
 }
 
-rlaas_reply_status_e rlaas_reply_verdict(const rlaas_reply_sink_t *s,
-                                         rlaas_verdict_t *v)
+/* Four integers, each in its range, as a verdict. */
+static int one_verdict(const long long *x, rlaas_verdict_t *v)
 {
-    if (s == NULL)
+    if (!in(x[0], 0, 1) || !in(x[1], 0, INT64_MAX) ||
+        !in(x[2], 0, RLAAS_REPLY_MS_MAX) || !in(x[3], 0, RLAAS_REPLY_MS_MAX))
+        return 0;
+    v->allowed = (int)x[0];
+    v->remaining = x[1];
+    v->reset_ms = x[2];
+    v->retry_ms = x[3];
+    return 1;
+}
+
+rlaas_reply_status_e rlaas_reply_verdicts(const rlaas_reply_sink_t *s, int n,
+                                          rlaas_verdict_t *v)
+{
+    int i;
+
+    if (s == NULL || n < 1 || 4 * n > RLAAS_REPLY_INTS_MAX)
         return RLAAS_REPLY_BAD;
     if (s->type == REDIS_REPLY_ERROR) {
         if (s->err_len >= 8 && strncmp(s->err, "NOSCRIPT", 8) == 0)
             return RLAAS_REPLY_NOSCRIPT;
         return RLAAS_REPLY_ERROR;
     }
-    if (s->type != REDIS_REPLY_ARRAY || s->elements != 4 || s->bad ||
-        !in(s->v[0], 0, 1) || !in(s->v[1], 0, INT64_MAX) ||
-        !in(s->v[2], 0, RLAAS_REPLY_MS_MAX) ||
-        !in(s->v[3], 0, RLAAS_REPLY_MS_MAX))
+    if (s->type != REDIS_REPLY_ARRAY || s->elements != 4 * n || s->bad)
         return RLAAS_REPLY_BAD;
-    v->allowed = (int)s->v[0];
-    v->remaining = s->v[1];
-    v->reset_ms = s->v[2];
-    v->retry_ms = s->v[3];
+    for (i = 0; i < n; i++) {
+        if (!one_verdict(s->v + 4 * i, &v[i]))
+            return RLAAS_REPLY_BAD;
+    }
     return RLAAS_REPLY_OK;
+}
+
+rlaas_reply_status_e rlaas_reply_verdict(const rlaas_reply_sink_t *s,
+                                         rlaas_verdict_t *v)
+{
+    return rlaas_reply_verdicts(s, 1, v);
 }
 
 /* ---- whom an error is about ---- */

@@ -1,8 +1,9 @@
 /*
- * Reading a strategy script's reply. Every script answers
- * {allowed, remaining, reset_ms, retry_ms}; this turns that into a verdict
- * and refuses anything else, so a stray reply (wrong script, proxy, fuzzed
- * bytes) becomes an error and never a decision. No httpd headers.
+ * Reading a script's reply. A strategy's script answers {allowed,
+ * remaining, reset_ms, retry_ms}, the multi script four such integers per
+ * policy; this turns that into verdicts and refuses anything else, so a
+ * stray reply (wrong script, proxy, fuzzed bytes) becomes an error and
+ * never a decision. No httpd headers.
  *
  * The reply is parsed by hiredis' own reader, but with object functions
  * that write what the verdict needs into a sink instead of building a tree
@@ -27,12 +28,15 @@
 /* Room kept for an error reply's text (longer ones are cut). */
 #define RLAAS_REPLY_ERR_MAX 160
 
-/* What one reply carried, as far as a verdict needs it. */
+/* Integers of the longest reply: four per policy, eight policies. */
+#define RLAAS_REPLY_INTS_MAX 32
+
+/* What one reply carried, as far as the verdicts need it. */
 typedef struct {
     int type;           /* REDIS_REPLY_* of the reply; 0: none read */
     long long elements; /* of an array reply */
     int bad;            /* an element that is not a plain integer */
-    long long v[4];     /* the first four elements */
+    long long v[RLAAS_REPLY_INTS_MAX]; /* the first elements */
     size_t err_len;
     char err[RLAAS_REPLY_ERR_MAX]; /* an error reply's text, NUL-ended */
 } rlaas_reply_sink_t;
@@ -49,8 +53,14 @@ typedef enum {
     RLAAS_REPLY_BAD       /* anything that is not the agreed shape */
 } rlaas_reply_status_e;
 
+/* The reply of a call of one policy. */
 rlaas_reply_status_e rlaas_reply_verdict(const rlaas_reply_sink_t *s,
                                          rlaas_verdict_t *v);
+
+/* The reply of a call of n policies (1..8): exactly 4n integers, each
+ * four a verdict as above; v has room for n. */
+rlaas_reply_status_e rlaas_reply_verdicts(const rlaas_reply_sink_t *s, int n,
+                                          rlaas_verdict_t *v);
 
 /* Whom an error reply is about. Redis starts an error with a code in
  * capitals; Redis 7 keeps it first when a command inside a script fails

@@ -20,19 +20,92 @@ static size_t bulk(char *p, const char *s, size_t len)
     return n;
 }
 
+static size_t bulk_str(char *p, const char *s)
+{
+    return bulk(p, s, strlen(s));
+}
+
+static size_t bulk_int(char *p, int64_t v)
+{
+    char d[21];
+
+    return bulk(p, d, rlaas_fmt_i64(d, v));
+}
+
+/* "*<count>\r\n$7\r\nEVALSHA\r\n" */
+static size_t head(char *p, int64_t count)
+{
+    static const char evalsha[] = "$7\r\nEVALSHA\r\n";
+    size_t n = 0;
+
+    p[n++] = '*';
+    n += rlaas_fmt_i64(p + n, count);
+    p[n++] = '\r';
+    p[n++] = '\n';
+    memcpy(p + n, evalsha, sizeof(evalsha) - 1);
+    return n + sizeof(evalsha) - 1;
+}
+
 size_t rlaas_resp_evalsha(char *buf, const char *sha1, const char *key,
                           size_t key_len, const char *limit, const char *window)
 {
-    static const char head[] = "*6\r\n$7\r\nEVALSHA\r\n";
     static const char one_key[] = "$1\r\n1\r\n";
-    size_t n = sizeof(head) - 1;
+    size_t n = head(buf, 6);
 
-    memcpy(buf, head, n);
     n += bulk(buf + n, sha1, 40);
     memcpy(buf + n, one_key, sizeof(one_key) - 1);
     n += sizeof(one_key) - 1;
     n += bulk(buf + n, key, key_len);
-    n += bulk(buf + n, limit, strlen(limit));
-    n += bulk(buf + n, window, strlen(window));
+    n += bulk_str(buf + n, limit);
+    n += bulk_str(buf + n, window);
     return n;
+}
+
+static int default_cost(const char *cost)
+{
+    return cost == NULL || (cost[0] == '1' && cost[1] == '\0');
+}
+
+/* One policy: the single strategy call, cost and mode only when needed. */
+static size_t one(char *buf, const char *sha1, const rlaas_call_t *c)
+{
+    int extra = c->mode != 0 ? 2 : !default_cost(c->cost);
+    size_t n;
+
+    if (extra == 0)
+        return rlaas_resp_evalsha(buf, sha1, c->key, c->key_len, c->limit,
+                                  c->window);
+    n = head(buf, 6 + extra);
+    n += bulk(buf + n, sha1, 40);
+    n += bulk_int(buf + n, 1);
+    n += bulk(buf + n, c->key, c->key_len);
+    n += bulk_str(buf + n, c->limit);
+    n += bulk_str(buf + n, c->window);
+    n += bulk_str(buf + n, c->cost != NULL ? c->cost : "1");
+    if (extra == 2)
+        n += bulk_int(buf + n, c->mode);
+    return n;
+}
+
+size_t rlaas_resp_call(char *buf, const char *sha1, const rlaas_call_t *calls,
+                       int n)
+{
+    size_t len;
+    int i;
+
+    if (n == 1)
+        return one(buf, sha1, calls);
+    len = head(buf, 3 + 6 * (int64_t)n);
+    len += bulk(buf + len, sha1, 40);
+    len += bulk_int(buf + len, n);
+    for (i = 0; i < n; i++)
+        len += bulk(buf + len, calls[i].key, calls[i].key_len);
+    for (i = 0; i < n; i++) {
+        len += bulk_int(buf + len, calls[i].strategy);
+        len += bulk_str(buf + len, calls[i].limit);
+        len += bulk_str(buf + len, calls[i].window);
+        len += bulk_str(buf + len, calls[i].cost != NULL ? calls[i].cost : "1");
+        len += bulk_int(buf + len, calls[i].mode);
+    }
+    return len;
 }

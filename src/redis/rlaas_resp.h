@@ -1,8 +1,14 @@
 /*
  * The one command of the request path, written straight into a buffer in
- * the Redis protocol (RESP): EVALSHA <sha1> 1 <key> <limit> <window>.
- * hiredis' generic formatter builds it piece by piece in growing strings;
- * here it is a handful of copies. No httpd headers.
+ * the Redis protocol (RESP). hiredis' generic formatter builds it piece by
+ * piece in growing strings; here it is a handful of copies. No httpd
+ * headers.
+ *
+ * One policy:  EVALSHA <sha1> 1 <key> <limit> <window> [<cost> [<mode>]]
+ *              (cost and mode left out when they are 1 and 0: the bytes
+ *              of a plain request are those of a single strategy call)
+ * Several:     EVALSHA <sha1> <n> <key>... then, for each policy,
+ *              <strategy id> <limit> <window> <cost> <mode>
  */
 #ifndef RLAAS_RESP_H
 #define RLAAS_RESP_H
@@ -10,14 +16,44 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rlaas_parse.h"
+
+/* Policies one call decides at most (lua/multi.lua refuses more). */
+#define RLAAS_CALL_POLICIES_MAX 8
+
+/* Mode bits (lua/prelude.lua). */
+#define RLAAS_MODE_LIMIT_VARIES 1 /* buckets keep the limit with their state   \
+                                   */
+#define RLAAS_MODE_DRY_RUN 2      /* its denial blocks no other policy */
+
+/* One policy of a call: a strategy's script on one complete key. */
+typedef struct {
+    rlaas_strategy_e strategy;
+    const char *key;
+    size_t key_len;
+    const char *limit;  /* decimal */
+    const char *window; /* decimal milliseconds */
+    const char *cost;   /* decimal units; NULL: 1 */
+    int mode;           /* RLAAS_MODE_* */
+} rlaas_call_t;
+
 /* Room for the command with a key of key_len bytes and decimal limit and
  * window arguments (each at most 20 digits). */
 #define RLAAS_RESP_EVALSHA_MAX(key_len) ((key_len) + 160)
 
-/* Writes the command into buf (at least RLAAS_RESP_EVALSHA_MAX(key_len)
- * bytes) and returns its length. */
+/* Room for a call of n policies whose keys hold keys_len bytes together. */
+#define RLAAS_RESP_CALL_MAX(keys_len, n) ((keys_len) + 96 + (n)*160)
+
+/* Writes EVALSHA <sha1> 1 <key> <limit> <window> into buf (at least
+ * RLAAS_RESP_EVALSHA_MAX(key_len) bytes) and returns its length. */
 size_t rlaas_resp_evalsha(char *buf, const char *sha1, const char *key,
                           size_t key_len, const char *limit,
                           const char *window);
+
+/* Writes the call of n (1..RLAAS_CALL_POLICIES_MAX) policies into buf (at
+ * least RLAAS_RESP_CALL_MAX(their keys' bytes, n)) and returns its length.
+ * sha1: the strategy's script for one policy, the multi script for more. */
+size_t rlaas_resp_call(char *buf, const char *sha1, const rlaas_call_t *calls,
+                       int n);
 
 #endif

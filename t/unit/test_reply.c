@@ -4,14 +4,18 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "rlaas_reply.h"
+#include "rlaas_resp.h"
 
-/* Reads one reply into a sink, as rlaas_redis.c does on a connection. */
-static rlaas_reply_status_e verdict(const char *resp, rlaas_verdict_t *v)
+/* Reads one reply of a call of n policies into a sink, as the exchange
+ * does on a connection. */
+static rlaas_reply_status_e verdicts(const char *resp, int n,
+                                     rlaas_verdict_t *v)
 {
     redisReader *rd = redisReaderCreateWithFunctions(&rlaas_reply_sink_fns);
     rlaas_reply_sink_t sink;
@@ -24,7 +28,12 @@ static rlaas_reply_status_e verdict(const char *resp, rlaas_verdict_t *v)
     assert_int_equal(redisReaderGetReply(rd, &rep), REDIS_OK);
     redisReaderFree(rd);
     assert_ptr_equal(rep, &sink);
-    return rlaas_reply_verdict(rep, v);
+    return rlaas_reply_verdicts(rep, n, v);
+}
+
+static rlaas_reply_status_e verdict(const char *resp, rlaas_verdict_t *v)
+{
+    return verdicts(resp, 1, v);
 }
 
 /* The sink is reused for the replies of a group, one after another. */
@@ -133,6 +142,57 @@ static void wrong_shapes(void **state)
     assert_int_equal(rlaas_reply_verdict(NULL, &v), RLAAS_REPLY_BAD);
 }
 
+/* The multi script's reply: exactly four integers per policy. */
+static void several_policies(void **state)
+{
+    char resp[1024];
+    rlaas_verdict_t v[RLAAS_CALL_POLICIES_MAX + 1];
+    size_t n = 0;
+    int i;
+
+    (void)state;
+    assert_int_equal(verdicts("*8\r\n:1\r\n:4\r\n:5000\r\n:0\r\n"
+                              ":0\r\n:0\r\n:900\r\n:400\r\n",
+                              2, v),
+                     RLAAS_REPLY_OK);
+    assert_int_equal(v[0].allowed, 1);
+    assert_int_equal(v[0].remaining, 4);
+    assert_int_equal(v[1].allowed, 0);
+    assert_int_equal(v[1].reset_ms, 900);
+    assert_int_equal(v[1].retry_ms, 400);
+    /* eight policies, the most */
+    n += (size_t)snprintf(resp, sizeof(resp), "*32\r\n");
+    for (i = 0; i < 8; i++)
+        n += (size_t)snprintf(resp + n, sizeof(resp) - n,
+                              ":%d\r\n:%d\r\n:%d\r\n:%d\r\n", i % 2, i,
+                              1000 + i, i % 2 ? 0 : 7);
+    assert_int_equal(verdicts(resp, 8, v), RLAAS_REPLY_OK);
+    for (i = 0; i < 8; i++) {
+        assert_int_equal(v[i].allowed, i % 2);
+        assert_int_equal(v[i].remaining, i);
+        assert_int_equal(v[i].reset_ms, 1000 + i);
+    }
+    /* the count must be the call's: 4 for 2 policies, 8 for 1, 32 for 9 */
+    assert_int_equal(verdicts("*4\r\n:1\r\n:4\r\n:5000\r\n:0\r\n", 2, v),
+                     RLAAS_REPLY_BAD);
+    assert_int_equal(verdicts("*8\r\n:1\r\n:4\r\n:5000\r\n:0\r\n"
+                              ":0\r\n:0\r\n:900\r\n:400\r\n",
+                              1, v),
+                     RLAAS_REPLY_BAD);
+    assert_int_equal(verdicts(resp, 9, v), RLAAS_REPLY_BAD);
+    assert_int_equal(verdicts(resp, 0, v), RLAAS_REPLY_BAD);
+    /* a bad value in the second four */
+    assert_int_equal(verdicts("*8\r\n:1\r\n:4\r\n:5000\r\n:0\r\n"
+                              ":0\r\n:-1\r\n:900\r\n:400\r\n",
+                              2, v),
+                     RLAAS_REPLY_BAD);
+    /* errors are errors whatever the count */
+    assert_int_equal(verdicts("-ERR rlaas: bad policy 2\r\n", 2, v),
+                     RLAAS_REPLY_ERROR);
+    assert_int_equal(verdicts("-NOSCRIPT No matching script.\r\n", 3, v),
+                     RLAAS_REPLY_NOSCRIPT);
+}
+
 static void retry_after_rounding(void **state)
 {
     (void)state;
@@ -153,6 +213,7 @@ int main(void)
         cmocka_unit_test(allowed_and_denied),
         cmocka_unit_test(noscript_and_errors),
         cmocka_unit_test(wrong_shapes),
+        cmocka_unit_test(several_policies),
         cmocka_unit_test(retry_after_rounding),
         cmocka_unit_test(replies_in_a_row),
         cmocka_unit_test(long_error_is_cut),

@@ -1,8 +1,10 @@
-/* The hand-written EVALSHA command is byte for byte what hiredis' own
- * formatter produces. */
+/* The hand-written EVALSHA commands are byte for byte what hiredis' own
+ * formatter produces: one policy (cost and mode left out at 1 and 0) and
+ * several. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +51,89 @@ static void matches_hiredis(void **state)
     same_as_hiredis(big, 9, "99999999999999999999", "99999999999999999999");
 }
 
+/* A call of n policies against hiredis' formatter of the same words. */
+static void call_same_as_hiredis(const rlaas_call_t *c, int n)
+{
+    static const char sha[] = "89abcdef0123456789abcdef0123456789abcdef";
+    const char *argv[3 + 6 * RLAAS_CALL_POLICIES_MAX];
+    size_t lens[3 + 6 * RLAAS_CALL_POLICIES_MAX];
+    char num[6 * RLAAS_CALL_POLICIES_MAX][24];
+    char *expect = NULL, *buf;
+    size_t keys = 0, len;
+    int argc = 0, i, elen, k = 0;
+
+#define WORD(s, l) (argv[argc] = (s), lens[argc++] = (l))
+#define NUM(v)                                                                 \
+    (snprintf(num[k], 24, "%lld", (long long)(v)),                             \
+     WORD(num[k], strlen(num[k])), k++)
+    WORD("EVALSHA", 7);
+    WORD(sha, 40);
+    NUM(n);
+    for (i = 0; i < n; i++) {
+        WORD(c[i].key, c[i].key_len);
+        keys += c[i].key_len;
+    }
+    for (i = 0; i < n; i++) {
+        const char *cost = c[i].cost ? c[i].cost : "1";
+        if (n > 1)
+            NUM(c[i].strategy);
+        WORD(c[i].limit, strlen(c[i].limit));
+        WORD(c[i].window, strlen(c[i].window));
+        if (n > 1 || c[i].mode != 0 || strcmp(cost, "1") != 0)
+            WORD(cost, strlen(cost));
+        if (n > 1 || c[i].mode != 0)
+            NUM(c[i].mode);
+    }
+#undef WORD
+#undef NUM
+    elen = redisFormatCommandArgv(&expect, argc, argv, lens);
+    buf = malloc(RLAAS_RESP_CALL_MAX(keys, n));
+    assert_non_null(buf);
+    len = rlaas_resp_call(buf, sha, c, n);
+    assert_true(elen > 0);
+    assert_int_equal(len, (size_t)elen);
+    assert_true(len <= RLAAS_RESP_CALL_MAX(keys, n));
+    assert_memory_equal(buf, expect, len);
+    free(buf);
+    free(expect);
+}
+
+static void calls_match_hiredis(void **state)
+{
+    static const char *const big20 = "99999999999999999999";
+    char bigkey[3000];
+    rlaas_call_t c[RLAAS_CALL_POLICIES_MAX];
+    int i;
+
+    (void)state;
+    memset(bigkey, 'k', sizeof(bigkey));
+    for (i = 0; i < RLAAS_CALL_POLICIES_MAX; i++) {
+        c[i].strategy = (rlaas_strategy_e)(i % RLAAS_STRATEGY_COUNT);
+        c[i].key = bigkey;
+        c[i].key_len = sizeof(bigkey) - (size_t)i;
+        c[i].limit = big20;
+        c[i].window = big20;
+        c[i].cost = big20;
+        c[i].mode = 3;
+    }
+    for (i = 1; i <= RLAAS_CALL_POLICIES_MAX; i++)
+        call_same_as_hiredis(c, i);
+    /* one policy, plain: the strategy's own call, no cost or mode */
+    c[0].cost = NULL;
+    c[0].mode = 0;
+    call_same_as_hiredis(c, 1);
+    c[0].cost = "1";
+    call_same_as_hiredis(c, 1);
+    c[0].cost = "0";
+    call_same_as_hiredis(c, 1);
+    c[0].cost = NULL;
+    c[0].mode = RLAAS_MODE_DRY_RUN;
+    call_same_as_hiredis(c, 1);
+    c[1].key = "";
+    c[1].key_len = 0;
+    call_same_as_hiredis(c, 2);
+}
+
 static void integers(void **state)
 {
     char b[24];
@@ -68,6 +153,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matches_hiredis),
+        cmocka_unit_test(calls_match_hiredis),
         cmocka_unit_test(integers),
     };
 
