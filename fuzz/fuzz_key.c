@@ -15,8 +15,11 @@
  *     '~'; hashed ones would need a 128-bit SHA-1 prefix collision);
  *   - whatever rlaas_ip_render makes of a value is an address to the key
  *     functions: address-like, raw, never suffix-like;
+ *   - a tenant's namespace (rlaas_key_namespace) is one rlaas_key_build
+ *     takes and never holds '@', ':' or '=';
  *   - the whole key (rlaas_key_build) is injective: two tuples (zone,
- *     sources, values, address, strategy, fixed's window number) that give
+ *     namespace, sources, values, address, strategy, fixed's window
+ *     number) that give
  *     the same final key mean the same thing, and every key fits in
  *     RLAAS_KEY_MAX bytes of printable ASCII.
  *
@@ -231,6 +234,9 @@ static const char *bytes(reader_t *r, size_t *len)
 typedef struct {
     const char *zp;
     size_t zl;
+    const char *ns; /* NULL: none */
+    size_t nsl;
+    char nsbuf[RLAAS_NS_MAX];
     const char *ip;
     size_t ip_len;
     rlaas_strategy_e st;
@@ -243,6 +249,35 @@ typedef struct {
 static const char *const names[] = {"X-A", "x-a", "X-B", "tb", "ip",
                                     "Authorization", "sid", "PLAN",
                                     "%{HTTP:X-A}", "a=b", "a:b", ""};
+
+/* A namespace: none, a few fixed ones, one made from any bytes by
+ * rlaas_key_namespace (checked), or raw bytes (refused unless valid). */
+static void namespace_of(reader_t *r, ftuple_t *t, unsigned b)
+{
+    static const char *const fixed[] = {"a.example", "b.example", "za", "tb",
+                                        "~0123456789abcdef"};
+    const char *raw;
+    size_t len, i;
+
+    b %= 8;
+    if (b < 5) {
+        t->ns = fixed[b];
+        t->nsl = strlen(t->ns);
+    }
+    else if (b == 5) {
+        raw = bytes(r, &len);
+        t->nsl = rlaas_key_namespace(t->nsbuf, raw ? raw : "", len);
+        CHECK(t->nsl >= 1 && t->nsl <= RLAAS_NS_MAX);
+        CHECK(rlaas_key_namespace_ok(t->nsbuf, t->nsl));
+        for (i = 0; i < t->nsl; i++)
+            CHECK(t->nsbuf[i] != '@' && t->nsbuf[i] != ':' &&
+                  t->nsbuf[i] != '=');
+        t->ns = t->nsbuf;
+    }
+    else if (b == 6) {
+        t->ns = bytes(r, &t->nsl);
+    }
+}
 
 static void read_tuple(reader_t *r, ftuple_t *t)
 {
@@ -257,6 +292,7 @@ static void read_tuple(reader_t *r, ftuple_t *t)
     }
     else if (b % 8 == 5)
         t->zp = bytes(r, &t->zl);
+    namespace_of(r, t, b >> 3);
     t->st = (rlaas_strategy_e)(next(r) % (RLAAS_STRATEGY_COUNT + 1));
     t->window = next(r) % 4;
     t->ip = bytes(r, &t->ip_len);
@@ -287,6 +323,8 @@ static size_t build(const ftuple_t *t, char *out)
     k.prefix_len = 2;
     k.zone = t->zp;
     k.zone_len = t->zl;
+    k.ns = t->ns;
+    k.ns_len = t->nsl;
     k.ip = t->ip;
     k.ip_len = t->ip_len;
     k.strategy = t->st;
@@ -353,6 +391,8 @@ static int same_meaning(const ftuple_t *a, const ftuple_t *b)
 
     if ((a->zp == NULL) != (b->zp == NULL) ||
         (a->zp && !same_bytes(a->zp, a->zl, b->zp, b->zl)) ||
+        (a->ns == NULL) != (b->ns == NULL) ||
+        (a->ns && !same_bytes(a->ns, a->nsl, b->ns, b->nsl)) ||
         a->st != b->st || a->n != b->n ||
         (a->st == RLAAS_STRATEGY_FIXED && a->window != b->window))
         return 0;

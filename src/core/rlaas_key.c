@@ -151,3 +151,56 @@ size_t rlaas_key_fallback(char *out, const char *ip, size_t len)
     memcpy(out, "ip~", 3);
     return 3 + rlaas_key_value(out + 3, ip, len, RLAAS_VAL_ADDRESS);
 }
+
+static int ns_byte(char c)
+{
+    return (c >= 'a' && c <= 'z') || digit(c) || c == '.' || c == '-' ||
+           c == '_';
+}
+
+size_t rlaas_key_namespace(char *out, const char *host, size_t len)
+{
+    char low[256];
+    size_t i;
+    int plain = len > 0 && len <= RLAAS_NS_MAX;
+
+    if (len > sizeof(low)) {
+        out[0] = '~';
+        rlaas_key_sha1_hex(out + 1, RLAAS_NS_HASH_HEX, host, len);
+        return 1 + RLAAS_NS_HASH_HEX;
+    }
+    for (i = 0; i < len; i++) {
+        char c = host[i];
+        low[i] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+        plain = plain && ns_byte(low[i]);
+    }
+    if (plain) {
+        memcpy(out, low, len);
+        return len;
+    }
+    out[0] = '~';
+    rlaas_key_sha1_hex(out + 1, RLAAS_NS_HASH_HEX, low, len);
+    return 1 + RLAAS_NS_HASH_HEX;
+}
+
+int rlaas_key_namespace_ok(const char *ns, size_t len)
+{
+    size_t i;
+
+    if (ns == NULL || len == 0 || len > RLAAS_NS_MAX)
+        return 0;
+    if (ns[0] == '~') {
+        if (len != 1 + RLAAS_NS_HASH_HEX)
+            return 0;
+        for (i = 1; i < len; i++) {
+            if (!hex_lower(ns[i]))
+                return 0;
+        }
+        return 1;
+    }
+    for (i = 0; i < len; i++) {
+        if (!ns_byte(ns[i]))
+            return 0;
+    }
+    return 1;
+}

@@ -58,6 +58,18 @@ size_t rlaas_key_value(char *out, const char *val, size_t len,
 /* Writes the fallback segment for a client address; returns its length. */
 size_t rlaas_key_fallback(char *out, const char *ip, size_t len);
 
+/* A tenant's namespace, from its virtual host's ServerName: the name in
+ * lower case when it is 1 to 64 letters, digits, '.', '-' or '_', else '~'
+ * and 16 hex digits of the SHA-1 of that lower-case text. Never holds '@',
+ * ':' or '='. Writes at most RLAAS_NS_MAX bytes (not NUL-terminated) and
+ * returns their number. */
+#define RLAAS_NS_MAX      RLAAS_NAME_MAX
+#define RLAAS_NS_HASH_HEX 16
+size_t rlaas_key_namespace(char *out, const char *host, size_t len);
+
+/* 1 if the text is one rlaas_key_namespace can write. */
+int rlaas_key_namespace_ok(const char *ns, size_t len);
+
 /* Writes the first n (<= 40) lowercase hex digits of SHA-1(val). */
 void rlaas_key_sha1_hex(char *out, size_t n, const char *val, size_t len);
 

@@ -49,6 +49,8 @@ static int spec_ok(const rlaas_key_spec_t *k)
         return 0;
     if (k->zone != NULL && !name_ok(k->zone, k->zone_len))
         return 0;
+    if (k->ns != NULL && !rlaas_key_namespace_ok(k->ns, k->ns_len))
+        return 0;
     for (i = 0; i < k->nparts; i++) {
         if (!part_ok(&k->parts[i]))
             return 0;
@@ -144,10 +146,14 @@ size_t rlaas_key_build(char *out, const rlaas_key_spec_t *k)
         spec.ip_len = 1;
     }
     n += put(out, spec.prefix, spec.prefix_len);
-    if (spec.zone != NULL) {
+    if (spec.zone != NULL)
         n += put(out + n, spec.zone, spec.zone_len);
-        out[n++] = ':';
+    if (spec.ns != NULL) {
+        out[n++] = '@';
+        n += put(out + n, spec.ns, spec.ns_len);
     }
+    if (spec.zone != NULL || spec.ns != NULL)
+        out[n++] = ':';
     n += identity(out + n, &spec);
     suffix = rlaas_key_suffix(spec.strategy);
     n += put(out + n, suffix, strlen(suffix));

@@ -4,9 +4,13 @@
  * fuzzed on its own. The script gets it in KEYS[1] and derives nothing from
  * it but fixed's window number.
  *
- *   key = P [Z ":"] I [":" S]
+ *   key = P [Z ":"] I [":" S]      Z = zone | zone "@" N | "@" N
  *
- * P  RLaaSKeyPrefix, Z  RLaaSZone, I  the identity, S  the strategy's state
+ * P  RLaaSKeyPrefix, Z  RLaaSZone (a policy's name), with the namespace N
+ * of a tenant where one applies: the ServerName of the virtual host whose
+ * .htaccess set the zone or the limit, or that declared the policy, when
+ * that host has no RLaaSKeyPrefix of its own. I  the identity, S  the
+ * strategy's state
  * suffix: "tb" (token), "sw" (sliding), "lb" (leaky), "gcra"; none for the
  * sliding log (a ZSET at the key itself). For fixed the key ends in ":" and
  * the script appends the window number it computes from Redis TIME; that
@@ -25,7 +29,8 @@
  *
  * Why this is injective for one prefix (t/unit/test_keybuild.c checks it on
  * generated tuples, fuzz/fuzz_key.c on random ones): split the text after P
- * at ':'. Zones and names never hold ':' or '='; values never hold ':',
+ * at ':'. Zones, namespaces and names never hold ':' or '='; values never
+ * hold ':',
  * '=' or (unless hashed or a fallback) '~'. A tagged segment is the only
  * part with '=', and its tag ends at the first '='. So: with a '=', the
  * parts before the first tagged segment are the zone (zero or one), the
@@ -34,7 +39,10 @@
  * when it is suffix-like, since I never is. The strategy follows from the
  * suffix (none: sliding log; digits: fixed), the source and its value
  * from the tag and V (raw, '~' hashed, "ip~" missing); in the default
- * forms an ip value is address-like and a user value never is. Keys of
+ * forms an ip value is address-like and a user value never is. The zone
+ * part, once found, splits at its one '@' (zone names never hold '@',
+ * namespaces neither) into the zone and the namespace: a tenant's zone is
+ * never a zone of the server configuration, nor another tenant's. Keys of
  * different prefixes are kept apart by the operator (README).
  */
 #ifndef RLAAS_KEYBUILD_H
@@ -66,21 +74,24 @@ typedef struct {
     rlaas_strategy_e strategy;
     const rlaas_key_part_t *parts; /* 1..RLAAS_SOURCES_MAX */
     int nparts;
+    const char *ns; /* NULL: none; else rlaas_key_namespace's text */
+    size_t ns_len;
 } rlaas_key_spec_t;
 
 /* Longest tagged segment: "h." + name, '=', then a fallback. */
 #define RLAAS_TAG_MAX  (2 + RLAAS_NAME_MAX)
 #define RLAAS_TSEG_MAX (RLAAS_TAG_MAX + 1 + RLAAS_SEG_MAX)
 
-/* Longest key: prefix, zone and ':', eight tagged segments joined by ':',
- * a strategy's suffix. */
+/* Longest key: prefix, zone, '@' and namespace and ':', eight tagged
+ * segments joined by ':', a strategy's suffix. */
 #define RLAAS_KEY_MAX                                                          \
-    (RLAAS_PREFIX_MAX + RLAAS_NAME_MAX + 1 +                                   \
+    (RLAAS_PREFIX_MAX + RLAAS_NAME_MAX + 1 + RLAAS_NS_MAX + 1 +                \
      RLAAS_SOURCES_MAX * (RLAAS_TSEG_MAX + 1) - 1 + RLAAS_KEY_SUFFIX_MAX)
 
 /* Writes the key into out (room for RLAAS_KEY_MAX + 1 bytes; NUL-terminated)
  * and returns its length; 0 if the spec is out of bounds (a zone or name
- * that is not a name, too many parts, an unknown strategy). */
+ * that is not a name, a namespace that rlaas_key_namespace would not
+ * write, too many parts, an unknown strategy). */
 size_t rlaas_key_build(char *out, const rlaas_key_spec_t *k);
 
 #endif

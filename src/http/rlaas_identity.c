@@ -143,6 +143,8 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
     k.prefix_len = strlen(k.prefix);
     k.zone = d->zone;
     k.zone_len = d->zone != NULL ? strlen(d->zone) : 0;
+    k.ns = NULL;
+    k.ns_len = 0;
     k.ip = client_ip(r, sc);
     k.ip_len = strlen(k.ip);
     k.strategy = rlaas_dir_strategy(d);

@@ -22,9 +22,10 @@
 #define RLAAS_CALL_POLICIES_MAX 8
 
 /* Mode bits (lua/prelude.lua). */
-#define RLAAS_MODE_LIMIT_VARIES 1 /* buckets keep the limit with their state   \
-                                   */
-#define RLAAS_MODE_DRY_RUN 2      /* its denial blocks no other policy */
+#define RLAAS_MODE_LIMIT_VARIES                                                \
+    1                        /* buckets keep the limit with their state        \
+                              */
+#define RLAAS_MODE_DRY_RUN 2 /* its denial blocks no other policy */
 
 /* One policy of a call: a strategy's script on one complete key. */
 typedef struct {

@@ -1,6 +1,6 @@
 /* The whole key: its layout, its bound, and a property test that different
- * (zone, sources, values, address, strategy, window) tuples never give the
- * same Redis key. */
+ * (zone, namespace, sources, values, address, strategy, window) tuples
+ * never give the same Redis key. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +18,7 @@
 /* A tuple: what a request's key is made of. */
 typedef struct {
     const char *zone;
+    const char *ns; /* a tenant's namespace, or NULL */
     rlaas_strategy_e st;
     long window; /* fixed only: the number the script appends */
     const char *ip;
@@ -65,6 +66,8 @@ static size_t final_key(char *out, const tuple_t *t)
     k.prefix_len = strlen(P);
     k.zone = t->zone;
     k.zone_len = t->zone ? strlen(t->zone) : 0;
+    k.ns = t->ns;
+    k.ns_len = t->ns ? strlen(t->ns) : 0;
     k.ip = t->ip;
     k.ip_len = t->ip ? strlen(t->ip) : 0;
     k.strategy = t->st;
@@ -127,6 +130,61 @@ static void default_forms_keep_the_seeds_layout(void **state)
     t.ip = "2001-db8-1-2_64";
     t.st = RLAAS_STRATEGY_LEAKY;
     assert_string_equal(key_of(&t), P "login:ip~2001-db8-1-2_64:lb");
+}
+
+/* A tenant's zone: "<zone>@<namespace>", or "@<namespace>" alone. */
+static void namespaced_zones(void **state)
+{
+    char want[256];
+    tuple_t t;
+
+    (void)state;
+    tuple(&t, "login", RLAAS_STRATEGY_SLIDING_LOG, "203.0.113.9");
+    t.ns = "a.example";
+    source(&t, "ip", NULL);
+    assert_string_equal(key_of(&t), P "login@a.example:203.0.113.9");
+    t.zone = NULL;
+    t.st = RLAAS_STRATEGY_TOKEN;
+    assert_string_equal(key_of(&t), P "@a.example:203.0.113.9:tb");
+    tuple(&t, "login", RLAAS_STRATEGY_FIXED, "203.0.113.9");
+    t.ns = "~0123456789abcdef";
+    t.window = 7;
+    source(&t, "header:X-User", "alice");
+    snprintf(want, sizeof(want), P "login@~0123456789abcdef:h.x-user=alice:7");
+    assert_string_equal(key_of(&t), want);
+}
+
+static void namespace_text(void **state)
+{
+    char out[RLAAS_NS_MAX], want[1 + RLAAS_NS_HASH_HEX + 1], big[300];
+    size_t n;
+
+    (void)state;
+    n = rlaas_key_namespace(out, "WWW.Tenant-A.example", 20);
+    assert_int_equal(n, 20);
+    assert_memory_equal(out, "www.tenant-a.example", 20);
+    assert_true(rlaas_key_namespace_ok(out, n));
+    /* anything else is hashed, of its lower-case text */
+    n = rlaas_key_namespace(out, "[::1]", 5);
+    assert_int_equal(n, 17);
+    want[0] = '~';
+    rlaas_key_sha1_hex(want + 1, RLAAS_NS_HASH_HEX, "[::1]", 5);
+    assert_memory_equal(out, want, 17);
+    n = rlaas_key_namespace(out, "A@B", 3);
+    rlaas_key_sha1_hex(want + 1, RLAAS_NS_HASH_HEX, "a@b", 3);
+    assert_memory_equal(out, want, 17);
+    assert_true(rlaas_key_namespace_ok(out, n));
+    memset(big, 'h', sizeof(big));
+    assert_int_equal(rlaas_key_namespace(out, big, 64), 64);
+    assert_int_equal(rlaas_key_namespace(out, big, 65), 17);
+    assert_int_equal(rlaas_key_namespace(out, big, sizeof(big)), 17);
+    assert_int_equal(rlaas_key_namespace(out, "", 0), 17);
+    assert_false(rlaas_key_namespace_ok("a@b", 3));
+    assert_false(rlaas_key_namespace_ok("a:b", 3));
+    assert_false(rlaas_key_namespace_ok("a=b", 3));
+    assert_false(rlaas_key_namespace_ok("A.example", 9));
+    assert_false(rlaas_key_namespace_ok("~0123", 5));
+    assert_false(rlaas_key_namespace_ok("", 0));
 }
 
 static void tagged_forms(void **state)
@@ -192,7 +250,8 @@ static void out_of_bounds_specs(void **state)
     char out[RLAAS_KEY_MAX + 1], pre[RLAAS_PREFIX_MAX + 2];
     rlaas_key_part_t part = {RLAAS_SRC_HEADER, "X-A", 3, 0, "v", 1};
     rlaas_key_spec_t k = {
-        P, strlen(P), NULL, 0, NULL, 0, RLAAS_STRATEGY_TOKEN, &part, 1};
+        P,     strlen(P), NULL, 0, NULL, 0, RLAAS_STRATEGY_TOKEN,
+        &part, 1,         NULL, 0};
 
     (void)state;
     assert_true(rlaas_key_build(out, &k) > 0);
@@ -201,6 +260,18 @@ static void out_of_bounds_specs(void **state)
     assert_int_equal(rlaas_key_build(out, &k), 0);
     k.zone = "a=b";
     assert_int_equal(rlaas_key_build(out, &k), 0);
+    k.zone = "a@b";
+    assert_int_equal(rlaas_key_build(out, &k), 0);
+    k.zone = "z";
+    k.zone_len = 1;
+    k.ns = "a@b";
+    k.ns_len = 3;
+    assert_int_equal(rlaas_key_build(out, &k), 0);
+    k.ns = "a:b";
+    assert_int_equal(rlaas_key_build(out, &k), 0);
+    k.ns = "a.b";
+    assert_true(rlaas_key_build(out, &k) > 0);
+    k.ns = NULL;
     k.zone = NULL;
     k.nparts = 0;
     assert_int_equal(rlaas_key_build(out, &k), 0);
@@ -224,7 +295,7 @@ static void out_of_bounds_specs(void **state)
 static void worst_case_is_the_bound(void **state)
 {
     char out[RLAAS_KEY_MAX + 1], pre[RLAAS_PREFIX_MAX], zone[RLAAS_NAME_MAX],
-        name[RLAAS_NAME_MAX], ip[RLAAS_SEG_RAW_MAX];
+        name[RLAAS_NAME_MAX], ip[RLAAS_SEG_RAW_MAX], ns[RLAAS_NS_MAX];
     rlaas_key_part_t parts[RLAAS_SOURCES_MAX];
     rlaas_key_spec_t k;
     int i;
@@ -234,6 +305,7 @@ static void worst_case_is_the_bound(void **state)
     memset(zone, 'z', sizeof(zone));
     memset(name, 'N', sizeof(name));
     memset(ip, '1', sizeof(ip));
+    memset(ns, 'n', sizeof(ns));
     ip[1] = '.'; /* address-like, so raw */
     for (i = 0; i < RLAAS_SOURCES_MAX; i++) {
         parts[i].type = RLAAS_SRC_HEADER;
@@ -247,6 +319,8 @@ static void worst_case_is_the_bound(void **state)
     k.prefix_len = sizeof(pre);
     k.zone = zone;
     k.zone_len = sizeof(zone);
+    k.ns = ns;
+    k.ns_len = sizeof(ns);
     k.ip = ip;
     k.ip_len = sizeof(ip);
     k.strategy = RLAAS_STRATEGY_GCRA;
@@ -310,6 +384,25 @@ static void known_attacks_differ(void **state)
     source(&u, "user", NULL);
     final_key(a, &t);
     assert_string_not_equal(a, key_of(&u));
+    /* a tenant's zone against the server's zone of the same name, and a
+     * zone spelling "<zone>@<host>" can't be written (names hold no '@') */
+    tuple(&t, "login", RLAAS_STRATEGY_SLIDING_LOG, "127.0.0.1");
+    t.ns = "a.example";
+    source(&t, "ip", NULL);
+    tuple(&u, "login", RLAAS_STRATEGY_SLIDING_LOG, "127.0.0.1");
+    source(&u, "ip", NULL);
+    final_key(a, &t);
+    assert_string_not_equal(a, key_of(&u));
+    u.ns = "b.example";
+    assert_string_not_equal(a, key_of(&u));
+    /* a tenant without a zone against a user named like its host */
+    tuple(&t, NULL, RLAAS_STRATEGY_SLIDING_LOG, "127.0.0.1");
+    t.ns = "alice";
+    source(&t, "user", "bob");
+    tuple(&u, NULL, RLAAS_STRATEGY_SLIDING_LOG, "127.0.0.1");
+    source(&u, "user", "@alice:bob");
+    final_key(a, &t);
+    assert_string_not_equal(a, key_of(&u));
     /* a user spelling an address against the ip source */
     tuple(&t, NULL, RLAAS_STRATEGY_SLIDING_LOG, "10.0.0.1");
     source(&t, "user", "127.0.0.1");
@@ -354,6 +447,11 @@ static const char *const sources[] = {"ip",
 
 static const char *const zones[] = {NULL,    "za", "zb",   "tb",   "123",
                                     "h.x-a", "ip", "user", "alice"};
+
+/* Namespaces, often none; some spell a zone, a value or a segment. */
+static const char *const namespaces[] = {
+    NULL, NULL, NULL,  NULL,        "a.example", "b.example",
+    "za", "tb", "123", "127.0.0.1", "alice",     "~0123456789abcdef"};
 
 static const char *const ips[] = {"127.0.0.1",
                                   "203.0.113.9",
@@ -417,6 +515,7 @@ static void random_tuple(tuple_t *t)
 
     tuple(t, zones[pick(COUNT(zones))], (rlaas_strategy_e)pick(6),
           ips[pick(COUNT(ips))]);
+    t->ns = namespaces[pick(COUNT(namespaces))];
     t->window = windows[pick(COUNT(windows))];
     for (i = 0; i < n; i++)
         source(t, sources[pick(COUNT(sources))], value());
@@ -446,6 +545,8 @@ static char *meaning(const tuple_t *t)
 
     assert_non_null(out);
     n += field(out + n, t->zone ? t->zone : "", t->zone ? strlen(t->zone) : 0);
+    n += (size_t)sprintf(out + n, "%c", t->ns ? 'N' : '-');
+    n += field(out + n, t->ns ? t->ns : "", t->ns ? strlen(t->ns) : 0);
     n += (size_t)sprintf(out + n, "|%d|%ld|%d|", (int)t->st,
                          t->st == RLAAS_STRATEGY_FIXED ? t->window : -1, t->n);
     for (i = 0; i < t->n; i++) {
@@ -531,6 +632,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(default_forms_keep_the_seeds_layout),
+        cmocka_unit_test(namespaced_zones),
+        cmocka_unit_test(namespace_text),
         cmocka_unit_test(tagged_forms),
         cmocka_unit_test(single_non_default_source_is_tagged),
         cmocka_unit_test(out_of_bounds_specs),
