@@ -21,11 +21,11 @@
 /* Policies one call decides at most (lua/multi.lua refuses more). */
 #define RLAAS_CALL_POLICIES_MAX 8
 
-/* Mode bits (lua/prelude.lua). */
-#define RLAAS_MODE_LIMIT_VARIES                                                \
-    1                        /* buckets keep the limit with their state        \
-                              */
-#define RLAAS_MODE_DRY_RUN 2 /* its denial blocks no other policy */
+/* Mode bits (lua/prelude.lua): the limit varies per request (the buckets
+ * keep it with their state); a dry run (its denial blocks no other
+ * policy). */
+#define RLAAS_MODE_LIMIT_VARIES 1
+#define RLAAS_MODE_DRY_RUN      2
 
 /* One policy of a call: a strategy's script on one complete key. */
 typedef struct {
