@@ -6,9 +6,10 @@
  * work is in src/, one folder per layer, one file per concern. Includes
  * point down only: http -> redis -> core.
  *   src/http/   httpd glue: directives and settings (rlaas_config), the
- *               client identity (rlaas_identity), the decision and the
- *               response (rlaas_limit), metrics and mod_status
- *               (rlaas_metrics), the engines made per child (rlaas_remote)
+ *               policies a request meets (rlaas_policies), the client
+ *               identity (rlaas_identity), the decision and the response
+ *               (rlaas_limit), metrics and mod_status (rlaas_metrics), the
+ *               engines made per child (rlaas_remote)
  *   src/redis/  the remote engine, no httpd headers: the facade the request
  *               path calls (rlaas_redis), connections (rlaas_conn,
  *               rlaas_pool, rlaas_resolve), one group's exchange
@@ -17,7 +18,8 @@
  *               (rlaas_reply) and the scripts embedded from lua/
  *   src/core/   no httpd headers: directive value parsers (rlaas_parse),
  *               value segments (rlaas_key) and the whole key
- *               (rlaas_keybuild), header fields (rlaas_headers),
+ *               (rlaas_keybuild), which policies apply (rlaas_policy),
+ *               header fields (rlaas_headers),
  *               the verdict (rlaas_verdict), rate-limited logging
  *               (rlaas_log), the monotonic clock (rlaas_clock)
  */
@@ -31,6 +33,13 @@
 #include "rlaas_limit.h"
 #include "rlaas_metrics.h"
 #include "rlaas_remote.h"
+
+static int rlaas_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                             apr_pool_t *ptemp, server_rec *s)
+{
+    rlaas_config_post_config(pconf, s);
+    return rlaas_metrics_post_config(pconf, plog, ptemp, s);
+}
 
 static void rlaas_child_init(apr_pool_t *pchild, server_rec *s)
 {
@@ -52,7 +61,8 @@ static void rlaas_register_hooks(apr_pool_t *p)
                                 APR_HOOK_MIDDLE);
     rlaas_limit_register_filters();
     ap_hook_child_init(rlaas_child_init, NULL, NULL, APR_HOOK_MIDDLE);
-    ap_hook_post_config(rlaas_metrics_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_pre_config(rlaas_config_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_post_config(rlaas_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(rlaas_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);
     APR_OPTIONAL_HOOK(ap, status_hook, rlaas_metrics_status_hook, NULL, NULL,
                       APR_HOOK_MIDDLE);

@@ -290,3 +290,34 @@ const char *rlaas_parse_redis_addr(const char *s, char *host, int *port,
     *port = (int)p;
     return NULL;
 }
+
+int rlaas_parse_word(const char **s, char *out)
+{
+    const char *p = *s;
+    size_t n = 0;
+    char quote = 0;
+
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p == '\0') {
+        *s = p;
+        return 0;
+    }
+    for (; *p != '\0'; p++) {
+        if (quote != 0) {
+            if (*p == quote)
+                quote = 0;
+            else
+                out[n++] = *p;
+        }
+        else if (*p == '"' || *p == '\'')
+            quote = *p;
+        else if (*p == ' ' || *p == '\t')
+            break;
+        else
+            out[n++] = *p;
+    }
+    out[n] = '\0';
+    *s = p;
+    return quote != 0 ? -1 : 1;
+}

@@ -57,6 +57,14 @@ const char *rlaas_parse_source(const char *s, rlaas_source_t *out);
 const char *rlaas_parse_name(const char *s);
 const char *rlaas_parse_prefix(const char *s);
 
+/* The next word of a directive's line from *s (moved past it): words are
+ * split at spaces and tabs; a quote (" or ') anywhere in a word quotes up
+ * to the same quote, and the quotes themselves are dropped, so that
+ * key="ip api_key" is one word, key=ip api_key. out has room for
+ * strlen(*s) + 1 bytes and gets the word, NUL-terminated. Returns 1 for a
+ * word, 0 at the end of the line, -1 for a quote left open. */
+int rlaas_parse_word(const char **s, char *out);
+
 /* RLaaSRedis: "host", "host:port", "[v6addr]:port" or "unix:/path".
  * host (NUL-terminated copy, bracket-free) must have room for len(s)+1. */
 const char *rlaas_parse_redis_addr(const char *s, char *host, int *port,

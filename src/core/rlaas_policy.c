@@ -1,18 +1,19 @@
 #include "rlaas_policy.h"
 
-static int find(const int *ids, int n, int id)
+static int find(const rlaas_apply_op_t *const *set, int n, int id)
 {
     int i;
 
     for (i = 0; i < n; i++) {
-        if (ids[i] == id)
+        if (set[i]->id == id)
             return i;
     }
     return -1;
 }
 
 /* The operations replayed: the applied set, in order of first addition. */
-static int replay(const rlaas_apply_op_t *ops, int nops, int *set, int room)
+static int replay(const rlaas_apply_op_t *ops, int nops,
+                  const rlaas_apply_op_t **set, int room)
 {
     int n = 0, i, at;
 
@@ -23,7 +24,7 @@ static int replay(const rlaas_apply_op_t *ops, int nops, int *set, int room)
                 break;
             if (n == room)
                 return -1;
-            set[n++] = ops[i].id;
+            set[n++] = &ops[i];
             break;
         case RLAAS_APPLY_REMOVE:
             at = find(set, n, ops[i].id);
@@ -41,25 +42,26 @@ static int replay(const rlaas_apply_op_t *ops, int nops, int *set, int room)
     return n;
 }
 
-int rlaas_policy_resolve(const int *enforced, int nenforced,
-                         const rlaas_apply_op_t *ops, int nops, int *out,
-                         int max)
+int rlaas_policy_resolve(const rlaas_apply_op_t *enforced, int nenforced,
+                         const rlaas_apply_op_t *ops, int nops,
+                         const rlaas_apply_op_t **out, int max)
 {
     /* room for every distinct policy an operation can name */
-    int applied[256], n = 0, k, i;
+    const rlaas_apply_op_t *applied[256];
+    int n = 0, k, i;
 
     for (i = 0; i < nenforced; i++) {
-        if (find(out, n, enforced[i]) >= 0)
+        if (find(out, n, enforced[i].id) >= 0)
             continue;
         if (n == max)
             return -1;
-        out[n++] = enforced[i];
+        out[n++] = &enforced[i];
     }
     k = replay(ops, nops, applied, (int)(sizeof(applied) / sizeof(*applied)));
     if (k < 0)
         return -1;
     for (i = 0; i < k; i++) {
-        if (find(out, n, applied[i]) >= 0)
+        if (find(out, n, applied[i]->id) >= 0)
             continue;
         if (n == max)
             return -1;

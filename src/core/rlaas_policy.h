@@ -26,16 +26,17 @@ typedef enum {
 
 typedef struct {
     rlaas_apply_kind_e kind;
-    int id; /* the policy's number (RLAAS_APPLY_NONE: unused) */
+    int id;          /* the policy's number (RLAAS_APPLY_NONE: unused) */
+    const void *ref; /* the caller's policy, carried along */
 } rlaas_apply_op_t;
 
-/* Writes into out the ids of the policies that apply: the enforced ones
- * first, in order and once each, then those the operations leave applied,
- * in the order they were first applied, less the enforced ones. Returns
- * their number, or -1 if there are more than max. */
-int rlaas_policy_resolve(const int *enforced, int nenforced,
-                         const rlaas_apply_op_t *ops, int nops, int *out,
-                         int max);
+/* Points out[] at the policies that apply: the enforced ones first (their
+ * kinds are not read), in order and once each, then those the operations
+ * leave applied, in the order they were first applied, less the enforced
+ * ones. Returns their number, or -1 if there are more than max. */
+int rlaas_policy_resolve(const rlaas_apply_op_t *enforced, int nenforced,
+                         const rlaas_apply_op_t *ops, int nops,
+                         const rlaas_apply_op_t **out, int max);
 
 /* One policy's outcome in a response. */
 typedef struct {

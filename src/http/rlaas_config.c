@@ -4,10 +4,37 @@
 #include "apr_strings.h"
 
 #include "rlaas_ip.h"
+#include "rlaas_metrics.h"
 
 APLOG_USE_MODULE(rlaas);
 
 extern module AP_MODULE_DECLARE_DATA rlaas_module;
+
+/* The main server's policies, filled while its directives are read, so
+ * that a virtual host and its sections find those declared before them
+ * (as a Define); and the number the next policy gets. Both are made anew
+ * in pre_config, for every reading of the configuration. */
+static apr_hash_t *main_policies;
+static int next_policy_id;
+static int main_enforced; /* RLaaSEnforce names in the main server */
+
+int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
+                            apr_pool_t *ptemp)
+{
+    (void)plog;
+    (void)ptemp;
+    main_policies = apr_hash_make(pconf);
+    next_policy_id = 0;
+    main_enforced = 0;
+    rlaas_metrics_names_reset(pconf);
+    return OK;
+}
+
+/* httpd parses a .htaccess with one pool for both (NOT_IN_HTACCESS). */
+static int in_htaccess(const cmd_parms *cmd)
+{
+    return cmd->pool == cmd->temp_pool;
+}
 
 /* "RLaaSLimit: invalid value 'abc': expected an integer from 1 to ..." */
 static const char *bad_value(cmd_parms *cmd, const char *arg,
@@ -39,6 +66,7 @@ void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s)
     (void)s;
     sc->target = new_target(p);
     sc->ipv6_prefix = -1;
+    sc->limit_max = -1;
     return sc;
 }
 
@@ -93,7 +121,18 @@ void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     sc->target = add->target_set ? merge_target(p, base->target, add->target)
                                  : base->target;
     sc->key_prefix = PICK(key_prefix, NULL);
+    sc->prefix_own = add->prefix_own;
     sc->ipv6_prefix = PICK(ipv6_prefix, -1);
+    sc->limit_max = PICK(limit_max, -1);
+    /* the host's own policies over the main server's; enforced: both */
+    if (base->policies != NULL && add->policies != NULL)
+        sc->policies = apr_hash_overlay(p, add->policies, base->policies);
+    else
+        sc->policies = add->policies ? add->policies : base->policies;
+    if (base->enforce != NULL && add->enforce != NULL)
+        sc->enforce = apr_array_append(p, base->enforce, add->enforce);
+    else
+        sc->enforce = add->enforce ? add->enforce : base->enforce;
     return sc;
 }
 
@@ -188,6 +227,7 @@ static const char *set_key_prefix(cmd_parms *cmd, void *dummy, const char *arg)
     if (err != NULL)
         return bad_value(cmd, arg, err);
     rlaas_server_conf(cmd->server)->key_prefix = arg;
+    rlaas_server_conf(cmd->server)->prefix_own = 1;
     return NULL;
 }
 
@@ -246,6 +286,309 @@ static const char *set_circuit(cmd_parms *cmd, void *dummy, const char *n,
     return NULL;
 }
 
+/* ---- policies ---- */
+
+/* A policy by name, as a directive sees them: in a .htaccess, the merged
+ * table of the request's host; in a virtual host, its own and the main
+ * server's declared before it; in the main server, its own. */
+static rlaas_policy_t *find_policy(cmd_parms *cmd, const char *name)
+{
+    rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
+    rlaas_policy_t *p = NULL;
+
+    if (sc->policies != NULL)
+        p = apr_hash_get(sc->policies, name, APR_HASH_KEY_STRING);
+    if (p == NULL && !in_htaccess(cmd) && cmd->server->is_virtual)
+        p = apr_hash_get(main_policies, name, APR_HASH_KEY_STRING);
+    return p;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void add_names(apr_array_header_t *names, apr_hash_t *h)
+{
+    apr_hash_index_t *hi;
+
+    for (hi = h ? apr_hash_first(NULL, h) : NULL; hi; hi = apr_hash_next(hi)) {
+        const void *k;
+        int i;
+
+        apr_hash_this(hi, &k, NULL, NULL);
+        for (i = 0; i < names->nelts; i++) {
+            if (strcmp(APR_ARRAY_IDX(names, i, const char *), k) == 0)
+                break;
+        }
+        if (i == names->nelts)
+            APR_ARRAY_PUSH(names, const char *) = k;
+    }
+}
+
+/* "a, b, c", the names a directive could have used. */
+static const char *known_names(cmd_parms *cmd)
+{
+    apr_array_header_t *names =
+        apr_array_make(cmd->temp_pool, 8, sizeof(char *));
+
+    add_names(names, rlaas_server_conf(cmd->server)->policies);
+    if (!in_htaccess(cmd) && cmd->server->is_virtual)
+        add_names(names, main_policies);
+    if (names->nelts == 0)
+        return "none is declared";
+    qsort(names->elts, (size_t)names->nelts, sizeof(char *), by_name);
+    return apr_pstrcat(cmd->temp_pool, "declared: ",
+                       apr_array_pstrcat(cmd->temp_pool, names, ','), NULL);
+}
+
+static const char *unknown_policy(cmd_parms *cmd, const char *name)
+{
+    return apr_psprintf(cmd->pool,
+                        "%s: unknown policy '%s': expected the name of a "
+                        "policy declared before with " RLAAS_D_POLICY " (%s)",
+                        cmd->cmd->name, name, known_names(cmd));
+}
+
+/* The words of a raw line (rlaas_parse_word). */
+static const char *split_words(cmd_parms *cmd, const char *line,
+                               apr_array_header_t **out)
+{
+    char *w = apr_palloc(cmd->temp_pool, strlen(line) + 1);
+    int rc;
+
+    *out = apr_array_make(cmd->temp_pool, 8, sizeof(char *));
+    while ((rc = rlaas_parse_word(&line, w)) == 1) {
+        APR_ARRAY_PUSH(*out, char *) = apr_pstrdup(cmd->pool, w);
+        w = apr_palloc(cmd->temp_pool, strlen(line) + 1);
+    }
+    if (rc < 0)
+        return apr_psprintf(cmd->pool, "%s: a quote is left open in '%s'",
+                            cmd->cmd->name, line);
+    return NULL;
+}
+
+static const char *add_source(cmd_parms *cmd, rlaas_key_source_t *ks,
+                              const char *arg);
+
+/* key="SOURCES": one to eight sources, as RLaaSKeyBy takes them. */
+static const char *policy_sources(cmd_parms *cmd, rlaas_policy_t *p,
+                                  const char *text)
+{
+    apr_array_header_t *words;
+    const char *err = split_words(cmd, text, &words);
+    int i;
+
+    if (err != NULL)
+        return err;
+    if (words->nelts < 1 || words->nelts > RLAAS_SOURCES_MAX)
+        return apr_psprintf(cmd->pool,
+                            "%s %s: key=\"%s\": expected 1 to %d sources",
+                            cmd->cmd->name, p->name, text, RLAAS_SOURCES_MAX);
+    p->sources =
+        apr_array_make(cmd->pool, words->nelts, sizeof(rlaas_key_source_t));
+    for (i = 0; i < words->nelts; i++) {
+        rlaas_key_source_t *ks = apr_array_push(p->sources);
+
+        memset(ks, 0, sizeof(*ks));
+        if ((err = add_source(cmd, ks, APR_ARRAY_IDX(words, i, char *))))
+            return err;
+        p->sources_need_user |= ks->src.type == RLAAS_SRC_USER;
+    }
+    return NULL;
+}
+
+/* strategy=S, key="SOURCES" or cost=N. */
+static const char *policy_option(cmd_parms *cmd, rlaas_policy_t *p,
+                                 const char *opt)
+{
+    const char *err;
+    int64_t v;
+
+    if (strncmp(opt, "strategy=", 9) == 0) {
+        if ((err = rlaas_parse_strategy(opt + 9, &p->strategy)) != NULL)
+            return apr_psprintf(cmd->pool,
+                                "%s %s: invalid value '%s': expected %s",
+                                cmd->cmd->name, p->name, opt, err);
+        return NULL;
+    }
+    if (strncmp(opt, "key=", 4) == 0)
+        return policy_sources(cmd, p, opt + 4);
+    if (strncmp(opt, "cost=", 5) == 0) {
+        if (rlaas_parse_nonneg_int(opt + 5, RLAAS_LIMIT_MAX, &v) != NULL ||
+            v > p->limit)
+            return apr_psprintf(cmd->pool,
+                                "%s %s: invalid value '%s': expected a cost "
+                                "from 0 to the limit (%" APR_INT64_T_FMT ")",
+                                cmd->cmd->name, p->name, opt, p->limit);
+        p->cost_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, v);
+        return NULL;
+    }
+    return apr_psprintf(cmd->pool,
+                        "%s %s: invalid option '%s': expected "
+                        "strategy=STRATEGY, key=\"SOURCES\" or cost=N",
+                        cmd->cmd->name, p->name, opt);
+}
+
+/* RLaaSPolicy NAME LIMIT WINDOW [strategy=S] [key="SOURCES"] [cost=N] */
+static const char *set_policy(cmd_parms *cmd, void *dummy, const char *line)
+{
+    static const char usage[] = "NAME LIMIT WINDOW [strategy=STRATEGY] "
+                                "[key=\"SOURCES\"] [cost=N]";
+    rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
+    apr_array_header_t *w;
+    rlaas_policy_t *p;
+    const char *err, *arg;
+    int i;
+
+    (void)dummy;
+    if ((err = split_words(cmd, line, &w)) != NULL)
+        return err;
+    if (w->nelts < 3)
+        return apr_psprintf(cmd->pool, "%s: expected %s, got '%s'",
+                            cmd->cmd->name, usage, line);
+    p = apr_pcalloc(cmd->pool, sizeof(*p));
+    p->name = APR_ARRAY_IDX(w, 0, char *);
+    p->strategy = RLAAS_DEFAULT_STRATEGY;
+    if ((err = rlaas_parse_name(p->name)) != NULL)
+        return apr_psprintf(cmd->pool,
+                            "%s: invalid name '%s': expected %s (the name is "
+                            "the policy's zone)",
+                            cmd->cmd->name, p->name, err);
+    if (find_policy(cmd, p->name) != NULL)
+        return apr_psprintf(cmd->pool,
+                            "%s: duplicate name '%s': a policy of that name is "
+                            "declared already; expected a name of its own",
+                            cmd->cmd->name, p->name);
+    arg = APR_ARRAY_IDX(w, 1, char *);
+    if ((err = rlaas_parse_limit(arg, &p->limit)) != NULL)
+        return apr_psprintf(cmd->pool, "%s %s: invalid limit '%s': expected %s",
+                            cmd->cmd->name, p->name, arg, err);
+    p->limit_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->limit);
+    arg = APR_ARRAY_IDX(w, 2, char *);
+    err = rlaas_parse_duration_ms(arg, 1, RLAAS_WINDOW_MAX_MS, &p->window_ms);
+    if (err != NULL)
+        return apr_psprintf(cmd->pool,
+                            "%s %s: invalid window '%s': expected %s, from "
+                            "1ms to 30d",
+                            cmd->cmd->name, p->name, arg, err);
+    p->window_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->window_ms);
+    for (i = 3; i < w->nelts; i++) {
+        if ((err = policy_option(cmd, p, APR_ARRAY_IDX(w, i, char *))))
+            return err;
+    }
+    p->id = next_policy_id++;
+    p->server = cmd->server;
+    p->metric = rlaas_metrics_name(p->name);
+    if (!cmd->server->is_virtual)
+        sc->policies = main_policies;
+    else if (sc->policies == NULL)
+        sc->policies = apr_hash_make(cmd->pool);
+    apr_hash_set(sc->policies, p->name, APR_HASH_KEY_STRING, p);
+    return NULL;
+}
+
+/* Enforced policies a virtual host sees: the main server's and its own. */
+static int enforced_count(cmd_parms *cmd)
+{
+    const rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
+    int n = sc->enforce ? sc->enforce->nelts : 0;
+
+    if (!in_htaccess(cmd) && cmd->server->is_virtual)
+        n += main_enforced;
+    return n;
+}
+
+/* RLaaSEnforce NAME... */
+static const char *set_enforce(cmd_parms *cmd, void *dummy, int argc,
+                               char *const argv[])
+{
+    rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
+    int i;
+
+    (void)dummy;
+    if (argc < 1)
+        return apr_psprintf(cmd->pool, "%s: expected one or more policy names",
+                            cmd->cmd->name);
+    for (i = 0; i < argc; i++) {
+        rlaas_policy_t *p = find_policy(cmd, argv[i]);
+        rlaas_apply_op_t *op;
+
+        if (p == NULL)
+            return unknown_policy(cmd, argv[i]);
+        if (enforced_count(cmd) + 1 > RLAAS_POLICIES_MAX - 1)
+            return apr_psprintf(cmd->pool,
+                                "%s: too many policies enforced with '%s': "
+                                "expected at most %d for a host, so that a "
+                                "request meets at most %d policies",
+                                cmd->cmd->name, argv[i], RLAAS_POLICIES_MAX - 1,
+                                RLAAS_POLICIES_MAX);
+        if (sc->enforce == NULL)
+            sc->enforce =
+                apr_array_make(cmd->pool, 4, sizeof(rlaas_apply_op_t));
+        op = apr_array_push(sc->enforce);
+        op->kind = RLAAS_APPLY_ADD;
+        op->id = p->id;
+        op->ref = p;
+        if (!cmd->server->is_virtual)
+            main_enforced++;
+    }
+    return NULL;
+}
+
+/* RLaaSApply NAME | -NAME | none ... */
+static const char *set_apply(cmd_parms *cmd, void *dv, int argc,
+                             char *const argv[])
+{
+    rlaas_dir_conf_t *d = dv;
+    apr_array_header_t *ops;
+    int i, adds = 0;
+
+    if (argc < 1)
+        return apr_psprintf(cmd->pool,
+                            "%s: expected policy names, -NAME or none",
+                            cmd->cmd->name);
+    ops = d->apply ? d->apply
+                   : apr_array_make(cmd->pool, argc, sizeof(rlaas_apply_op_t));
+    for (i = 0; i < argc; i++) {
+        rlaas_apply_op_t *op = apr_array_push(ops);
+        const char *name = argv[i][0] == '-' ? argv[i] + 1 : argv[i];
+        const rlaas_policy_t *p;
+
+        memset(op, 0, sizeof(*op));
+        if (strcmp(argv[i], "none") == 0) {
+            op->kind = RLAAS_APPLY_NONE;
+            continue;
+        }
+        if ((p = find_policy(cmd, name)) == NULL)
+            return unknown_policy(cmd, name);
+        op->kind = argv[i][0] == '-' ? RLAAS_APPLY_REMOVE : RLAAS_APPLY_ADD;
+        op->id = p->id;
+        op->ref = p;
+        adds += op->kind == RLAAS_APPLY_ADD;
+    }
+    /* the section's own limit takes one place */
+    if (enforced_count(cmd) + adds + 1 > RLAAS_POLICIES_MAX)
+        return apr_psprintf(cmd->pool,
+                            "%s: too many policies: with those enforced and "
+                            "the section's own limit, a request here would "
+                            "meet more than %d",
+                            cmd->cmd->name, RLAAS_POLICIES_MAX);
+    d->apply = ops;
+    return NULL;
+}
+
+static const char *set_limit_max(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
+    const char *err = rlaas_parse_limit(arg, &sc->limit_max);
+
+    (void)dummy;
+    if (err != NULL)
+        return bad_value(cmd, arg, err);
+    return NULL;
+}
+
 /* ---- directory scope ---- */
 
 void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
@@ -261,6 +604,9 @@ void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
     d->headers = RLAAS_HEADERS_UNSET;
     d->dry_run = -1;
     d->circuit_fail_open = -1;
+    d->limit_fallback = -1;
+    d->cost = -1;
+    d->zone_metric = -1;
     return d;
 }
 
@@ -269,14 +615,44 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     const rlaas_dir_conf_t *base = basev, *add = addv;
     rlaas_dir_conf_t *d = apr_palloc(p, sizeof(*d));
 
+    /* a limit with its expression and fallback; the namespace follows
+     * whichever section set the limit or the zone last */
     if (add->limit != -1) {
         d->limit = add->limit;
         d->limit_arg = add->limit_arg;
+        d->limit_expr = add->limit_expr;
+        d->limit_fallback = add->limit_fallback;
     }
     else {
         d->limit = base->limit;
         d->limit_arg = base->limit_arg;
+        d->limit_expr = base->limit_expr;
+        d->limit_fallback = base->limit_fallback;
     }
+    d->ns = add->limit != -1 || add->zone != NULL ? add->ns : base->ns;
+    if (add->zone != NULL) {
+        d->zone = add->zone;
+        d->zone_metric = add->zone_metric;
+    }
+    else {
+        d->zone = base->zone;
+        d->zone_metric = base->zone_metric;
+    }
+    if (add->cost != -1) {
+        d->cost = add->cost;
+        d->cost_arg = add->cost_arg;
+        d->cost_expr = add->cost_expr;
+    }
+    else {
+        d->cost = base->cost;
+        d->cost_arg = base->cost_arg;
+        d->cost_expr = base->cost_expr;
+    }
+    /* operations down the tree, in order: replayed per request */
+    if (base->apply != NULL && add->apply != NULL)
+        d->apply = apr_array_append(p, base->apply, add->apply);
+    else
+        d->apply = add->apply ? add->apply : base->apply;
     if (add->window_ms != -1) {
         d->window_ms = add->window_ms;
         d->window_arg = add->window_arg;
@@ -295,7 +671,6 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     }
     d->strategy = PICK(strategy, RLAAS_STRATEGY_UNSET);
     d->fail_open = PICK(fail_open, -1);
-    d->zone = PICK(zone, NULL);
     d->engine = PICK(engine, -1);
     d->headers = PICK(headers, RLAAS_HEADERS_UNSET);
     d->dry_run = PICK(dry_run, -1);
@@ -303,15 +678,123 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     return d;
 }
 
-static const char *set_limit(cmd_parms *cmd, void *dv, const char *arg)
+/* A tenant's limit or zone (set in a .htaccess) counts in its host's
+ * namespace, unless the host has a key prefix of its own. */
+static void set_tenant(cmd_parms *cmd, rlaas_dir_conf_t *d)
+{
+    const char *host = cmd->server->server_hostname;
+    char ns[RLAAS_NS_MAX];
+    size_t n;
+
+    d->ns = NULL;
+    if (!in_htaccess(cmd) || rlaas_server_conf(cmd->server)->prefix_own)
+        return;
+    if (host == NULL)
+        host = "";
+    n = rlaas_key_namespace(ns, host, strlen(host));
+    d->ns = apr_pstrmemdup(cmd->pool, ns, n);
+}
+
+/* A limit a .htaccess sets stays within RLaaSLimitMax. */
+static const char *over_max(cmd_parms *cmd, const char *arg, int64_t v)
+{
+    int64_t max = rlaas_server_limit_max(rlaas_server_conf(cmd->server));
+
+    if (!in_htaccess(cmd) || v <= max)
+        return NULL;
+    return apr_psprintf(cmd->pool,
+                        "%s: invalid value '%s' in .htaccess: expected an "
+                        "integer from 1 to %" APR_INT64_T_FMT
+                        " (" RLAAS_D_LIMIT_MAX " of this server)",
+                        cmd->cmd->name, arg, max);
+}
+
+/* A fixed cost above a fixed limit of the same section never fits. */
+static const char *cost_over_limit(cmd_parms *cmd, const rlaas_dir_conf_t *d)
+{
+    if (d->limit <= 0 || d->cost_expr != NULL || d->cost <= d->limit)
+        return NULL;
+    return apr_psprintf(cmd->pool,
+                        "%s: invalid value: cost %" APR_INT64_T_FMT
+                        " above the limit %" APR_INT64_T_FMT
+                        " of the same section: expected a cost from 0 to "
+                        "the limit",
+                        cmd->cmd->name, d->cost, d->limit);
+}
+
+/* RLaaSLimit N, or RLaaSLimit expr=EXPR [fallback] */
+static const char *set_limit(cmd_parms *cmd, void *dv, const char *arg,
+                             const char *fallback)
 {
     rlaas_dir_conf_t *d = dv;
-    const char *err = rlaas_parse_limit(arg, &d->limit);
+    const char *err;
+    int64_t v;
 
-    if (err != NULL)
-        return bad_value(cmd, arg, err);
-    d->limit_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, d->limit);
-    return NULL;
+    if (strncmp(arg, "expr=", 5) == 0) {
+        d->limit_expr = ap_expr_parse_cmd(
+            cmd, arg + 5, AP_EXPR_FLAG_STRING_RESULT, &err, NULL);
+        if (err != NULL || arg[5] == '\0')
+            return apr_psprintf(cmd->pool, "%s: invalid expression in '%s': %s",
+                                cmd->cmd->name, arg, err ? err : "empty");
+        d->limit = 0;
+        d->limit_arg = NULL;
+        d->limit_fallback = -1;
+        if (fallback != NULL) {
+            if ((err = rlaas_parse_limit(fallback, &v)) != NULL)
+                return apr_psprintf(cmd->pool,
+                                    "%s: invalid fallback '%s': expected %s",
+                                    cmd->cmd->name, fallback, err);
+            if ((err = over_max(cmd, fallback, v)) != NULL)
+                return err;
+            d->limit_fallback = v;
+        }
+        set_tenant(cmd, d);
+        return NULL;
+    }
+    if (fallback != NULL)
+        return apr_psprintf(cmd->pool,
+                            "%s: invalid value '%s %s': expected an integer "
+                            "from 1 to 1000000000, or expr=EXPRESSION and an "
+                            "optional fallback",
+                            cmd->cmd->name, arg, fallback);
+    if ((err = rlaas_parse_limit(arg, &v)) != NULL)
+        return apr_psprintf(cmd->pool,
+                            "%s: invalid value '%s': expected %s, "
+                            "or expr=EXPRESSION [fallback]",
+                            cmd->cmd->name, arg, err);
+    if ((err = over_max(cmd, arg, v)) != NULL)
+        return err;
+    d->limit = v;
+    d->limit_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, v);
+    d->limit_expr = NULL;
+    d->limit_fallback = -1;
+    set_tenant(cmd, d);
+    return cost_over_limit(cmd, d);
+}
+
+/* RLaaSCost N, or RLaaSCost expr=EXPR */
+static const char *set_cost(cmd_parms *cmd, void *dv, const char *arg)
+{
+    rlaas_dir_conf_t *d = dv;
+    const char *err;
+
+    if (strncmp(arg, "expr=", 5) == 0) {
+        d->cost_expr = ap_expr_parse_cmd(
+            cmd, arg + 5, AP_EXPR_FLAG_STRING_RESULT, &err, NULL);
+        if (err != NULL || arg[5] == '\0')
+            return apr_psprintf(cmd->pool, "%s: invalid expression in '%s': %s",
+                                cmd->cmd->name, arg, err ? err : "empty");
+        d->cost = 0;
+        d->cost_arg = NULL;
+        return NULL;
+    }
+    if (rlaas_parse_nonneg_int(arg, RLAAS_LIMIT_MAX, &d->cost) != NULL)
+        return bad_value(cmd, arg,
+                         "an integer from 0 (check without consuming) to "
+                         "the limit, or expr=EXPRESSION");
+    d->cost_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, d->cost);
+    d->cost_expr = NULL;
+    return cost_over_limit(cmd, d);
 }
 
 static const char *set_window(cmd_parms *cmd, void *dv, const char *arg)
@@ -390,11 +873,15 @@ static const char *set_key_by(cmd_parms *cmd, void *dv, int argc,
 
 static const char *set_zone(cmd_parms *cmd, void *dv, const char *arg)
 {
+    rlaas_dir_conf_t *d = dv;
     const char *err = rlaas_parse_name(arg);
 
     if (err != NULL)
         return bad_value(cmd, arg, err);
-    ((rlaas_dir_conf_t *)dv)->zone = arg;
+    d->zone = arg;
+    set_tenant(cmd, d);
+    /* a tenant's zones are counted together, as "other" */
+    d->zone_metric = in_htaccess(cmd) ? -1 : rlaas_metrics_name(arg);
     return NULL;
 }
 
@@ -466,8 +953,24 @@ const command_rec rlaas_cmds[] = {
     AP_INIT_TAKE12(RLAAS_D_CIRCUIT, set_circuit, NULL, RSRC_CONF,
                    "off, or consecutive Redis failures that open the "
                    "circuit and the cool-down before a probe (5 500ms)"),
-    AP_INIT_TAKE1(RLAAS_D_LIMIT, set_limit, NULL, DIR_SCOPE,
-                  "Requests allowed per window; enables limiting"),
+    AP_INIT_TAKE12(RLAAS_D_LIMIT, set_limit, NULL, DIR_SCOPE,
+                   "Requests allowed per window, or expr=EXPR [fallback] "
+                   "read per request; enables limiting"),
+    AP_INIT_TAKE1(RLAAS_D_COST, set_cost, NULL, DIR_SCOPE,
+                  "Units one request consumes: N (0: check only) or "
+                  "expr=EXPR (default 1)"),
+    AP_INIT_TAKE_ARGV(RLAAS_D_APPLY, set_apply, NULL, DIR_SCOPE,
+                      "Policies applied here and below: NAME, -NAME "
+                      "(remove an inherited one) or none"),
+    AP_INIT_RAW_ARGS(RLAAS_D_POLICY, set_policy, NULL, RSRC_CONF,
+                     "NAME LIMIT WINDOW [strategy=S] [key=\"SOURCES\"] "
+                     "[cost=N]: a named policy"),
+    AP_INIT_TAKE_ARGV(RLAAS_D_ENFORCE, set_enforce, NULL, RSRC_CONF,
+                      "Policies applied to every request of the server or "
+                      "virtual host, whatever its sections say"),
+    AP_INIT_TAKE1(RLAAS_D_LIMIT_MAX, set_limit_max, NULL, RSRC_CONF,
+                  "The highest limit a .htaccess may set, and the bound of "
+                  "a limit read per request"),
     AP_INIT_TAKE1(RLAAS_D_WINDOW, set_window, NULL, DIR_SCOPE,
                   "Window length: 500ms, 30s, 1m, 1h, 1d"),
     AP_INIT_TAKE1(RLAAS_D_STRATEGY, set_strategy, NULL, DIR_SCOPE,
@@ -503,9 +1006,14 @@ rlaas_dir_conf_t *rlaas_dir_conf(const request_rec *r)
     return ap_get_module_config(r->per_dir_config, &rlaas_module);
 }
 
+int rlaas_dir_has_limit(const rlaas_dir_conf_t *d)
+{
+    return d != NULL && (d->limit > 0 || d->limit_expr != NULL);
+}
+
 int rlaas_dir_active(const rlaas_dir_conf_t *d)
 {
-    return d != NULL && d->limit > 0 && d->engine != 0;
+    return rlaas_dir_has_limit(d) && d->engine != 0;
 }
 
 int64_t rlaas_dir_window_ms(const rlaas_dir_conf_t *d)
@@ -566,4 +1074,39 @@ int rlaas_server_ipv6_prefix(const rlaas_server_conf_t *sc)
 int rlaas_target_timeout_ms(const rlaas_target_t *t)
 {
     return t->timeout_ms > 0 ? t->timeout_ms : RLAAS_DEFAULT_TIMEOUT_MS;
+}
+
+int64_t rlaas_server_limit_max(const rlaas_server_conf_t *sc)
+{
+    return sc->limit_max > 0 ? sc->limit_max : RLAAS_LIMIT_MAX;
+}
+
+const rlaas_dir_conf_t *rlaas_server_dir_conf(const request_rec *r)
+{
+    return ap_get_module_config(r->server->lookup_defaults, &rlaas_module);
+}
+
+/* A virtual host's own policies count in its namespace unless it has a
+ * key prefix of its own: two hosts that both declare "api" never share. */
+void rlaas_config_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    for (; s != NULL; s = s->next) {
+        rlaas_server_conf_t *sc = rlaas_server_conf(s);
+        apr_hash_index_t *hi;
+
+        if (!s->is_virtual || sc->policies == NULL)
+            continue;
+        for (hi = apr_hash_first(pconf, sc->policies); hi;
+             hi = apr_hash_next(hi)) {
+            rlaas_policy_t *p;
+            const char *host = s->server_hostname ? s->server_hostname : "";
+            char ns[RLAAS_NS_MAX];
+
+            apr_hash_this(hi, NULL, NULL, (void **)&p);
+            if (p->server != s || sc->prefix_own)
+                continue;
+            p->ns = apr_pstrmemdup(pconf, ns,
+                                   rlaas_key_namespace(ns, host, strlen(host)));
+        }
+    }
 }

@@ -12,9 +12,12 @@
 #include "httpd.h"
 #include "http_config.h"
 #include "ap_expr.h"
+#include "apr_hash.h"
 
 #include "rlaas_headers.h"
+#include "rlaas_key.h"
 #include "rlaas_parse.h"
+#include "rlaas_policy.h"
 
 /* Directive names, used in the command table and in error messages. */
 #define RLAAS_D_REDIS             "RLaaSRedis"
@@ -37,6 +40,11 @@
 #define RLAAS_D_CIRCUIT           "RLaaSCircuitBreaker"
 #define RLAAS_D_CIRCUIT_FAIL_OPEN "RLaaSCircuitFailOpen"
 #define RLAAS_D_REDIS_PIPELINE    "RLaaSRedisPipeline"
+#define RLAAS_D_POLICY            "RLaaSPolicy"
+#define RLAAS_D_APPLY             "RLaaSApply"
+#define RLAAS_D_ENFORCE           "RLaaSEnforce"
+#define RLAAS_D_LIMIT_MAX         "RLaaSLimitMax"
+#define RLAAS_D_COST              "RLaaSCost"
 
 #define RLAAS_DEFAULT_HOST                "127.0.0.1"
 #define RLAAS_DEFAULT_PORT                6379
@@ -67,22 +75,52 @@ typedef struct {
 } rlaas_target_t;
 
 typedef struct {
-    rlaas_target_t *target; /* never NULL */
-    int target_set;         /* this section named a Redis directive */
-    const char *key_prefix; /* NULL: unset */
-    int ipv6_prefix;        /* -1: unset (64) */
-} rlaas_server_conf_t;
-
-typedef struct {
     rlaas_source_t src;
     const char *name;     /* NUL-terminated name, or the expression's text */
     ap_expr_info_t *expr; /* for expr= */
 } rlaas_key_source_t;
 
+/* A named policy (RLaaSPolicy), declared at server or virtual-host level:
+ * a limit of its own that sections apply (RLaaSApply) or the server
+ * enforces (RLaaSEnforce). Its name is its zone. */
 typedef struct {
-    int64_t limit;         /* -1: unset, no limiting */
+    const char *name;
+    int id; /* one number per policy of the configuration */
+    int64_t limit;
+    const char *limit_arg;
+    int64_t window_ms;
+    const char *window_arg;
+    rlaas_strategy_e strategy;
+    apr_array_header_t *sources; /* of rlaas_key_source_t; NULL: ip */
+    int sources_need_user;
+    const char *cost_arg; /* NULL: 1 */
+    server_rec *server;   /* declared in: its key prefix names the key */
+    /* a virtual host's policy without a prefix of its own: the host's
+     * namespace (rlaas_key_namespace), set in post_config; else NULL */
+    const char *ns;
+    int metric; /* its row handle (rlaas_metrics_name) */
+} rlaas_policy_t;
+
+typedef struct {
+    rlaas_target_t *target; /* never NULL */
+    int target_set;         /* this section named a Redis directive */
+    const char *key_prefix; /* NULL: unset */
+    int prefix_own;         /* RLaaSKeyPrefix set here, not inherited */
+    int ipv6_prefix;        /* -1: unset (64) */
+    /* policies by name: the main server's and this host's own (merged) */
+    apr_hash_t *policies; /* NULL: none */
+    /* RLaaSEnforce: of rlaas_apply_op_t, ref the rlaas_policy_t; the main
+     * server's and this host's own (merged); NULL: none */
+    apr_array_header_t *enforce;
+    int64_t limit_max; /* -1: unset (RLAAS_LIMIT_MAX) */
+} rlaas_server_conf_t;
+
+typedef struct {
+    int64_t limit;         /* -1: unset, no limiting; 0: read per request */
     const char *limit_arg; /* limit as the script's argument */
-    int64_t window_ms;     /* -1: unset */
+    ap_expr_info_t *limit_expr; /* RLaaSLimit expr=... */
+    int64_t limit_fallback;     /* -1: none */
+    int64_t window_ms;          /* -1: unset */
     const char *window_arg;
     int strategy;                /* RLAAS_STRATEGY_UNSET */
     apr_array_header_t *sources; /* of rlaas_key_source_t; NULL: unset */
@@ -93,6 +131,16 @@ typedef struct {
     int headers;                 /* RLAAS_HEADERS_UNSET (draft) */
     int dry_run;                 /* -1: unset (off) */
     int circuit_fail_open;       /* -1: unset (off) */
+    int64_t cost;                /* -1: unset (1); with cost_expr: 0 */
+    const char *cost_arg;
+    ap_expr_info_t *cost_expr;
+    /* RLaaSApply operations down the tree, concatenated; NULL: none */
+    apr_array_header_t *apply; /* of rlaas_apply_op_t, ref the policy */
+    /* The tenant's namespace (rlaas_key_namespace) when a .htaccess set
+     * the limit or the zone in force, and its host has no RLaaSKeyPrefix
+     * of its own; it follows the section that last set either. */
+    const char *ns;
+    int zone_metric; /* the zone's row handle; -1: none ("other") */
 } rlaas_dir_conf_t;
 
 extern const command_rec rlaas_cmds[];
@@ -105,7 +153,15 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
 rlaas_server_conf_t *rlaas_server_conf(const server_rec *s);
 rlaas_dir_conf_t *rlaas_dir_conf(const request_rec *r);
 
+/* pre_config: a fresh table of the main server's policies. */
+int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
+                            apr_pool_t *ptemp);
+
+/* post_config: what needs the whole configuration (policies' namespaces). */
+void rlaas_config_post_config(apr_pool_t *pconf, server_rec *s);
+
 /* Read-time defaults. */
+int rlaas_dir_has_limit(const rlaas_dir_conf_t *d);
 int rlaas_dir_active(const rlaas_dir_conf_t *d);
 int64_t rlaas_dir_window_ms(const rlaas_dir_conf_t *d);
 const char *rlaas_dir_window_arg(const rlaas_dir_conf_t *d);
@@ -118,5 +174,9 @@ int rlaas_target_pipeline(const rlaas_target_t *t);
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc);
 int rlaas_server_ipv6_prefix(const rlaas_server_conf_t *sc);
 int rlaas_target_timeout_ms(const rlaas_target_t *t);
+int64_t rlaas_server_limit_max(const rlaas_server_conf_t *sc);
+/* The section's settings at the level of r's virtual host (its
+ * lookup_defaults): what enforced policies follow on failure. */
+const rlaas_dir_conf_t *rlaas_server_dir_conf(const request_rec *r);
 
 #endif

@@ -115,7 +115,7 @@ static const char *source_value(request_rec *r, const rlaas_key_source_t *ks)
 }
 
 const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
-                               const rlaas_dir_conf_t *d, size_t *len)
+                               const rlaas_identity_spec_t *spec, size_t *len)
 {
     static const rlaas_key_source_t ip_only = {
         {RLAAS_SRC_IP, NULL, 0, 0}, NULL, NULL};
@@ -126,9 +126,9 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
     int i;
 
     k.nparts = 1;
-    if (d->sources != NULL) {
-        src = (const rlaas_key_source_t *)d->sources->elts;
-        k.nparts = d->sources->nelts;
+    if (spec->sources != NULL) {
+        src = (const rlaas_key_source_t *)spec->sources->elts;
+        k.nparts = spec->sources->nelts;
     }
     for (i = 0; i < k.nparts; i++) {
         parts[i].type = src[i].src.type;
@@ -139,15 +139,15 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
         parts[i].value_len = parts[i].value ? strlen(parts[i].value) : 0;
     }
     k.parts = parts;
-    k.prefix = rlaas_server_prefix(sc);
+    k.prefix = spec->prefix;
     k.prefix_len = strlen(k.prefix);
-    k.zone = d->zone;
-    k.zone_len = d->zone != NULL ? strlen(d->zone) : 0;
-    k.ns = NULL;
-    k.ns_len = 0;
+    k.zone = spec->zone;
+    k.zone_len = spec->zone != NULL ? strlen(spec->zone) : 0;
+    k.ns = spec->ns;
+    k.ns_len = spec->ns != NULL ? strlen(spec->ns) : 0;
     k.ip = client_ip(r, sc);
     k.ip_len = strlen(k.ip);
-    k.strategy = rlaas_dir_strategy(d);
+    k.strategy = spec->strategy;
     *len = rlaas_key_build(key, &k);
     return key;
 }

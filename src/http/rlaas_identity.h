@@ -12,9 +12,19 @@
 #include "rlaas_config.h"
 #include "rlaas_keybuild.h"
 
-/* Returns the whole key the section's strategy script writes, suffix
- * included, allocated from r->pool, and its length in *len. */
+/* What names one policy's counter, besides the client's values. */
+typedef struct {
+    const char *prefix;                /* RLaaSKeyPrefix in force */
+    const char *zone;                  /* NULL: none */
+    const char *ns;                    /* a tenant's namespace, or NULL */
+    const apr_array_header_t *sources; /* of rlaas_key_source_t; NULL: ip */
+    rlaas_strategy_e strategy;
+} rlaas_identity_spec_t;
+
+/* Returns the whole key the policy's strategy script writes, suffix
+ * included, allocated from r->pool, and its length in *len (0 if the key
+ * can't be built). IPv6 clients are grouped as sc says. */
 const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
-                               const rlaas_dir_conf_t *d, size_t *len);
+                               const rlaas_identity_spec_t *spec, size_t *len);
 
 #endif

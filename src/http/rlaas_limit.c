@@ -15,6 +15,8 @@
 #include "rlaas_identity.h"
 #include "rlaas_log.h"
 #include "rlaas_metrics.h"
+#include "rlaas_policies.h"
+#include "rlaas_policy.h"
 #include "rlaas_redis.h"
 #include "rlaas_unit.h"
 #include "rlaas_verdict.h"
@@ -23,6 +25,7 @@ APLOG_USE_MODULE(rlaas);
 
 #define RLAAS_ENV_STATUS    "RLAAS_STATUS"
 #define RLAAS_ENV_REMAINING "RLAAS_REMAINING"
+#define RLAAS_ENV_POLICY    "RLAAS_POLICY"
 #define RLAAS_BODY_429      "Rate limit exceeded"
 #define RLAAS_FILTER_429    "RLAAS_429_TYPE"
 
@@ -31,15 +34,14 @@ static rlaas_log_gate_t gate_error;
 static rlaas_log_gate_t gate_denied;
 static rlaas_log_gate_t gate_alert;
 
-/* What happened to one request, gathered for headers, logs and metrics. */
+/* One decision: the policies a request meets at one point, decided
+ * together in one call. */
 typedef struct {
     request_rec *r;
     const rlaas_dir_conf_t *d;
-    rlaas_strategy_e strategy;
-    const char *key;
-    rlaas_verdict_t v;
-    int have_verdict;
     rlaas_unit_t *u;
+    rlaas_item_t it[RLAAS_POLICIES_MAX];
+    int n;
 } decision_t;
 
 /* Decimal text in the request pool, without apr_psprintf's formatter. */
@@ -50,63 +52,169 @@ static const char *num(apr_pool_t *p, int64_t v)
     return apr_pstrmemdup(p, d, rlaas_fmt_i64(d, v));
 }
 
-/* Rate-limit fields go into err_headers_out, so they reach the client on
- * whatever response follows: a static file, a proxied or CGI response, an
- * error page, or the 429. */
-static void add_headers(const decision_t *dc)
+/* What the client request has decided so far, as the response shows it:
+ * the index of the shown policy (rlaas_policy_pick), or -1 if none has a
+ * verdict. */
+static int shown_pick(request_rec *r, const rlaas_unit_t *u)
 {
-    request_rec *r = dc->r;
-    const rlaas_dir_conf_t *d = dc->d;
-    rlaas_headers_e mode = rlaas_dir_headers(d);
-    const char *name = d->zone != NULL ? d->zone : RLAAS_POLICY_DEFAULT;
-    char buf[RLAAS_NAME_MAX + 64];
+    const rlaas_unit_shown_t *sh = (const rlaas_unit_shown_t *)u->shown->elts;
+    rlaas_policy_outcome_t *o;
+    int *at, n = 0, i;
+    rlaas_pick_e why;
 
-    if (mode & RLAAS_HEADERS_DRAFT) {
-        rlaas_fmt_policy(buf, sizeof(buf), name, d->limit,
-                         rlaas_dir_window_ms(d));
-        apr_table_set(r->err_headers_out, "RateLimit-Policy", buf);
-        if (dc->have_verdict) {
-            rlaas_fmt_ratelimit(buf, sizeof(buf), name, &dc->v);
-            apr_table_set(r->err_headers_out, "RateLimit", buf);
-        }
+    o = apr_palloc(r->pool, sizeof(*o) * (size_t)(u->shown->nelts + 1));
+    at = apr_palloc(r->pool, sizeof(*at) * (size_t)(u->shown->nelts + 1));
+    for (i = 0; i < u->shown->nelts; i++) {
+        if (!sh[i].have_v)
+            continue;
+        o[n].v = sh[i].v;
+        o[n].dry_run = sh[i].dry_run;
+        at[n++] = i;
     }
-    if (mode & RLAAS_HEADERS_LEGACY) {
-        apr_table_setn(r->err_headers_out, "X-RateLimit-Limit", d->limit_arg);
-        if (dc->have_verdict) {
-            apr_table_setn(r->err_headers_out, "X-RateLimit-Remaining",
-                           num(r->pool, dc->v.remaining));
-            apr_table_setn(r->err_headers_out, "X-RateLimit-Reset",
-                           num(r->pool, rlaas_ms_to_s_ceil(dc->v.reset_ms)));
-        }
+    return n > 0 ? at[rlaas_policy_pick(o, n, &why)] : -1;
+}
+
+/* RateLimit-Policy: every policy decided; RateLimit: the shown one. */
+static void draft_headers(request_rec *r, const rlaas_unit_t *u, int pick)
+{
+    const rlaas_unit_shown_t *sh = (const rlaas_unit_shown_t *)u->shown->elts;
+    char buf[RLAAS_NAME_MAX + 64];
+    const char *list = NULL;
+    int i;
+
+    for (i = 0; i < u->shown->nelts; i++) {
+        rlaas_fmt_policy(buf, sizeof(buf), sh[i].name, sh[i].limit,
+                         sh[i].window_ms);
+        list = list ? apr_pstrcat(r->pool, list, ", ", buf, NULL)
+                    : apr_pstrdup(r->pool, buf);
+    }
+    if (list != NULL)
+        apr_table_setn(r->err_headers_out, "RateLimit-Policy", list);
+    if (pick >= 0) {
+        rlaas_fmt_ratelimit(buf, sizeof(buf), sh[pick].name, &sh[pick].v);
+        apr_table_set(r->err_headers_out, "RateLimit", buf);
     }
 }
 
-/* RLAAS_STATUS and RLAAS_REMAINING of the client request so far, on the
- * request record at hand: after an internal redirect the final record is
- * the one CustomLog and mod_headers read. */
+static void legacy_headers(request_rec *r, const rlaas_unit_t *u, int pick)
+{
+    const rlaas_unit_shown_t *sh = (const rlaas_unit_shown_t *)u->shown->elts;
+    int i = pick >= 0 ? pick : u->shown->nelts - 1;
+
+    if (i < 0)
+        return;
+    apr_table_setn(r->err_headers_out, "X-RateLimit-Limit",
+                   num(r->pool, sh[i].limit));
+    if (pick < 0)
+        return;
+    apr_table_setn(r->err_headers_out, "X-RateLimit-Remaining",
+                   num(r->pool, sh[i].v.remaining));
+    apr_table_setn(r->err_headers_out, "X-RateLimit-Reset",
+                   num(r->pool, rlaas_ms_to_s_ceil(sh[i].v.reset_ms)));
+}
+
+/* Rate-limit fields go into err_headers_out, so they reach the client on
+ * whatever response follows: a static file, a proxied or CGI response, an
+ * error page, or the 429. They tell of every policy this client request
+ * decided, RateLimit and the legacy fields of the one closest to its limit
+ * (or the denial with the longest wait). */
+static void add_headers(const decision_t *dc, int pick)
+{
+    rlaas_headers_e mode = rlaas_dir_headers(dc->d);
+
+    if (mode & RLAAS_HEADERS_DRAFT)
+        draft_headers(dc->r, dc->u, pick);
+    if (mode & RLAAS_HEADERS_LEGACY)
+        legacy_headers(dc->r, dc->u, pick);
+}
+
+/* RLAAS_STATUS, RLAAS_REMAINING and RLAAS_POLICY of the client request so
+ * far, on the request record at hand: after an internal redirect the final
+ * record is the one CustomLog and mod_headers read. */
 static void carry_status(request_rec *r, const rlaas_unit_t *u)
 {
     if (u->status != NULL)
         apr_table_setn(r->subprocess_env, RLAAS_ENV_STATUS, u->status);
     if (u->remaining != NULL)
         apr_table_setn(r->subprocess_env, RLAAS_ENV_REMAINING, u->remaining);
+    if (u->policy != NULL)
+        apr_table_setn(r->subprocess_env, RLAAS_ENV_POLICY, u->policy);
 }
 
-static int record(const decision_t *dc, rlaas_outcome_e o, int rc)
+/* The decision's policies join what the response shows; one decided
+ * again (under the verified user) takes its own place. */
+static void remember(const decision_t *dc, int have_v)
+{
+    apr_array_header_t *shown = dc->u->shown;
+    int i, j;
+
+    for (i = 0; i < dc->n; i++) {
+        const rlaas_item_t *it = &dc->it[i];
+        rlaas_unit_shown_t *sh = (rlaas_unit_shown_t *)shown->elts;
+
+        for (j = 0; j < shown->nelts; j++) {
+            if (strcmp(sh[j].name, it->name) == 0 && sh[j].limit == it->limit)
+                break;
+        }
+        sh = j < shown->nelts ? &sh[j] : apr_array_push(shown);
+        sh->name = it->name;
+        sh->limit = it->limit;
+        sh->window_ms = it->window_ms;
+        sh->v = it->v;
+        sh->dry_run = it->dry_run;
+        sh->have_v = have_v;
+    }
+}
+
+/* Each policy's row: allowed when the request was, denied (or would have
+ * been, in a dry run) where it denied; a policy that would have allowed a
+ * request another denied is not counted. */
+static void count_policies(const decision_t *dc, rlaas_outcome_e o)
+{
+    int i;
+
+    for (i = 0; i < dc->n; i++) {
+        const rlaas_item_t *it = &dc->it[i];
+
+        if (o == RLAAS_OUT_ERROR || o == RLAAS_OUT_FAIL_OPEN)
+            rlaas_metrics_policy(it->metric, o);
+        else if (!it->v.allowed)
+            rlaas_metrics_policy(it->metric, it->dry_run
+                                                 ? RLAAS_OUT_DRY_RUN_DENIED
+                                                 : RLAAS_OUT_DENIED);
+        else if (o != RLAAS_OUT_DENIED)
+            rlaas_metrics_policy(it->metric, RLAAS_OUT_ALLOWED);
+    }
+}
+
+/* The decision's outcome into the unit, the environment, the metrics and
+ * the header fields. shown: the decision's item the request is counted
+ * under (its strategy). */
+static int record(const decision_t *dc, rlaas_outcome_e o, int rc, int have_v,
+                  int shown)
 {
     request_rec *r = dc->r;
     rlaas_unit_t *u = dc->u;
+    const rlaas_unit_shown_t *sh;
+    int pick;
 
+    remember(dc, have_v);
+    pick = shown_pick(r, u);
     u->status = rlaas_outcome_name(o);
-    if (dc->have_verdict)
-        u->remaining = num(r->pool, dc->v.remaining);
+    if (pick >= 0) {
+        sh = &((const rlaas_unit_shown_t *)u->shown->elts)[pick];
+        u->remaining = num(r->pool, sh->v.remaining);
+        u->policy = sh->name;
+    }
     if (rc != DECLINED) {
         u->refusal = rc;
         u->refused = r;
     }
     carry_status(r, u);
-    rlaas_metrics_decision(dc->strategy, o);
-    add_headers(dc);
+    rlaas_metrics_decision(
+        dc->n > 0 ? dc->it[shown].call.strategy : RLAAS_DEFAULT_STRATEGY, o);
+    count_policies(dc, o);
+    add_headers(dc, pick);
     return rc;
 }
 
@@ -126,12 +234,15 @@ static int refusal_response(request_rec *r, const rlaas_unit_t *u)
     return HTTP_TOO_MANY_REQUESTS;
 }
 
-static int deny(decision_t *dc)
+/* Retry-After: the longest wait of the policies that denied (the shown
+ * one: rlaas_policy_pick). */
+static int deny(decision_t *dc, int shown)
 {
     request_rec *r = dc->r;
 
-    record(dc, RLAAS_OUT_DENIED, HTTP_TOO_MANY_REQUESTS);
-    dc->u->retry_after = num(r->pool, rlaas_retry_after_s(dc->v.retry_ms));
+    record(dc, RLAAS_OUT_DENIED, HTTP_TOO_MANY_REQUESTS, 1, shown);
+    dc->u->retry_after =
+        num(r->pool, rlaas_retry_after_s(dc->it[shown].v.retry_ms));
     return refusal_response(r, dc->u);
 }
 
@@ -175,7 +286,8 @@ static const char *suppressed(request_rec *r, long dropped)
 
 /* Denials are logged at info ("LogLevel rlaas:info" shows them), at most
  * one line a second per child. */
-static void log_denied(const decision_t *dc, int dry_run)
+static void log_denied(const decision_t *dc, const rlaas_item_t *it,
+                       int dry_run)
 {
     request_rec *r = dc->r;
     long dropped;
@@ -186,16 +298,16 @@ static void log_denied(const decision_t *dc, int dry_run)
     if (dropped < 0)
         return;
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
-                  "RLAAS0020: rate limit exceeded for %s (%s, limit %s per "
-                  "%sms)%s%s",
-                  dc->key, rlaas_strategy_name(dc->strategy), dc->d->limit_arg,
-                  rlaas_dir_window_arg(dc->d),
-                  dry_run ? "; allowed: RLaaSDryRun on" : "",
+                  "RLAAS0020: rate limit exceeded for %s (policy %s: %s, "
+                  "limit %s per %sms)%s%s",
+                  it->call.key, it->name,
+                  rlaas_strategy_name(it->call.strategy), it->call.limit,
+                  it->call.window, dry_run ? "; allowed: RLaaSDryRun on" : "",
                   suppressed(r, dropped));
 }
 
-static void log_error(const decision_t *dc, rlaas_rerr_e e, const char *detail,
-                      const char *policy, int level)
+static void log_error(const decision_t *dc, const char *kind,
+                      const char *detail, const char *policy, int level)
 {
     request_rec *r = dc->r;
     rlaas_log_gate_t *gate = level <= APLOG_ALERT ? &gate_alert : &gate_error;
@@ -204,78 +316,123 @@ static void log_error(const decision_t *dc, rlaas_rerr_e e, const char *detail,
     if (dropped < 0)
         return;
     ap_log_rerror(APLOG_MARK, level, 0, r,
-                  "RLAAS0021: Redis %s error: %s; request %s%s",
-                  rlaas_rerr_name(e), detail ? detail : "-", policy,
-                  suppressed(r, dropped));
+                  "RLAAS0021: %s error: %s; request %s%s", kind,
+                  detail ? detail : "-", policy, suppressed(r, dropped));
 }
 
-/* The limiter could not decide: the section's policy says what happens. */
+/* Whether d's settings let a request through that the limiter could not
+ * decide, and why (NULL: they don't); dry: whether RLaaSDryRun counts. */
+static const char *lets_through(const rlaas_dir_conf_t *d, rlaas_rerr_e e,
+                                int dry, int *level)
+{
+    *level = APLOG_WARNING;
+    if (rlaas_dir_fail_open(d))
+        return "allowed (RLaaSFailOpen on)";
+    if (dry && d->dry_run == 1)
+        return "allowed (RLaaSDryRun on)";
+    if (e == RLAAS_RERR_CIRCUIT && d->circuit_fail_open == 1) {
+        *level = APLOG_ALERT;
+        return "allowed: RLaaSCircuitFailOpen switched this section to "
+               "fail-open while Redis keeps failing";
+    }
+    return NULL;
+}
+
+/* The limiter could not decide (e: why, NONE when it was no fault of
+ * Redis'): the section's failure policy says what happens, and where an
+ * enforced policy takes part, the host's as well (a .htaccess can't fail
+ * it open, a dry run doesn't count). */
 static int undecided(decision_t *dc, rlaas_rerr_e e, const char *detail)
 {
-    const rlaas_dir_conf_t *d = dc->d;
+    const char *kind =
+        e != RLAAS_RERR_NONE
+            ? apr_pstrcat(dc->r->pool, "Redis ", rlaas_rerr_name(e), NULL)
+            : "limit";
+    const char *why;
+    int level, level2, i, enforced = 0;
 
-    rlaas_metrics_redis_error(e);
-    if (rlaas_dir_fail_open(d)) {
-        log_error(dc, e, detail, "allowed (RLaaSFailOpen on)", APLOG_WARNING);
-        return record(dc, RLAAS_OUT_FAIL_OPEN, DECLINED);
+    if (e != RLAAS_RERR_NONE)
+        rlaas_metrics_redis_error(e);
+    for (i = 0; i < dc->n; i++)
+        enforced |= dc->it[i].enforced;
+    why = lets_through(dc->d, e, 1, &level);
+    if (why != NULL && enforced &&
+        lets_through(rlaas_server_dir_conf(dc->r), e, 0, &level2) == NULL)
+        why = NULL;
+    if (why != NULL) {
+        log_error(dc, kind, detail, why, level);
+        return record(dc, RLAAS_OUT_FAIL_OPEN, DECLINED, 0, 0);
     }
-    if (d->dry_run == 1) {
-        log_error(dc, e, detail, "allowed (RLaaSDryRun on)", APLOG_WARNING);
-        return record(dc, RLAAS_OUT_FAIL_OPEN, DECLINED);
-    }
-    if (e == RLAAS_RERR_CIRCUIT && d->circuit_fail_open == 1) {
-        log_error(dc, e, detail,
-                  "allowed: RLaaSCircuitFailOpen switched this section to "
-                  "fail-open while Redis keeps failing",
-                  APLOG_ALERT);
-        return record(dc, RLAAS_OUT_FAIL_OPEN, DECLINED);
-    }
-    log_error(dc, e, detail, "refused with 500 (RLaaSFailOpen off)", APLOG_ERR);
-    return record(dc, RLAAS_OUT_ERROR, HTTP_INTERNAL_SERVER_ERROR);
+    log_error(dc, kind, detail, "refused with 500 (RLaaSFailOpen off)",
+              APLOG_ERR);
+    return record(dc, RLAAS_OUT_ERROR, HTTP_INTERNAL_SERVER_ERROR, 0, 0);
 }
 
-static int limit(request_rec *r, const rlaas_dir_conf_t *d, rlaas_unit_t *u)
+static void trace(const decision_t *dc)
 {
-    const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
-    decision_t dc;
-    rlaas_call_t call;
-    char detail[RLAAS_DETAIL_MAX];
-    rlaas_rerr_e e;
+    int i;
 
-    dc.r = r;
-    dc.d = d;
-    dc.strategy = rlaas_dir_strategy(d);
-    dc.have_verdict = 0;
-    dc.u = u;
-    call.strategy = dc.strategy;
-    call.key = dc.key = rlaas_identity_key(r, sc, d, &call.key_len);
-    call.limit = d->limit_arg;
-    call.window = rlaas_dir_window_arg(d);
-    call.cost = NULL;
-    call.mode = 0;
+    for (i = 0; i < dc->n; i++) {
+        const rlaas_item_t *it = &dc->it[i];
+
+        ap_log_rerror(
+            APLOG_MARK, APLOG_TRACE1, 0, dc->r,
+            "RLAAS0022: %s %s %s: allowed=%d remaining=%" APR_INT64_T_FMT
+            " reset=%" APR_INT64_T_FMT "ms retry=%" APR_INT64_T_FMT "ms",
+            it->name, rlaas_strategy_name(it->call.strategy), it->call.key,
+            it->v.allowed, it->v.remaining, it->v.reset_ms, it->v.retry_ms);
+    }
+}
+
+/* Every policy of the decision in one call to the engine. */
+static rlaas_rerr_e run(decision_t *dc, char *detail)
+{
+    const rlaas_server_conf_t *sc = rlaas_server_conf(dc->r->server);
+    rlaas_call_t calls[RLAAS_POLICIES_MAX];
+    rlaas_verdict_t v[RLAAS_POLICIES_MAX];
+    rlaas_rerr_e e;
+    int i;
+
     if (sc->target->redis == NULL) {
-        e = RLAAS_RERR_POOL;
-        apr_cpystrn(detail, "no Redis engine in this process", sizeof(detail));
+        apr_cpystrn(detail, "no Redis engine in this process",
+                    RLAAS_DETAIL_MAX);
+        return RLAAS_RERR_POOL;
     }
-    else {
-        e = rlaas_redis_eval(sc->target->redis, &call, 1, &dc.v, detail);
+    for (i = 0; i < dc->n; i++)
+        calls[i] = dc->it[i].call;
+    e = rlaas_redis_eval(sc->target->redis, calls, dc->n, v, detail);
+    for (i = 0; e == RLAAS_RERR_NONE && i < dc->n; i++)
+        dc->it[i].v = v[i];
+    return e;
+}
+
+static int limit(decision_t *dc)
+{
+    rlaas_policy_outcome_t o[RLAAS_POLICIES_MAX];
+    char detail[RLAAS_DETAIL_MAX];
+    rlaas_pick_e why;
+    rlaas_rerr_e e;
+    int i, shown;
+
+    if ((e = run(dc, detail)) != RLAAS_RERR_NONE)
+        return undecided(dc, e, detail);
+    trace(dc);
+    for (i = 0; i < dc->n; i++) {
+        o[i].v = dc->it[i].v;
+        o[i].dry_run = dc->it[i].dry_run;
     }
-    if (e != RLAAS_RERR_NONE)
-        return undecided(&dc, e, detail);
-    dc.have_verdict = 1;
-    ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
-                  "RLAAS0022: %s %s: allowed=%d remaining=%" APR_INT64_T_FMT
-                  " reset=%" APR_INT64_T_FMT "ms retry=%" APR_INT64_T_FMT "ms",
-                  rlaas_strategy_name(dc.strategy), dc.key, dc.v.allowed,
-                  dc.v.remaining, dc.v.reset_ms, dc.v.retry_ms);
-    if (dc.v.allowed)
-        return record(&dc, RLAAS_OUT_ALLOWED, DECLINED);
-    if (d->dry_run == 1) {
-        log_denied(&dc, 1);
-        return record(&dc, RLAAS_OUT_DRY_RUN_DENIED, DECLINED);
+    shown = rlaas_policy_pick(o, dc->n, &why);
+    switch (why) {
+    case RLAAS_PICK_DENIED:
+        log_denied(dc, &dc->it[shown], 0);
+        return deny(dc, shown);
+    case RLAAS_PICK_DRY_RUN_DENIED:
+        log_denied(dc, &dc->it[shown], 1);
+        return record(dc, RLAAS_OUT_DRY_RUN_DENIED, DECLINED, 1, shown);
+    case RLAAS_PICK_ALLOWED:
+        break;
     }
-    log_denied(&dc, 0);
-    return deny(&dc);
+    return record(dc, RLAAS_OUT_ALLOWED, DECLINED, 1, shown);
 }
 
 typedef enum { PHASE_ACCESS, PHASE_HANDLER } phase_e;
@@ -291,15 +448,16 @@ static int refused_again(request_rec *r, const rlaas_unit_t *u)
     return u->refused == r || r->status == HTTP_OK;
 }
 
-/* Whether the limit d defines is still to be decided for this client
- * request. One decided before authentication under the user name the
- * client sent is decided once more, under the verified identity, when
- * authentication did not confirm that name: a name merely claimed must not
- * stand for a request that is served. */
+/* Whether a policy is still to be decided for this client request. One
+ * decided before authentication under the user name the client sent is
+ * decided once more, under the verified identity, when authentication did
+ * not confirm that name: a name merely claimed must not stand for a
+ * request that is served. */
 static int to_decide(request_rec *r, const rlaas_unit_t *u,
-                     const rlaas_dir_conf_t *d, phase_e phase)
+                     const rlaas_dir_conf_t *d, const rlaas_item_t *it,
+                     phase_e phase)
 {
-    rlaas_unit_limit_t *l = rlaas_unit_decided(u, d);
+    rlaas_unit_limit_t *l = u ? rlaas_unit_decided(u, it->p, d) : NULL;
 
     if (l == NULL)
         return 1;
@@ -310,55 +468,98 @@ static int to_decide(request_rec *r, const rlaas_unit_t *u,
     return 1;
 }
 
-/* A section keyed by the user is decided before authentication when its
- * user name can be read from the request (Basic, Digest), so that failed
- * attempts count under the name they tried; else once authentication has
- * set r->user. */
-static int decide(request_rec *r, const rlaas_dir_conf_t *d, rlaas_unit_t *u,
-                  int before_auth)
+/* The policies to decide at this point: all of them but those decided
+ * already, and, before authentication, those keyed by a user that only
+ * authentication can tell (decided in the handler, once it has). A policy
+ * keyed by the user is decided before authentication when its user name
+ * can be read from the request (Basic, Digest), so that failed attempts
+ * count under the name they tried. Returns 1 if one of them is keyed by
+ * a user read so. */
+static int select_items(decision_t *dc, const rlaas_item_t *all, int n,
+                        phase_e phase)
 {
-    int rc;
+    request_rec *r = dc->r;
+    int readable = phase == PHASE_ACCESS && rlaas_authuser_readable(r);
+    int before_auth = 0, i;
 
-    if (!before_auth)
-        return limit(r, d, u);
-    rlaas_authuser_before_auth(r, 1);
-    rc = limit(r, d, u);
-    rlaas_authuser_before_auth(r, 0);
-    return rc;
+    dc->n = 0;
+    for (i = 0; i < n; i++) {
+        if (phase == PHASE_ACCESS && all[i].need_user && !readable)
+            continue;
+        if (!to_decide(r, dc->u, dc->d, &all[i], phase))
+            continue;
+        before_auth |= phase == PHASE_ACCESS && all[i].need_user;
+        dc->it[dc->n++] = all[i];
+    }
+    return before_auth;
+}
+
+static int decide(decision_t *dc, int before_auth)
+{
+    request_rec *r = dc->r;
+    const char *err;
+    int i;
+
+    for (i = 0; i < dc->n; i++) {
+        if (rlaas_unit_decided(dc->u, dc->it[i].p, dc->d) == NULL)
+            rlaas_unit_add(dc->u, dc->it[i].p, dc->d,
+                           before_auth && dc->it[i].need_user
+                               ? rlaas_authuser_claimed(r)
+                               : NULL);
+    }
+    if (before_auth)
+        rlaas_authuser_before_auth(r, 1);
+    err = rlaas_policies_prepare(r, dc->d, dc->it, &dc->n);
+    if (before_auth)
+        rlaas_authuser_before_auth(r, 0);
+    if (err != NULL)
+        return undecided(dc, RLAAS_RERR_NONE, err);
+    return limit(dc);
+}
+
+/* More policies than one call decides: the configuration's fault, told
+ * once a second; the section's failure policy applies. */
+static int too_many(decision_t *dc)
+{
+    dc->n = 0;
+    return undecided(dc, RLAAS_RERR_NONE,
+                     "more than 8 policies apply here (RLaaSEnforce, "
+                     "RLaaSApply and the section's own limit)");
 }
 
 static int checkpoint(request_rec *r, phase_e phase)
 {
-    const rlaas_dir_conf_t *d;
-    rlaas_unit_t *u;
-    int rc, before_auth;
+    rlaas_item_t all[RLAAS_POLICIES_MAX];
+    decision_t dc;
+    int n, rc, before_auth;
 
     /* Subrequests (SSI includes, a listing's look-ups, mod_dir's and
      * mod_negotiation's probes) are part of the client request that made
      * them: never counted on their own. */
     if (r->main != NULL)
         return DECLINED;
-    u = rlaas_unit_find(r);
-    if (u != NULL) {
-        carry_status(r, u);
-        if (u->refusal != 0)
-            return phase == PHASE_HANDLER && refused_again(r, u)
-                       ? refusal_response(r, u)
+    dc.r = r;
+    dc.u = rlaas_unit_find(r);
+    if (dc.u != NULL) {
+        carry_status(r, dc.u);
+        if (dc.u->refusal != 0)
+            return phase == PHASE_HANDLER && refused_again(r, dc.u)
+                       ? refusal_response(r, dc.u)
                        : DECLINED;
     }
-    d = rlaas_dir_conf(r);
-    if (!rlaas_dir_active(d))
+    dc.d = rlaas_dir_conf(r);
+    if ((n = rlaas_policies_gather(r, dc.d, all)) == 0)
         return DECLINED;
-    before_auth = phase == PHASE_ACCESS && d->sources_need_user;
-    if (before_auth && !rlaas_authuser_readable(r))
-        return DECLINED;
-    if (u == NULL)
-        u = rlaas_unit_get(r);
-    else if (!to_decide(r, u, d, phase))
-        return DECLINED;
-    if (rlaas_unit_decided(u, d) == NULL)
-        rlaas_unit_add(u, d, before_auth ? rlaas_authuser_claimed(r) : NULL);
-    rc = decide(r, d, u, before_auth);
+    if (dc.u == NULL)
+        dc.u = rlaas_unit_get(r);
+    if (n < 0)
+        rc = too_many(&dc);
+    else {
+        before_auth = select_items(&dc, all, n, phase);
+        if (dc.n == 0)
+            return DECLINED;
+        rc = decide(&dc, before_auth);
+    }
     /* Under "Satisfy Any" httpd ignores an access checker's refusal and
      * asks for authentication instead: the handler hook delivers it, so
      * that a client let in by its address or its credentials alike gets

@@ -10,7 +10,10 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
+
+#include "rlaas_headers.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -35,6 +38,24 @@ typedef struct {
     apr_uint64_t circuit_opened;
     apr_uint32_t nslots; /* gauge slots that follow the counters */
 } rlaas_counters_t;
+
+/* A row of decisions by policy, after the gauge slots. The last row is
+ * "other". */
+typedef struct {
+    char name[RLAAS_NAME_MAX + 1]; /* "" free */
+    apr_uint64_t n[RLAAS_OUT_COUNT];
+} rlaas_policy_row_t;
+
+#define POLICY_ROWS (RLAAS_METRICS_POLICY_ROWS + 1)
+
+/* Names registered while the configuration is read, and their rows. */
+typedef struct {
+    const char *name;
+    int row;
+} rlaas_metric_name_t;
+
+static apr_array_header_t *names; /* of rlaas_metric_name_t */
+static rlaas_policy_row_t *rows;
 
 /* One child's gauges. A child claims a free slot (pid 0, or the pid of a
  * process that is gone) in child_init and clears it when it leaves; a
@@ -77,13 +98,94 @@ static apr_uint32_t slot_count(void)
     return (apr_uint32_t)daemons * 2 + 16;
 }
 
+void rlaas_metrics_names_reset(apr_pool_t *pconf)
+{
+    names = apr_array_make(pconf, 16, sizeof(rlaas_metric_name_t));
+    rlaas_metrics_name(RLAAS_POLICY_DEFAULT);
+}
+
+int rlaas_metrics_name(const char *name)
+{
+    rlaas_metric_name_t *e;
+    int i;
+
+    if (names == NULL)
+        return -1;
+    for (i = 0; i < names->nelts; i++) {
+        if (strcmp(APR_ARRAY_IDX(names, i, rlaas_metric_name_t).name, name) ==
+            0)
+            return i;
+    }
+    e = apr_array_push(names);
+    e->name = apr_pstrdup(names->pool, name);
+    e->row = POLICY_ROWS - 1;
+    return i;
+}
+
+int rlaas_metrics_default_name(void)
+{
+    return 0;
+}
+
+static int row_of(const char *name)
+{
+    int i;
+
+    for (i = 0; i < POLICY_ROWS - 1; i++) {
+        if (strcmp(rows[i].name, name) == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* Each name keeps the row it had (counts survive a restart); a new name
+ * takes a free row or one no name of this configuration holds, cleared;
+ * past the table's end it is counted as "other". */
+static void assign_rows(void)
+{
+    char *used = calloc(POLICY_ROWS, 1);
+    int i, r;
+
+    if (used == NULL || names == NULL) {
+        free(used);
+        return;
+    }
+    for (i = 0; i < names->nelts; i++) {
+        rlaas_metric_name_t *e = &APR_ARRAY_IDX(names, i, rlaas_metric_name_t);
+
+        e->row = row_of(e->name);
+        if (e->row >= 0)
+            used[e->row] = 1;
+    }
+    for (i = 0, r = 0; i < names->nelts; i++) {
+        rlaas_metric_name_t *e = &APR_ARRAY_IDX(names, i, rlaas_metric_name_t);
+
+        if (e->row >= 0)
+            continue;
+        while (r < POLICY_ROWS - 1 && used[r])
+            r++;
+        if (r == POLICY_ROWS - 1) {
+            e->row = POLICY_ROWS - 1;
+            continue;
+        }
+        memset(&rows[r], 0, sizeof(rows[r]));
+        apr_cpystrn(rows[r].name, e->name, sizeof(rows[r].name));
+        used[r] = 1;
+        e->row = r;
+    }
+    apr_cpystrn(rows[POLICY_ROWS - 1].name, RLAAS_METRICS_OTHER,
+                sizeof(rows[0].name));
+    free(used);
+}
+
 int rlaas_metrics_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                               apr_pool_t *ptemp, server_rec *s)
 {
     apr_pool_t *keep = s->process->pool;
     apr_shm_t *shm = NULL;
     apr_uint32_t n = slot_count();
-    apr_size_t size = sizeof(rlaas_counters_t) + n * sizeof(rlaas_slot_t);
+    apr_size_t size = sizeof(rlaas_counters_t) + n * sizeof(rlaas_slot_t) +
+                      POLICY_ROWS * sizeof(rlaas_policy_row_t);
     apr_status_t rv;
 
     (void)pconf;
@@ -98,6 +200,7 @@ int rlaas_metrics_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                          "metrics; metrics are disabled");
             counters = NULL;
             slots = NULL;
+            rows = NULL;
             return OK;
         }
         memset(apr_shm_baseaddr_get(shm), 0, size);
@@ -106,6 +209,8 @@ int rlaas_metrics_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     counters = apr_shm_baseaddr_get(shm);
     counters->nslots = n;
     slots = (rlaas_slot_t *)(counters + 1);
+    rows = (rlaas_policy_row_t *)(slots + n);
+    assign_rows();
     return OK;
 }
 
@@ -169,6 +274,17 @@ void rlaas_metrics_decision(rlaas_strategy_e st, rlaas_outcome_e o)
 {
     if (counters != NULL)
         apr_atomic_inc64(&counters->decisions[st][o]);
+}
+
+void rlaas_metrics_policy(int handle, rlaas_outcome_e o)
+{
+    int row = POLICY_ROWS - 1;
+
+    if (rows == NULL)
+        return;
+    if (names != NULL && handle >= 0 && handle < names->nelts)
+        row = APR_ARRAY_IDX(names, handle, rlaas_metric_name_t).row;
+    apr_atomic_inc64(&rows[row].n[o]);
 }
 
 void rlaas_metrics_redis_error(rlaas_rerr_e e)
@@ -238,6 +354,36 @@ static void help(request_rec *r, const char *name, const char *type,
     ap_rprintf(r, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
 }
 
+/* The rows of this configuration's names, and "other". */
+static void write_policies(request_rec *r)
+{
+    char *shown = calloc(POLICY_ROWS, 1);
+    int i, o;
+
+    if (rows == NULL || shown == NULL) {
+        free(shown);
+        return;
+    }
+    help(r, "rlaas_policy_decisions_total", "counter",
+         "Decisions by policy (a section's own limit: its zone or "
+         "default) and outcome.");
+    for (i = 0; names != NULL && i <= names->nelts; i++) {
+        int row = i < names->nelts
+                      ? APR_ARRAY_IDX(names, i, rlaas_metric_name_t).row
+                      : POLICY_ROWS - 1;
+
+        if (shown[row])
+            continue;
+        shown[row] = 1;
+        for (o = 0; o < RLAAS_OUT_COUNT; o++)
+            ap_rprintf(r,
+                       "rlaas_policy_decisions_total{policy=\"%s\","
+                       "outcome=\"%s\"} %" APR_UINT64_T_FMT "\n",
+                       rows[row].name, outcome_names[o], rd(&rows[row].n[o]));
+    }
+    free(shown);
+}
+
 static void write_decisions(request_rec *r, rlaas_counters_t *c)
 {
     apr_uint64_t fail_open = 0;
@@ -257,6 +403,7 @@ static void write_decisions(request_rec *r, rlaas_counters_t *c)
                        rlaas_strategy_name(st), outcome_names[o], n);
         }
     }
+    write_policies(r);
     help(r, "rate_limiter_fail_open_total", "counter",
          "Requests allowed because the limiter could not decide.");
     ap_rprintf(r, "rate_limiter_fail_open_total %" APR_UINT64_T_FMT "\n",

@@ -33,7 +33,22 @@ const char *rlaas_outcome_name(rlaas_outcome_e o);
 int rlaas_metrics_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                               apr_pool_t *ptemp, server_rec *s);
 
+/* One client request's decision, under the strategy of the policy it
+ * shows (server-status and the decision series count requests). */
 void rlaas_metrics_decision(rlaas_strategy_e st, rlaas_outcome_e o);
+
+/* Decisions by policy: a bounded table in the segment, one row per name
+ * (declared policies, zones of the server configuration, "default"),
+ * everything else (a tenant's zones, names past the table's end) in one
+ * row "other". Names are registered while the configuration is read
+ * (after rlaas_metrics_names_reset in pre_config); post_config gives them
+ * rows, the same rows again after a restart. */
+#define RLAAS_METRICS_POLICY_ROWS 128
+#define RLAAS_METRICS_OTHER       "other"
+void rlaas_metrics_names_reset(apr_pool_t *pconf);
+int rlaas_metrics_name(const char *name); /* a handle; -1: "other" */
+int rlaas_metrics_default_name(void);     /* "default"'s handle */
+void rlaas_metrics_policy(int handle, rlaas_outcome_e o);
 void rlaas_metrics_redis_error(rlaas_rerr_e e);
 void rlaas_metrics_latency(apr_interval_time_t t);
 /* Gauges are kept per child, in a slot each child claims in child_init and

@@ -26,6 +26,7 @@ rlaas_unit_t *rlaas_unit_get(request_rec *r)
     if (u == NULL) {
         u = apr_pcalloc(first->pool, sizeof(*u));
         u->decided = apr_array_make(first->pool, 2, sizeof(rlaas_unit_limit_t));
+        u->shown = apr_array_make(first->pool, 2, sizeof(rlaas_unit_shown_t));
         ap_set_module_config(first->request_config, &rlaas_module, u);
     }
     return u;
@@ -68,36 +69,42 @@ static int same_sources(const apr_array_header_t *a,
 }
 
 /* Two sections define the same limit when they would count the same
- * client's requests in the same counter: same zone, identity sources,
- * strategy, limit and window. Headers, dry run and failure policy don't
- * make another limit. The sources' values are not compared: the identity
- * of a limit is the one taken where the client request first reached it,
- * even if a later phase or redirect would compute another. */
+ * client's requests in the same counter: same zone and namespace, identity
+ * sources, strategy, limit (or the same expression) and window. Headers,
+ * dry run, cost and failure policy don't make another limit. The sources'
+ * values are not compared: the identity of a limit is the one taken where
+ * the client request first reached it, even if a later phase or redirect
+ * would compute another. */
 static int same_limit(const rlaas_dir_conf_t *a, const rlaas_dir_conf_t *b)
 {
-    return a == b || (a->limit == b->limit && same_text(a->zone, b->zone) &&
+    return a == b || (a->limit == b->limit && a->limit_expr == b->limit_expr &&
+                      same_text(a->zone, b->zone) && same_text(a->ns, b->ns) &&
                       rlaas_dir_strategy(a) == rlaas_dir_strategy(b) &&
                       rlaas_dir_window_ms(a) == rlaas_dir_window_ms(b) &&
                       same_sources(a->sources, b->sources));
 }
 
 rlaas_unit_limit_t *rlaas_unit_decided(const rlaas_unit_t *u,
+                                       const rlaas_policy_t *p,
                                        const rlaas_dir_conf_t *d)
 {
     rlaas_unit_limit_t *l = (rlaas_unit_limit_t *)u->decided->elts;
     int i;
 
-    for (i = 0; i < u->decided->nelts; i++)
-        if (same_limit(l[i].d, d))
+    for (i = 0; i < u->decided->nelts; i++) {
+        if (p != NULL ? l[i].p == p : l[i].p == NULL && same_limit(l[i].d, d))
             return &l[i];
+    }
     return NULL;
 }
 
-rlaas_unit_limit_t *rlaas_unit_add(rlaas_unit_t *u, const rlaas_dir_conf_t *d,
+rlaas_unit_limit_t *rlaas_unit_add(rlaas_unit_t *u, const rlaas_policy_t *p,
+                                   const rlaas_dir_conf_t *d,
                                    const char *claimed)
 {
     rlaas_unit_limit_t *l = apr_array_push(u->decided);
 
+    l->p = p;
     l->d = d;
     l->claimed = claimed;
     return l;

@@ -13,23 +13,38 @@
 #include "httpd.h"
 
 #include "rlaas_config.h"
+#include "rlaas_verdict.h"
 
-/* A limit this client request has decided. */
+/* A limit this client request has decided: a named policy, or the limit
+ * of a section. */
 typedef struct {
-    const rlaas_dir_conf_t *d; /* the section that defined it */
+    const rlaas_policy_t *p;   /* the policy; NULL: a section's limit */
+    const rlaas_dir_conf_t *d; /* the section that defined it (no policy) */
     /* Decided before authentication under the user name the client sent
      * (NULL otherwise): if authentication does not confirm that name, the
      * limit is decided once more under the verified identity. */
     const char *claimed;
 } rlaas_unit_limit_t;
 
+/* A decided limit as the response shows it. */
+typedef struct {
+    const char *name; /* the policy's name, the zone or "default" */
+    int64_t limit;
+    int64_t window_ms;
+    rlaas_verdict_t v;
+    int have_v; /* 0: it could not be decided */
+    int dry_run;
+} rlaas_unit_shown_t;
+
 typedef struct {
     apr_array_header_t *decided; /* of rlaas_unit_limit_t */
+    apr_array_header_t *shown;   /* of rlaas_unit_shown_t */
     int refusal;             /* 0, or the status the request was refused with */
     request_rec *refused;    /* the request record that was refused */
     const char *retry_after; /* with a 429 */
     const char *status;      /* RLAAS_STATUS so far */
     const char *remaining;   /* RLAAS_REMAINING so far */
+    const char *policy;      /* RLAAS_POLICY so far */
 } rlaas_unit_t;
 
 /* The unit of r's client request, or NULL if nothing was recorded yet. */
@@ -38,12 +53,15 @@ rlaas_unit_t *rlaas_unit_find(request_rec *r);
 /* The same, created in the initial request's pool when missing. */
 rlaas_unit_t *rlaas_unit_get(request_rec *r);
 
-/* The entry for the limit d defines if this client request decided it. */
+/* The entry for the policy p, or (p NULL) the limit section d defines, if
+ * this client request decided it. */
 rlaas_unit_limit_t *rlaas_unit_decided(const rlaas_unit_t *u,
+                                       const rlaas_policy_t *p,
                                        const rlaas_dir_conf_t *d);
 
-/* Records that the limit d defines is being decided. */
-rlaas_unit_limit_t *rlaas_unit_add(rlaas_unit_t *u, const rlaas_dir_conf_t *d,
+/* Records that the policy p, or the limit d defines, is being decided. */
+rlaas_unit_limit_t *rlaas_unit_add(rlaas_unit_t *u, const rlaas_policy_t *p,
+                                   const rlaas_dir_conf_t *d,
                                    const char *claimed);
 
 #endif

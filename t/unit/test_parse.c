@@ -2,6 +2,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -250,6 +251,39 @@ static void nonneg_int(void **state)
     assert_non_null(rlaas_parse_nonneg_int("-1", 15, &v));
 }
 
+/* The words of a line, joined with '|'; "ERR" for an open quote. */
+static const char *words(const char *line)
+{
+    static char joined[256];
+    char w[128];
+    size_t n = 0;
+    int rc;
+
+    joined[0] = '\0';
+    while ((rc = rlaas_parse_word(&line, w)) == 1) {
+        n += (size_t)snprintf(joined + n, sizeof(joined) - n, "%s%s",
+                              n ? "|" : "", w);
+    }
+    return rc < 0 ? "ERR" : joined;
+}
+
+static void directive_words(void **state)
+{
+    (void)state;
+    assert_string_equal(words("api 10 1s"), "api|10|1s");
+    assert_string_equal(words("  api\t10   1s  "), "api|10|1s");
+    assert_string_equal(words("a 1 1s key=\"ip api_key\" cost=2"),
+                        "a|1|1s|key=ip api_key|cost=2");
+    assert_string_equal(words("key='ip \"expr=%{A}\"'"),
+                        "key=ip \"expr=%{A}\"");
+    assert_string_equal(words("\"a b\"c d"), "a bc|d");
+    assert_string_equal(words("key=\"\""), "key=");
+    assert_string_equal(words(""), "");
+    assert_string_equal(words("   "), "");
+    assert_string_equal(words("key=\"ip"), "ERR");
+    assert_string_equal(words("a 'b"), "ERR");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +299,7 @@ int main(void)
         cmocka_unit_test(redis_addresses),
         cmocka_unit_test(redis_addresses_refused),
         cmocka_unit_test(nonneg_int),
+        cmocka_unit_test(directive_words),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,24 +12,46 @@
 
 #define ADD(id)                                                                \
     {                                                                          \
-        RLAAS_APPLY_ADD, (id)                                                  \
+        RLAAS_APPLY_ADD, (id), NULL                                            \
     }
 #define REMOVE(id)                                                             \
     {                                                                          \
-        RLAAS_APPLY_REMOVE, (id)                                               \
+        RLAAS_APPLY_REMOVE, (id), NULL                                         \
     }
 #define NONE                                                                   \
     {                                                                          \
-        RLAAS_APPLY_NONE, 0                                                    \
+        RLAAS_APPLY_NONE, 0, NULL                                              \
     }
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int resolve(const int *enf_ids, int nenf, const rlaas_apply_op_t *ops,
+                   int nops, int *ids, int max)
+{
+    rlaas_apply_op_t enf[16];
+    const rlaas_apply_op_t *out[RLAAS_POLICIES_MAX];
+    int n, i;
+
+    for (i = 0; i < nenf; i++) {
+        enf[i].kind = RLAAS_APPLY_ADD;
+        enf[i].id = enf_ids[i];
+        enf[i].ref = &enf[i];
+    }
+    n = rlaas_policy_resolve(enf, nenf, ops, nops, out, max);
+    for (i = 0; i < n; i++) {
+        ids[i] = out[i]->id;
+        /* each points at the operation (or enforced entry) it came from */
+        assert_true((out[i] >= enf && out[i] < enf + nenf) ||
+                    (out[i] >= ops && out[i] < ops + nops));
+    }
+    return n;
+}
 
 static void expect_set(const int *enf, int nenf, const rlaas_apply_op_t *ops,
                        int nops, const int *want, int nwant)
 {
     int out[RLAAS_POLICIES_MAX], n, i;
 
-    n = rlaas_policy_resolve(enf, nenf, ops, nops, out, RLAAS_POLICIES_MAX);
+    n = resolve(enf, nenf, ops, nops, out, RLAAS_POLICIES_MAX);
     assert_int_equal(n, nwant);
     for (i = 0; i < n; i++)
         assert_int_equal(out[i], want[i]);
@@ -87,25 +109,22 @@ static void more_than_the_bound_is_an_error(void **state)
     for (i = 0; i < COUNT(ops); i++) {
         ops[i].kind = RLAAS_APPLY_ADD;
         ops[i].id = i;
+        ops[i].ref = NULL;
     }
-    assert_int_equal(rlaas_policy_resolve(NULL, 0, ops, RLAAS_POLICIES_MAX, out,
-                                          RLAAS_POLICIES_MAX),
-                     RLAAS_POLICIES_MAX);
     assert_int_equal(
-        rlaas_policy_resolve(NULL, 0, ops, COUNT(ops), out, RLAAS_POLICIES_MAX),
-        -1);
-    assert_int_equal(rlaas_policy_resolve(enf, 1, ops, RLAAS_POLICIES_MAX, out,
-                                          RLAAS_POLICIES_MAX),
+        resolve(NULL, 0, ops, RLAAS_POLICIES_MAX, out, RLAAS_POLICIES_MAX),
+        RLAAS_POLICIES_MAX);
+    assert_int_equal(resolve(NULL, 0, ops, COUNT(ops), out, RLAAS_POLICIES_MAX),
                      -1);
-    /* a smaller room: the section's own limit takes one place */
     assert_int_equal(
-        rlaas_policy_resolve(enf, 1, ops, 6, out, RLAAS_POLICIES_MAX - 1), 7);
+        resolve(enf, 1, ops, RLAAS_POLICIES_MAX, out, RLAAS_POLICIES_MAX), -1);
+    /* a smaller room: the section's own limit takes one place */
+    assert_int_equal(resolve(enf, 1, ops, 6, out, RLAAS_POLICIES_MAX - 1), 7);
     /* removed again before the end: within the bound */
     ops[RLAAS_POLICIES_MAX].kind = RLAAS_APPLY_REMOVE;
     ops[RLAAS_POLICIES_MAX].id = 3;
-    assert_int_equal(
-        rlaas_policy_resolve(NULL, 0, ops, COUNT(ops), out, RLAAS_POLICIES_MAX),
-        RLAAS_POLICIES_MAX - 1);
+    assert_int_equal(resolve(NULL, 0, ops, COUNT(ops), out, RLAAS_POLICIES_MAX),
+                     RLAAS_POLICIES_MAX - 1);
 }
 
 static rlaas_policy_outcome_t out_of(int allowed, int64_t rem, int64_t reset,

@@ -1,0 +1,232 @@
+#include "rlaas_policies.h"
+
+#include "http_log.h"
+#include "apr_strings.h"
+
+#include "rlaas_clock.h"
+#include "rlaas_identity.h"
+#include "rlaas_log.h"
+#include "rlaas_metrics.h"
+#include "rlaas_policy.h"
+
+APLOG_USE_MODULE(rlaas);
+
+/* Values read per request (RLaaSLimit expr=, RLaaSCost expr=) that are no
+ * integer in range: at most one line a second per child. */
+static rlaas_log_gate_t gate_value;
+
+static const char *num(apr_pool_t *p, int64_t v)
+{
+    char d[21];
+
+    return apr_pstrmemdup(p, d, rlaas_fmt_i64(d, v));
+}
+
+static void named(rlaas_item_t *it, const rlaas_policy_t *p, int enforced,
+                  const rlaas_dir_conf_t *d)
+{
+    memset(it, 0, sizeof(*it));
+    it->p = p;
+    it->name = p->name;
+    it->enforced = enforced;
+    it->dry_run = !enforced && d != NULL && d->dry_run == 1;
+    it->need_user = p->sources_need_user;
+    it->metric = p->metric;
+    it->limit = p->limit;
+    it->window_ms = p->window_ms;
+    it->call.strategy = p->strategy;
+    it->call.limit = p->limit_arg;
+    it->call.window = p->window_arg;
+    it->call.cost = p->cost_arg;
+}
+
+static void own(rlaas_item_t *it, const rlaas_dir_conf_t *d)
+{
+    memset(it, 0, sizeof(*it));
+    it->name = d->zone != NULL ? d->zone : RLAAS_POLICY_DEFAULT;
+    it->dry_run = d->dry_run == 1;
+    it->need_user = d->sources_need_user;
+    /* a tenant's zones count together, as "other" */
+    it->metric = d->ns != NULL     ? -1
+                 : d->zone != NULL ? d->zone_metric
+                                   : rlaas_metrics_default_name();
+    it->limit = d->limit;
+    it->window_ms = rlaas_dir_window_ms(d);
+    it->call.strategy = rlaas_dir_strategy(d);
+    it->call.limit = d->limit_arg;
+    it->call.window = rlaas_dir_window_arg(d);
+}
+
+int rlaas_policies_gather(request_rec *r, const rlaas_dir_conf_t *d,
+                          rlaas_item_t *it)
+{
+    const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
+    const rlaas_apply_op_t *sel[RLAAS_POLICIES_MAX];
+    const rlaas_apply_op_t *enf = NULL, *ops = NULL;
+    int on = d != NULL && d->engine != 0;
+    int mine = on && rlaas_dir_has_limit(d);
+    int nenf = 0, nops = 0, n, i;
+
+    if (sc->enforce != NULL) {
+        enf = (const rlaas_apply_op_t *)sc->enforce->elts;
+        nenf = sc->enforce->nelts;
+    }
+    if (on && d->apply != NULL) {
+        ops = (const rlaas_apply_op_t *)d->apply->elts;
+        nops = d->apply->nelts;
+    }
+    n = rlaas_policy_resolve(enf, nenf, ops, nops, sel,
+                             RLAAS_POLICIES_MAX - mine);
+    if (n < 0)
+        return -1;
+    for (i = 0; i < n; i++)
+        named(&it[i], sel[i]->ref, sel[i] >= enf && sel[i] < enf + nenf, d);
+    if (mine)
+        own(&it[n++], d);
+    return n;
+}
+
+/* An integer read per request, or -1 (the expression failed or gave
+ * something else). */
+static int64_t read_int(request_rec *r, ap_expr_info_t *expr, int64_t max,
+                        const char **text)
+{
+    const char *err = NULL;
+    int64_t v;
+
+    *text = ap_expr_str_exec(r, expr, &err);
+    if (err != NULL) {
+        *text = err;
+        return -1;
+    }
+    if (*text == NULL || rlaas_parse_nonneg_int(*text, max, &v) != NULL)
+        return -1;
+    return v;
+}
+
+static void log_value(request_rec *r, const char *what, const char *text,
+                      const char *then)
+{
+    long dropped = rlaas_log_gate_pass(&gate_value, rlaas_clock_us(), 1);
+
+    if (dropped < 0)
+        return;
+    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                  "RLAAS0070: %s gave '%.64s', not an integer in range; %s%s",
+                  what, text ? text : "", then,
+                  dropped > 0 ? " (and similar lines since)" : "");
+}
+
+/* RLaaSLimit expr=EXPR [fallback], bounded by RLaaSLimitMax. */
+static const char *limit_read(request_rec *r, const rlaas_dir_conf_t *d,
+                              rlaas_item_t *it)
+{
+    int64_t max = rlaas_server_limit_max(rlaas_server_conf(r->server));
+    const char *text;
+    int64_t v = read_int(r, d->limit_expr, RLAAS_LIMIT_MAX, &text);
+
+    if (v < 1) {
+        if (d->limit_fallback < 1) {
+            log_value(r, RLAAS_D_LIMIT " expr=", text,
+                      "no fallback: the request is undecided");
+            return "RLaaSLimit expr= gave no limit and there is no fallback";
+        }
+        log_value(r, RLAAS_D_LIMIT " expr=", text, "the fallback applies");
+        v = d->limit_fallback;
+    }
+    it->limit = v < max ? v : max;
+    it->call.limit = num(r->pool, it->limit);
+    it->call.mode |= RLAAS_MODE_LIMIT_VARIES;
+    return NULL;
+}
+
+/* The section's cost applies to its own limit and to the policies it
+ * applies; an enforced policy has its own. A cost that is no integer from
+ * 0 to the limit costs 1. */
+static void cost_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it,
+                    const char **section_cost)
+{
+    int64_t c;
+
+    if (!it->enforced && d != NULL && d->cost != -1) {
+        if (d->cost_expr != NULL && *section_cost == NULL) {
+            const char *text;
+
+            c = read_int(r, d->cost_expr, RLAAS_LIMIT_MAX, &text);
+            if (c < 0)
+                log_value(r, RLAAS_D_COST " expr=", text, "it costs 1");
+            *section_cost = c < 0 ? "1" : num(r->pool, c);
+        }
+        it->call.cost = d->cost_expr != NULL ? *section_cost : d->cost_arg;
+    }
+    if (it->call.cost != NULL &&
+        (rlaas_parse_nonneg_int(it->call.cost, it->limit, &c) != NULL)) {
+        log_value(r, it->name, it->call.cost, "a cost above the limit costs 1");
+        it->call.cost = "1";
+    }
+}
+
+static void key_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it)
+{
+    const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
+    rlaas_identity_spec_t spec;
+
+    spec.strategy = it->call.strategy;
+    if (it->p != NULL) {
+        /* a policy counts under the key prefix of where it was declared */
+        spec.prefix = rlaas_server_prefix(rlaas_server_conf(it->p->server));
+        spec.zone = it->p->name;
+        spec.ns = it->p->ns;
+        spec.sources = it->p->sources;
+    }
+    else {
+        spec.prefix = rlaas_server_prefix(sc);
+        spec.zone = d->zone;
+        spec.ns = d->ns;
+        spec.sources = d->sources;
+    }
+    it->call.key = rlaas_identity_key(r, sc, &spec, &it->call.key_len);
+}
+
+/* One counter, one decision: of two items with one key the lower limit
+ * stays. */
+static int dedupe(rlaas_item_t *it, int n)
+{
+    int i, j, k;
+
+    for (i = 0; i < n; i++) {
+        for (j = i + 1; j < n; j++) {
+            if (it[i].call.key_len != it[j].call.key_len ||
+                memcmp(it[i].call.key, it[j].call.key, it[i].call.key_len))
+                continue;
+            if (it[j].limit < it[i].limit)
+                it[i] = it[j];
+            for (k = j; k + 1 < n; k++)
+                it[k] = it[k + 1];
+            n--;
+            j--;
+        }
+    }
+    return n;
+}
+
+const char *rlaas_policies_prepare(request_rec *r, const rlaas_dir_conf_t *d,
+                                   rlaas_item_t *it, int *n)
+{
+    const char *section_cost = NULL, *err;
+    int i;
+
+    for (i = 0; i < *n; i++) {
+        if (it[i].p == NULL && d->limit_expr != NULL &&
+            (err = limit_read(r, d, &it[i])) != NULL)
+            return err;
+        cost_of(r, d, &it[i], &section_cost);
+        if (it[i].dry_run)
+            it[i].call.mode |= RLAAS_MODE_DRY_RUN;
+        key_of(r, d, &it[i]);
+        if (it[i].call.key_len == 0)
+            return "the key could not be built";
+    }
+    *n = dedupe(it, *n);
+    return NULL;
+}

@@ -1,0 +1,44 @@
+/*
+ * The policies one request meets, ready for the engine: the host's
+ * enforced ones whatever the section says, and, where the section does not
+ * switch limiting off, the policies its RLaaSApply operations leave applied
+ * and its own limit (named by its zone, or "default"). Each gets its key,
+ * its limit (read per request for RLaaSLimit expr=) and its cost.
+ */
+#ifndef RLAAS_POLICIES_H
+#define RLAAS_POLICIES_H
+
+#include "httpd.h"
+
+#include "rlaas_config.h"
+#include "rlaas_resp.h"
+#include "rlaas_verdict.h"
+
+/* One policy a request meets. */
+typedef struct {
+    const rlaas_policy_t *p; /* NULL: the section's own limit */
+    const char *name;        /* its name, or the section's zone or "default" */
+    int enforced;            /* RLaaSEnforce: no dry run, no section's cost,
+                                the host's failure policy */
+    int dry_run;
+    int need_user; /* keyed by the user: decided when the name is known */
+    int metric;    /* its row handle (rlaas_metrics_name) */
+    int64_t limit;
+    int64_t window_ms;
+    rlaas_call_t call; /* strategy, key, limit, window, cost, mode */
+    rlaas_verdict_t v;
+} rlaas_item_t;
+
+/* Writes into it[] the policies r meets in section d (d may be NULL) and
+ * returns their number, or -1 if they are more than RLAAS_POLICIES_MAX. */
+int rlaas_policies_gather(request_rec *r, const rlaas_dir_conf_t *d,
+                          rlaas_item_t *it);
+
+/* Readies it[0..*n) for the engine: keys, limits, costs; a key met twice
+ * (a section whose zone is a policy's name) is decided once, under the
+ * lower limit. Returns NULL, or why a limit could not be had (the request
+ * is then undecided). */
+const char *rlaas_policies_prepare(request_rec *r, const rlaas_dir_conf_t *d,
+                                   rlaas_item_t *it, int *n);
+
+#endif
