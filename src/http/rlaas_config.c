@@ -479,7 +479,7 @@ static const char *set_policy(cmd_parms *cmd, void *dummy, const char *line)
     }
     p->id = next_policy_id++;
     p->server = cmd->server;
-    p->metric = rlaas_metrics_name(p->name);
+    p->metric = rlaas_metrics_name(p->name, 1);
     if (!cmd->server->is_virtual)
         sc->policies = main_policies;
     else if (sc->policies == NULL)
@@ -881,7 +881,7 @@ static const char *set_zone(cmd_parms *cmd, void *dv, const char *arg)
     d->zone = arg;
     set_tenant(cmd, d);
     /* a tenant's zones are counted together, as "other" */
-    d->zone_metric = in_htaccess(cmd) ? -1 : rlaas_metrics_name(arg);
+    d->zone_metric = in_htaccess(cmd) ? -1 : rlaas_metrics_name(arg, 0);
     return NULL;
 }
 

@@ -51,6 +51,7 @@ typedef struct {
 /* Names registered while the configuration is read, and their rows. */
 typedef struct {
     const char *name;
+    int policy; /* a declared policy's name: a row before any zone */
     int row;
 } rlaas_metric_name_t;
 
@@ -101,10 +102,10 @@ static apr_uint32_t slot_count(void)
 void rlaas_metrics_names_reset(apr_pool_t *pconf)
 {
     names = apr_array_make(pconf, 16, sizeof(rlaas_metric_name_t));
-    rlaas_metrics_name(RLAAS_POLICY_DEFAULT);
+    rlaas_metrics_name(RLAAS_POLICY_DEFAULT, 1);
 }
 
-int rlaas_metrics_name(const char *name)
+int rlaas_metrics_name(const char *name, int is_policy)
 {
     rlaas_metric_name_t *e;
     int i;
@@ -112,12 +113,15 @@ int rlaas_metrics_name(const char *name)
     if (names == NULL)
         return -1;
     for (i = 0; i < names->nelts; i++) {
-        if (strcmp(APR_ARRAY_IDX(names, i, rlaas_metric_name_t).name, name) ==
-            0)
+        e = &APR_ARRAY_IDX(names, i, rlaas_metric_name_t);
+        if (strcmp(e->name, name) == 0) {
+            e->policy |= is_policy;
             return i;
+        }
     }
     e = apr_array_push(names);
     e->name = apr_pstrdup(names->pool, name);
+    e->policy = is_policy;
     e->row = POLICY_ROWS - 1;
     return i;
 }
@@ -138,29 +142,17 @@ static int row_of(const char *name)
     return -1;
 }
 
-/* Each name keeps the row it had (counts survive a restart); a new name
- * takes a free row or one no name of this configuration holds, cleared;
- * past the table's end it is counted as "other". */
-static void assign_rows(void)
+/* New names of one kind (policies, then zones) take free rows, or rows
+ * no name of this configuration holds, cleared; past the table's end
+ * they are counted as "other". */
+static void assign_new(char *used, int policies)
 {
-    char *used = calloc(POLICY_ROWS, 1);
-    int i, r;
+    int i, r = 0;
 
-    if (used == NULL || names == NULL) {
-        free(used);
-        return;
-    }
     for (i = 0; i < names->nelts; i++) {
         rlaas_metric_name_t *e = &APR_ARRAY_IDX(names, i, rlaas_metric_name_t);
 
-        e->row = row_of(e->name);
-        if (e->row >= 0)
-            used[e->row] = 1;
-    }
-    for (i = 0, r = 0; i < names->nelts; i++) {
-        rlaas_metric_name_t *e = &APR_ARRAY_IDX(names, i, rlaas_metric_name_t);
-
-        if (e->row >= 0)
+        if (e->row >= 0 || e->policy != policies)
             continue;
         while (r < POLICY_ROWS - 1 && used[r])
             r++;
@@ -173,6 +165,27 @@ static void assign_rows(void)
         used[r] = 1;
         e->row = r;
     }
+}
+
+/* Each name keeps the row it had, so counts survive a restart. */
+static void assign_rows(void)
+{
+    char *used = calloc(POLICY_ROWS, 1);
+    int i;
+
+    if (used == NULL || names == NULL) {
+        free(used);
+        return;
+    }
+    for (i = 0; i < names->nelts; i++) {
+        rlaas_metric_name_t *e = &APR_ARRAY_IDX(names, i, rlaas_metric_name_t);
+
+        e->row = row_of(e->name);
+        if (e->row >= 0)
+            used[e->row] = 1;
+    }
+    assign_new(used, 1);
+    assign_new(used, 0);
     apr_cpystrn(rows[POLICY_ROWS - 1].name, RLAAS_METRICS_OTHER,
                 sizeof(rows[0].name));
     free(used);

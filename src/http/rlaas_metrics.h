@@ -43,11 +43,12 @@ void rlaas_metrics_decision(rlaas_strategy_e st, rlaas_outcome_e o);
  * row "other". Names are registered while the configuration is read
  * (after rlaas_metrics_names_reset in pre_config); post_config gives them
  * rows, the same rows again after a restart. */
-#define RLAAS_METRICS_POLICY_ROWS 128
+#define RLAAS_METRICS_POLICY_ROWS 512
 #define RLAAS_METRICS_OTHER       "other"
 void rlaas_metrics_names_reset(apr_pool_t *pconf);
-int rlaas_metrics_name(const char *name); /* a handle; -1: "other" */
-int rlaas_metrics_default_name(void);     /* "default"'s handle */
+/* A handle (-1: "other"); policies get rows before zones do. */
+int rlaas_metrics_name(const char *name, int is_policy);
+int rlaas_metrics_default_name(void); /* "default"'s handle */
 void rlaas_metrics_policy(int handle, rlaas_outcome_e o);
 void rlaas_metrics_redis_error(rlaas_rerr_e e);
 void rlaas_metrics_latency(apr_interval_time_t t);
