@@ -7,7 +7,8 @@
  * its first NUL as httpd would hand it over. The argument is copied into a
  * heap block of exactly its size, so ASan sees any read past the
  * terminator. Besides "no crash", each parser is checked against a small
- * independent model of what it accepts, and for determinism.
+ * independent model of what it accepts, and for determinism; so is the
+ * splitting of RLaaSPolicy's line into words (rlaas_parse_word).
  */
 #include <ctype.h>
 #include <stdint.h>
@@ -245,6 +246,86 @@ static void check_headers_mode(const char *s)
         CHECK(m == RLAAS_HEADERS_UNSET);
 }
 
+/* Model of rlaas_parse_word: the words of s as one string, each followed
+ * by '\n' (a word never holds '\n' when s has none), or NULL when a quote
+ * is left open. */
+static char *model_words(const char *s)
+{
+    size_t n = strlen(s), i = 0, o = 0;
+    char *out = malloc(2 * n + 2);
+
+    CHECK(out != NULL);
+    while (i < n) {
+        int in_word = 0;
+        char q = 0;
+
+        while (i < n && (s[i] == ' ' || s[i] == '\t'))
+            i++;
+        for (; i < n; i++) {
+            if (q) {
+                if (s[i] == q)
+                    q = 0;
+                else
+                    out[o++] = s[i];
+            }
+            else if (s[i] == '"' || s[i] == '\'')
+                q = s[i];
+            else if (s[i] == ' ' || s[i] == '\t')
+                break;
+            else
+                out[o++] = s[i];
+            in_word = 1;
+        }
+        if (q) {
+            free(out);
+            return NULL;
+        }
+        if (in_word)
+            out[o++] = '\n';
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* RLaaSPolicy's line: words in exact-size buffers, as the model says. */
+static void check_words(const char *s)
+{
+    char *want = strchr(s, '\n') ? NULL : model_words(s), *got;
+    const char *p = s;
+    size_t o = 0;
+    int rc;
+
+    if (strchr(s, '\n') != NULL)
+        return;
+    got = malloc(2 * strlen(s) + 2);
+    CHECK(got != NULL);
+    for (;;) {
+        size_t room = strlen(p) + 1;
+        char *w = malloc(room);
+        const char *before = p;
+
+        CHECK(w != NULL);
+        rc = rlaas_parse_word(&p, w);
+        CHECK(p >= before && p <= s + strlen(s));
+        if (rc == 1) {
+            CHECK(strlen(w) < room);
+            memcpy(got + o, w, strlen(w));
+            o += strlen(w);
+            got[o++] = '\n';
+        }
+        free(w);
+        if (rc != 1)
+            break;
+    }
+    got[o] = '\0';
+    if (want == NULL)
+        CHECK(rc == -1);
+    else
+        CHECK(rc == 0 && strcmp(got, want) == 0);
+    free(got);
+    free(want);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -260,7 +341,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(s, data + 1, n);
     s[n] = '\0';
-    switch (data[0] % 12) {
+    switch (data[0] % 13) {
     case 0:
         check_limit(s);
         break;
@@ -293,6 +374,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     case 10: /* RLaaSRedisPoolMax */
         check_nonneg(s, 100000);
+        break;
+    case 11: /* RLaaSPolicy's words */
+        check_words(s);
         break;
     default: /* an extreme caller: the widest range a duration can have */
         check_duration(s, 0, INT64_MAX);

@@ -98,6 +98,20 @@ for my $c (
         'pol-user-ip counts the user at that address');
 }
 
+# ---------------------------------------------------------------- login
+{
+    redis_cmd('DEL', rkey('pol-login-ip', '127.0.0.1'), rkey('pol-login-user', 'bob'), rkey('pol-login-user', 'carol'));
+    my @g = map { req('/pol/login', auth => ['bob', 'guess']) } 1 .. 4;
+    is(join(' ', map { $_->code } @g), '401 401 401 429',
+        'a login page, per user (3) and per address (5): 3 wrong passwords for bob, then 429 (before the password is checked)');
+    is($g[3]->header('X-RLaaS-Policy'), 'pol-login-user', 'denied by the per-user policy');
+    is(redis_cmd('ZCARD', rkey('pol-login-user', 'bob')), 3, 'bob: 3 attempts');
+    my @c = map { req('/pol/login', auth => ['carol', 'carol-pw'])->code } 1 .. 3;
+    is("@c", '200 200 429', 'carol, same address: the per-address policy allows 2 more (5 in all), then 429');
+    is(redis_cmd('ZCARD', rkey('pol-login-ip', '127.0.0.1')), 5,
+        "the address counted bob's 3 attempts and carol's 2, not the denied ones");
+}
+
 # ---------------------------------------------------------------- costs
 {
     my $u = uid('pol-cost');
