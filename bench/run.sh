@@ -12,6 +12,9 @@
 #   <st>-slow     strategy <st>, 10,000 clients, Redis behind a relay
 #                 (bench/delay-proxy.pl) that holds every chunk of bytes for
 #                 BENCH_DELAY_MS (1) in each direction
+#   two-*         two policies on every request (fixed per minute and gcra
+#                 per hour, RLaaSApply), decided in one call of the multi
+#                 script: -1, -10k, -deny and -slow as above
 # Every case runs BENCH_ROUNDS times, the cases alternating, and the median
 # is reported: requests per second; its ratio to the baseline (the median
 # over rounds of the case's rate over the baseline's rate in the same
@@ -97,7 +100,7 @@ until [ -s "$work/redis.pid" ]; do sleep 0.1; done
 # chunk by DELAY_MS each way (a user-space stand-in for tc netem, which
 # needs root and a kernel module many machines lack).
 SLOW=0
-for st in $STRATEGIES; do
+for st in $STRATEGIES two; do
     [[ "$st-slow" =~ $SELECT ]] || continue
     perl bench/delay-proxy.pl "$RELAY_PORT" 127.0.0.1 "$REDIS_PORT" "$DELAY_MS" \
         >"$work/relay.log" 2>&1 &
@@ -119,8 +122,8 @@ request = function()
 end
 LUA
 
-# httpd.conf for one case: $1 = none | loaded | <strategy>, $2 = limit,
-# $3 = the Redis port
+# httpd.conf for one case: $1 = none | loaded | <strategy> | two (two
+# policies), $2 = limit, $3 = the Redis port
 write_conf() {
     local mode=$1 limit=${2:--} port=${3:-$REDIS_PORT}
     {
@@ -150,7 +153,15 @@ LoadModule rlaas_module $work/mod_rlaas.so
 RLaaSRedis 127.0.0.1:$port
 CONF
         fi
-        if [ "$limit" != - ]; then
+        if [ "$limit" != - ] && [ "$mode" = two ]; then
+            cat <<CONF
+RLaaSPolicy per-minute $limit 60s strategy=fixed key="header:X-Client"
+RLaaSPolicy per-hour $limit 1h strategy=gcra key="header:X-Client"
+<Location "/">
+    RLaaSApply per-minute per-hour
+</Location>
+CONF
+        elif [ "$limit" != - ]; then
             cat <<CONF
 <Location "/">
     RLaaSLimit $limit
@@ -272,6 +283,10 @@ for st in $STRATEGIES; do
     add_case "$st-deny" "$st" 1 one.lua
     [ "$SLOW" = 1 ] && add_case "$st-slow" "$st" 1000000000 many.lua
 done
+add_case two-1 two 1000000000 one.lua
+add_case two-10k two 1000000000 many.lua
+add_case two-deny two 1 one.lua
+[ "$SLOW" = 1 ] && add_case two-slow two 1000000000 many.lua
 
 # Redis memory per idle client, per strategy: clients that made one request
 # under a limit of 5 per minute (so every key still lives), MEMORY USAGE of
