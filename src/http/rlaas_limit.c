@@ -85,8 +85,11 @@ static void draft_headers(request_rec *r, const rlaas_unit_t *u, int pick)
     for (i = 0; i < u->shown->nelts; i++) {
         rlaas_fmt_policy(buf, sizeof(buf), sh[i].name, sh[i].limit,
                          sh[i].window_ms);
-        list = list ? apr_pstrcat(r->pool, list, ", ", buf, NULL)
-                    : apr_pstrdup(r->pool, buf);
+        if (u->shown->nelts == 1)
+            apr_table_set(r->err_headers_out, "RateLimit-Policy", buf);
+        else
+            list = list ? apr_pstrcat(r->pool, list, ", ", buf, NULL)
+                        : apr_pstrdup(r->pool, buf);
     }
     if (list != NULL)
         apr_table_setn(r->err_headers_out, "RateLimit-Policy", list);
@@ -541,6 +544,11 @@ static int checkpoint(request_rec *r, phase_e phase)
     dc.r = r;
     dc.u = rlaas_unit_find(r);
     if (dc.u != NULL) {
+        /* the access checker decided everything for this very record */
+        if (phase == PHASE_HANDLER && dc.u->refusal == 0 &&
+            dc.u->checked == r && dc.u->checked_conf == r->per_dir_config &&
+            !dc.u->left_for_handler)
+            return DECLINED;
         carry_status(r, dc.u);
         if (dc.u->refusal != 0)
             return phase == PHASE_HANDLER && refused_again(r, dc.u)
@@ -556,6 +564,11 @@ static int checkpoint(request_rec *r, phase_e phase)
         rc = too_many(&dc);
     else {
         before_auth = select_items(&dc, all, n, phase);
+        if (phase == PHASE_ACCESS) {
+            dc.u->checked = r;
+            dc.u->checked_conf = r->per_dir_config;
+            dc.u->left_for_handler = before_auth || dc.n < n;
+        }
         if (dc.n == 0)
             return DECLINED;
         rc = decide(&dc, before_auth);

@@ -45,6 +45,14 @@ typedef struct {
     const char *status;      /* RLAAS_STATUS so far */
     const char *remaining;   /* RLAAS_REMAINING so far */
     const char *policy;      /* RLAAS_POLICY so far */
+    /* The record the access checker last went through, with its
+     * settings (a fast redirect gives the same record others), and whether
+     * it left something for the handler (a policy keyed by a user that
+     * only authentication tells, or one decided under a name merely
+     * claimed): if not, the handler has nothing to do for that record. */
+    const request_rec *checked;
+    const ap_conf_vector_t *checked_conf;
+    int left_for_handler;
 } rlaas_unit_t;
 
 /* The unit of r's client request, or NULL if nothing was recorded yet. */
