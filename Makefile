@@ -36,7 +36,7 @@ CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
            src/redis/rlaas_gate.c src/redis/rlaas_rerr.c \
            src/redis/rlaas_conn.c src/redis/rlaas_exchange.c \
            src/redis/rlaas_pool.c src/redis/rlaas_resolve.c \
-           src/redis/rlaas_redis.c
+           src/redis/rlaas_tls.c src/redis/rlaas_redis.c
 HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_limit.c src/http/rlaas_metrics.c \
             src/http/rlaas_remote.c src/http/rlaas_unit.c \
@@ -70,7 +70,7 @@ $(MODULE): $(SRC) $(HDR)
 	$(APXS) -c -o mod_rlaas.la $(INC) \
 	    $(foreach f,$(WARN) $(EXTRA_CFLAGS),-Wc,$(f)) \
 	    $(foreach f,$(EXTRA_LDFLAGS),-Wl,$(f)) \
-	    $(SRC) -lhiredis
+	    $(SRC) -lhiredis -lssl -lcrypto
 
 # ---- unit tests (cmocka), no httpd needed ----
 UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c)) \
@@ -79,7 +79,7 @@ UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c)) \
 define UNIT_BUILD
 @mkdir -p build/unit
 $(CC) -g -O1 $(WARN) $(EXTRA_CFLAGS) $(UNIT_DEFS) $(INC) $(APR_CFLAGS) -o $@ $< \
-    $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis $(APR_LIBS) -lpthread
+    $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis -lssl -lcrypto $(APR_LIBS) -lpthread
 endef
 
 build/unit/%: t/unit/%.c $(CORE_SRC) $(GEN_SRC) $(HDR)

@@ -40,7 +40,7 @@ STRATEGIES="fixed sliding-window-algo sliding token leaky gcra"
 
 need() {
     local missing=""
-    for p in apache2 apache2-dev libhiredis-dev redis-server wrk gnuplot-nox gcc; do
+    for p in apache2 apache2-dev libhiredis-dev libssl-dev redis-server wrk gnuplot-nox gcc; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
             missing="$missing $p"
     done

@@ -1,6 +1,7 @@
 #include "rlaas_config.h"
 
 #include "http_log.h"
+#include "apr_file_info.h"
 #include "apr_strings.h"
 
 #include "rlaas_ip.h"
@@ -29,6 +30,7 @@ static rlaas_target_t *new_target(apr_pool_t *p)
     t->circuit_failures = -1;
     t->circuit_cooldown_ms = -1;
     t->pipeline = -1;
+    t->tls = -1;
     return t;
 }
 
@@ -73,6 +75,18 @@ static rlaas_target_t *merge_target(apr_pool_t *p, const rlaas_target_t *base,
     t->timeout_ms = PICK(timeout_ms, -1);
     t->pool_max = PICK(pool_max, -1);
     t->pipeline = PICK(pipeline, -1);
+    t->tls = PICK(tls, -1);
+    t->tls_ca = PICK(tls_ca, NULL);
+    t->tls_server_name = PICK(tls_server_name, NULL);
+    /* a certificate and its key travel together */
+    if (add->tls_cert != NULL || add->tls_key != NULL) {
+        t->tls_cert = add->tls_cert;
+        t->tls_key = add->tls_key;
+    }
+    else {
+        t->tls_cert = base->tls_cert;
+        t->tls_key = base->tls_key;
+    }
     if (add->circuit_failures != -1) {
         t->circuit_failures = add->circuit_failures;
         t->circuit_cooldown_ms = add->circuit_cooldown_ms;
@@ -211,6 +225,59 @@ static const char *set_redis_pipeline(cmd_parms *cmd, void *dummy, int on)
 {
     (void)dummy;
     target_for(cmd)->pipeline = on;
+    return NULL;
+}
+
+static const char *set_redis_tls(cmd_parms *cmd, void *dummy, int on)
+{
+    (void)dummy;
+    target_for(cmd)->tls = on;
+    return NULL;
+}
+
+/* A file the TLS context will read in every child: refused at start-up
+ * when it can't be read, as mod_ssl does with its own. */
+static const char *tls_file(cmd_parms *cmd, const char *arg, const char **out)
+{
+    const char *path = ap_server_root_relative(cmd->pool, arg);
+    apr_finfo_t fi;
+
+    if (path == NULL ||
+        apr_stat(&fi, path, APR_FINFO_TYPE, cmd->pool) != APR_SUCCESS ||
+        fi.filetype != APR_REG)
+        return bad_value(cmd, arg, "a readable file (PEM)");
+    *out = path;
+    return NULL;
+}
+
+static const char *set_redis_tls_ca(cmd_parms *cmd, void *dummy,
+                                    const char *arg)
+{
+    (void)dummy;
+    return tls_file(cmd, arg, &target_for(cmd)->tls_ca);
+}
+
+static const char *set_redis_tls_cert(cmd_parms *cmd, void *dummy,
+                                      const char *arg)
+{
+    (void)dummy;
+    return tls_file(cmd, arg, &target_for(cmd)->tls_cert);
+}
+
+static const char *set_redis_tls_key(cmd_parms *cmd, void *dummy,
+                                     const char *arg)
+{
+    (void)dummy;
+    return tls_file(cmd, arg, &target_for(cmd)->tls_key);
+}
+
+static const char *set_redis_tls_name(cmd_parms *cmd, void *dummy,
+                                      const char *arg)
+{
+    (void)dummy;
+    if (*arg == '\0' || strlen(arg) > 253 || strpbrk(arg, " /\t") != NULL)
+        return bad_value(cmd, arg, "a host name or address");
+    target_for(cmd)->tls_server_name = arg;
     return NULL;
 }
 
@@ -455,6 +522,18 @@ const command_rec rlaas_cmds[] = {
                   "pooled connection, e.g. 100ms"),
     AP_INIT_TAKE1(RLAAS_D_REDIS_POOLMAX, set_redis_pool_max, NULL, RSRC_CONF,
                   "Redis connections per child process"),
+    AP_INIT_FLAG(RLAAS_D_REDIS_TLS, set_redis_tls, NULL, RSRC_CONF,
+                 "On: talk to Redis over TLS (its tls-port)"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_CA, set_redis_tls_ca, NULL, RSRC_CONF,
+                  "CA certificate file that signs the Redis server's "
+                  "certificate (PEM)"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_CERT, set_redis_tls_cert, NULL, RSRC_CONF,
+                  "Client certificate file for Redis (PEM)"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_KEY, set_redis_tls_key, NULL, RSRC_CONF,
+                  "Private key file of the client certificate (PEM)"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_NAME, set_redis_tls_name, NULL, RSRC_CONF,
+                  "Name the Redis server's certificate must carry (default: "
+                  "the host of RLaaSRedis)"),
     AP_INIT_FLAG(RLAAS_D_REDIS_PIPELINE, set_redis_pipeline, NULL, RSRC_CONF,
                  "On: calls of one child that meet in time share one write "
                  "and one read on one connection (default On)"),

@@ -36,7 +36,12 @@
 #define RLAAS_D_DRY_RUN           "RLaaSDryRun"
 #define RLAAS_D_CIRCUIT           "RLaaSCircuitBreaker"
 #define RLAAS_D_CIRCUIT_FAIL_OPEN "RLaaSCircuitFailOpen"
-#define RLAAS_D_REDIS_PIPELINE "RLaaSRedisPipeline"
+#define RLAAS_D_REDIS_PIPELINE    "RLaaSRedisPipeline"
+#define RLAAS_D_REDIS_TLS         "RLaaSRedisTLS"
+#define RLAAS_D_REDIS_TLS_CA      "RLaaSRedisTLSCA"
+#define RLAAS_D_REDIS_TLS_CERT    "RLaaSRedisTLSCert"
+#define RLAAS_D_REDIS_TLS_KEY     "RLaaSRedisTLSKey"
+#define RLAAS_D_REDIS_TLS_NAME    "RLaaSRedisTLSServerName"
 
 #define RLAAS_DEFAULT_HOST                "127.0.0.1"
 #define RLAAS_DEFAULT_PORT                6379
@@ -63,6 +68,11 @@ typedef struct {
     int circuit_failures;      /* -1: unset; 0: no circuit breaker */
     int circuit_cooldown_ms;   /* -1: unset */
     int pipeline;            /* -1: unset (on) */
+    int tls;                 /* -1: unset (off) */
+    const char *tls_ca;      /* NULL: unset (the system's CAs) */
+    const char *tls_cert;    /* NULL: no client certificate */
+    const char *tls_key;
+    const char *tls_server_name; /* NULL: the host of RLaaSRedis */
     struct rlaas_redis_t *redis; /* the engine, made in each child */
 } rlaas_target_t;
 

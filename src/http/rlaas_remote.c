@@ -108,6 +108,11 @@ static rlaas_redis_conf_t resolved(const rlaas_target_t *t)
     c.pipeline = rlaas_target_pipeline(t);
     c.circuit_failures = rlaas_target_circuit_failures(t);
     c.circuit_cooldown_ms = rlaas_target_circuit_cooldown_ms(t);
+    c.tls = t->tls == 1;
+    c.tls_ca = t->tls_ca;
+    c.tls_cert = t->tls_cert;
+    c.tls_key = t->tls_key;
+    c.tls_server_name = t->tls_server_name;
     return c;
 }
 

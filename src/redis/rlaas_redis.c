@@ -12,6 +12,7 @@
 #include "rlaas_pool.h"
 #include "rlaas_resolve.h"
 #include "rlaas_scripts.h"
+#include "rlaas_tls.h"
 
 /* Groups of pipelined calls in flight at most, per engine and child, and
  * how long a call waits behind one before it goes out on another
@@ -29,6 +30,8 @@ struct rlaas_redis_t {
     rlaas_resolver_t *resolver; /* NULL with a unix socket */
     rlaas_pool_t *pool;
     rlaas_pipe_t *pipe; /* NULL: every request uses its own connection */
+    rlaas_tls_t *tls;   /* with conf.tls; NULL if it could not be made */
+    char tls_error[RLAAS_DETAIL_MAX];
     rlaas_breaker_t breaker;
     pthread_mutex_t cause_mu; /* guards cause: written on failures only */
     char cause[RLAAS_DETAIL_MAX];
@@ -44,6 +47,21 @@ typedef struct {
 
 /* ---- life ---- */
 
+/* A context that can't be made (a key that does not match its
+ * certificate, say) leaves the target unreachable: every request says
+ * why, as for any other connect failure. */
+static void make_tls(rlaas_redis_t *rd)
+{
+    rlaas_tls_conf_t tc;
+
+    tc.ca = rd->conf.tls_ca;
+    tc.cert = rd->conf.tls_cert;
+    tc.key = rd->conf.tls_key;
+    tc.server_name = rd->conf.tls_server_name != NULL ? rd->conf.tls_server_name
+                                                      : rd->conf.host;
+    rd->tls = rlaas_tls_create(&tc, rd->tls_error, sizeof(rd->tls_error));
+}
+
 static apr_status_t engine_cleanup(void *data)
 {
     rlaas_redis_t *rd = data;
@@ -54,6 +72,8 @@ static apr_status_t engine_cleanup(void *data)
     rd->pipe = NULL;
     rlaas_resolver_destroy(rd->resolver);
     rd->resolver = NULL;
+    rlaas_tls_destroy(rd->tls);
+    rd->tls = NULL;
     pthread_mutex_destroy(&rd->cause_mu);
     return APR_SUCCESS;
 }
@@ -76,6 +96,8 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
     apr_pool_cleanup_register(p, rd, engine_cleanup, apr_pool_cleanup_null);
     if (!c->is_unix)
         rd->resolver = rlaas_resolver_create(c->host, RESOLVE_REFRESH_S);
+    if (c->tls)
+        make_tls(rd);
     /* Grouping needs threads that wait at the same time. One group in
      * flight is the rule; a far or slow Redis gets a few, each on its own
      * connection, never more than the pool holds. Without it, threads
@@ -150,6 +172,10 @@ static rlaas_rerr_e open_conn(const group_t *g, rlaas_conn_t *c, char *detail)
     rlaas_conn_params_t p;
     rlaas_rerr_e e;
 
+    if (rd->conf.tls && rd->tls == NULL) {
+        apr_cpystrn(detail, rd->tls_error, RLAAS_DETAIL_MAX);
+        return RLAAS_RERR_CONNECT;
+    }
     p.addr = rd->conf.host;
     if (rd->resolver != NULL) {
         if (!rlaas_resolver_get(rd->resolver, addr, sizeof(addr))) {
@@ -165,6 +191,7 @@ static rlaas_rerr_e open_conn(const group_t *g, rlaas_conn_t *c, char *detail)
     p.password = rd->conf.password;
     p.database = rd->conf.database;
     p.client_name = rd->client_name;
+    p.tls = rd->tls;
     c->gen = rlaas_pool_generation(rd->pool);
     e = rlaas_conn_open(c, &p, g->deadline, detail);
     if (e == RLAAS_RERR_CONNECT && rd->resolver != NULL)

@@ -35,6 +35,11 @@ typedef struct {
     int pipeline;         /* group concurrent calls on one connection */
     int circuit_failures; /* 0: no breaker */
     int circuit_cooldown_ms;
+    int tls;                     /* talk TLS (Redis' tls-port) */
+    const char *tls_ca;          /* NULL: the system's CAs */
+    const char *tls_cert;        /* client certificate, or NULL */
+    const char *tls_key;
+    const char *tls_server_name; /* NULL: host */
 } rlaas_redis_conf_t;
 
 typedef struct {

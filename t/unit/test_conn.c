@@ -91,7 +91,7 @@ static void trickle_bounded_by_the_deadline(void **state)
 {
     fake_t f = {0, 0, 30000, "*4\r\n:1\r\n:4\r\n:5000\r\n:0\r\n", 0};
     pthread_t t = start_fake(&f);
-    rlaas_conn_t c = {NULL, 0};
+    rlaas_conn_t c = {NULL, NULL, 0};
     char detail[RLAAS_DETAIL_MAX];
     void *rep;
     int64_t t0;
@@ -115,7 +115,7 @@ static void trickle_within_the_deadline(void **state)
 {
     fake_t f = {0, 0, 2000, "+PONG\r\n", 0};
     pthread_t t = start_fake(&f);
-    rlaas_conn_t c = {NULL, 0};
+    rlaas_conn_t c = {NULL, NULL, 0};
     char detail[RLAAS_DETAIL_MAX];
     redisReply *rep;
 
@@ -140,7 +140,7 @@ static void closed_by_peer_is_stale(void **state)
 {
     fake_t f = {0, 0, 0, NULL, 1};
     pthread_t t = start_fake(&f);
-    rlaas_conn_t c = {NULL, 0};
+    rlaas_conn_t c = {NULL, NULL, 0};
 
     (void)state;
     open_to(&f, &c);
@@ -156,7 +156,7 @@ static void unasked_bytes_are_stale(void **state)
 {
     fake_t f = {0, 0, 0, "+LATE\r\n", 0};
     pthread_t t = start_fake(&f);
-    rlaas_conn_t c = {NULL, 0};
+    rlaas_conn_t c = {NULL, NULL, 0};
     char detail[RLAAS_DETAIL_MAX];
 
     (void)state;
@@ -180,7 +180,7 @@ static void connect_refused(void **state)
     pthread_t t = start_fake(&f);
     int port = f.port;
     rlaas_conn_params_t p;
-    rlaas_conn_t c = {NULL, 0};
+    rlaas_conn_t c = {NULL, NULL, 0};
     char detail[RLAAS_DETAIL_MAX];
 
     (void)state;
