@@ -78,6 +78,27 @@ static rlaas_target_t *merge_target(apr_pool_t *p, const rlaas_target_t *base,
     t->tls = PICK(tls, -1);
     t->tls_ca = PICK(tls_ca, NULL);
     t->tls_server_name = PICK(tls_server_name, NULL);
+    /* the sentinels of a master, and their credentials, travel together */
+    if (add->sentinel_master != NULL) {
+        t->sentinel_master = add->sentinel_master;
+        t->sentinel_hosts = add->sentinel_hosts;
+        t->sentinel_ports = add->sentinel_ports;
+        t->sentinel_n = add->sentinel_n;
+    }
+    else {
+        t->sentinel_master = base->sentinel_master;
+        t->sentinel_hosts = base->sentinel_hosts;
+        t->sentinel_ports = base->sentinel_ports;
+        t->sentinel_n = base->sentinel_n;
+    }
+    if (add->sentinel_user != NULL || add->sentinel_pass != NULL) {
+        t->sentinel_user = add->sentinel_user;
+        t->sentinel_pass = add->sentinel_pass;
+    }
+    else {
+        t->sentinel_user = base->sentinel_user;
+        t->sentinel_pass = base->sentinel_pass;
+    }
     /* a certificate and its key travel together */
     if (add->tls_cert != NULL || add->tls_key != NULL) {
         t->tls_cert = add->tls_cert;
@@ -278,6 +299,61 @@ static const char *set_redis_tls_name(cmd_parms *cmd, void *dummy,
     if (*arg == '\0' || strlen(arg) > 253 || strpbrk(arg, " /\t") != NULL)
         return bad_value(cmd, arg, "a host name or address");
     target_for(cmd)->tls_server_name = arg;
+    return NULL;
+}
+
+/* "RLaaSRedisSentinel MASTER host:port [host:port ...]" */
+static const char *set_sentinel(cmd_parms *cmd, void *dummy, int argc,
+                                char *const argv[])
+{
+    rlaas_target_t *t = target_for(cmd);
+    const char *err;
+    int i;
+
+    (void)dummy;
+    if (argc < 2 || argc > RLAAS_SENTINELS_MAX + 1)
+        return apr_psprintf(cmd->pool,
+                            "%s: expected the master's name and 1 to %d "
+                            "sentinels as host:port, got %d arguments",
+                            cmd->cmd->name, RLAAS_SENTINELS_MAX, argc);
+    if ((err = rlaas_parse_name(argv[0])) != NULL)
+        return bad_value(cmd, argv[0], err);
+    t->sentinel_master = argv[0];
+    t->sentinel_n = argc - 1;
+    t->sentinel_hosts = apr_pcalloc(cmd->pool, sizeof(char *) * (argc - 1));
+    t->sentinel_ports = apr_pcalloc(cmd->pool, sizeof(int) * (argc - 1));
+    for (i = 1; i < argc; i++) {
+        char *host = apr_palloc(cmd->pool, strlen(argv[i]) + 1);
+        int is_unix = 0;
+
+        err = rlaas_parse_redis_addr(argv[i], host, &t->sentinel_ports[i - 1],
+                                     &is_unix);
+        if (err != NULL || is_unix)
+            return bad_value(cmd, argv[i], "a sentinel as host:port");
+        t->sentinel_hosts[i - 1] = host;
+    }
+    return NULL;
+}
+
+static const char *set_sentinel_user(cmd_parms *cmd, void *dummy,
+                                     const char *arg)
+{
+    (void)dummy;
+    if (*arg == '\0')
+        return bad_value(cmd, arg, "a non-empty ACL user name");
+    target_for(cmd)->sentinel_user = arg;
+    return NULL;
+}
+
+static const char *set_sentinel_pass(cmd_parms *cmd, void *dummy,
+                                     const char *arg)
+{
+    (void)dummy;
+    /* The value is not repeated in the message: it is a secret. */
+    if (*arg == '\0')
+        return apr_psprintf(cmd->pool, "%s: expected a non-empty password",
+                            cmd->cmd->name);
+    target_for(cmd)->sentinel_pass = arg;
     return NULL;
 }
 
@@ -522,6 +598,13 @@ const command_rec rlaas_cmds[] = {
                   "pooled connection, e.g. 100ms"),
     AP_INIT_TAKE1(RLAAS_D_REDIS_POOLMAX, set_redis_pool_max, NULL, RSRC_CONF,
                   "Redis connections per child process"),
+    AP_INIT_TAKE_ARGV(RLAAS_D_REDIS_SENTINEL, set_sentinel, NULL, RSRC_CONF,
+                      "MASTER-NAME host:port ...: find the Redis master "
+                      "through Redis Sentinel and follow its failovers"),
+    AP_INIT_TAKE1(RLAAS_D_SENTINEL_USER, set_sentinel_user, NULL, RSRC_CONF,
+                  "ACL user for the sentinels"),
+    AP_INIT_TAKE1(RLAAS_D_SENTINEL_PASS, set_sentinel_pass, NULL, RSRC_CONF,
+                  "Password for the sentinels"),
     AP_INIT_FLAG(RLAAS_D_REDIS_TLS, set_redis_tls, NULL, RSRC_CONF,
                  "On: talk to Redis over TLS (its tls-port)"),
     AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_CA, set_redis_tls_ca, NULL, RSRC_CONF,

@@ -42,6 +42,10 @@
 #define RLAAS_D_REDIS_TLS_CERT    "RLaaSRedisTLSCert"
 #define RLAAS_D_REDIS_TLS_KEY     "RLaaSRedisTLSKey"
 #define RLAAS_D_REDIS_TLS_NAME    "RLaaSRedisTLSServerName"
+#define RLAAS_D_REDIS_SENTINEL    "RLaaSRedisSentinel"
+#define RLAAS_D_SENTINEL_USER     "RLaaSRedisSentinelUsername"
+#define RLAAS_D_SENTINEL_PASS     "RLaaSRedisSentinelPassword"
+#define RLAAS_SENTINELS_MAX       16
 
 #define RLAAS_DEFAULT_HOST                "127.0.0.1"
 #define RLAAS_DEFAULT_PORT                6379
@@ -73,6 +77,12 @@ typedef struct {
     const char *tls_cert;    /* NULL: no client certificate */
     const char *tls_key;
     const char *tls_server_name; /* NULL: the host of RLaaSRedis */
+    const char *sentinel_master; /* NULL: no Sentinel */
+    const char **sentinel_hosts; /* sentinel_n of them */
+    int *sentinel_ports;
+    int sentinel_n;
+    const char *sentinel_user; /* Sentinel's own AUTH; NULL: none */
+    const char *sentinel_pass; /* never logged */
     struct rlaas_redis_t *redis; /* the engine, made in each child */
 } rlaas_target_t;
 
