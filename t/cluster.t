@@ -12,6 +12,11 @@ use Time::HiRes qw(time sleep);
 use RLaaS::Test qw(:all);
 
 plan skip_all => 'mod_rlaas is not loaded' unless have_module();
+# A topology of several Redis processes takes seconds to set up: tested
+# under one MPM (the threaded one, with the pipeline) unless asked for more.
+my @TOPO_MPMS = split ' ', ($ENV{RLAAS_TEST_TOPOLOGY_MPMS} || 'event');
+plan skip_all => 'Redis topologies run under ' . join(' ', @TOPO_MPMS)
+    . ' (RLAAS_TEST_TOPOLOGY_MPMS)' unless grep { $_ eq mpm() } @TOPO_MPMS;
 my @CP = map { $ENV{"RLAAS_TEST_CLUSTER${_}_PORT"} } 1 .. 3;
 plan skip_all => 'RLAAS_TEST_CLUSTER*_PORT are not set (t/TEST.PL)' if grep { !$_ } @CP;
 my $cli = (grep { -x } map { "$_/redis-cli" } split /:/, "$ENV{PATH}:/usr/bin")[0];
