@@ -294,9 +294,11 @@ sub local_backend_missing {
     my ($module, %o) = @_;
     my ($rc, $out) = httpd_config_test("RLaaSBackend local\n", module => $module);
     return '' if $rc == 0;
-    $out =~ s/\s+/ /g;
+    # httpd's own words, without its line numbers in a file nobody keeps
+    my ($why) = $out =~ /(Invalid command '[^']*')/;
+    ($why = $out) =~ s/\s+/ /g unless $why;
     return "the local backend is not in this mod_rlaas ($module): "
-         . "RLaaSBackend local is refused (httpd -t: $out)";
+         . "httpd -t refuses RLaaSBackend local: $why";
 }
 
 # httpd_config_test(SNIPPET, module => PATH): `httpd -t` of a configuration
