@@ -29,9 +29,9 @@ C<RLaaSKeyPrefix> for the suite (see L<Apache::TestRLaaS>).
 
 C<< rlaas => { ... } >> takes the options of L<Apache::TestRLaaS/setup>;
 the environment's C<RLAAS_KIT_BACKEND=local> chooses the local backend
-too. Unless a port is given (C<-port>, C<APACHE_TEST_PORT>), httpd
-listens on a free port (C<-port select>), so that suites running side by
-side don't meet.
+too. Unless a port is given (C<-port>, C<APACHE_TEST_PORT>), httpd and
+its virtual hosts listen on 20 free ports in a row picked at random from
+20000-29999, so that suites running side by side don't meet.
 
 C<t/TEST -start-httpd> keeps the Redis until C<t/TEST -stop-httpd>;
 C<t/TEST -run-tests> in between uses it. C<-clean>, C<-help> and the like
@@ -82,14 +82,21 @@ sub pre_configure {
     # running httpd: only for runs that start one.
     return if $mode eq 'attach';
 
-    # a free port for httpd unless one is given, so that suites running
-    # side by side don't meet
+    # Unless a port is given: 20 free ports from a random place below the
+    # kernel's ephemeral range (httpd's, then its virtual hosts'). `-port
+    # select` would start at 8529 like every other suite on the machine,
+    # and two runs probing the same port at once both take it.
+    my $picked;
     unless ($ENV{APACHE_TEST_PORT} || $self->{conf_opts}{port}
             || $Apache::TestConfig::Argv{port}) {
-        $self->{conf_opts}{port} = 'select';
+        $picked = $self->{conf_opts}{port} = _free_ports(20) || 'select';
     }
     # A configuration Apache::Test kept from an earlier run without these
-    # lines (or with the other backend's) is made afresh.
+    # lines (or with the other backend's, or another port) is made afresh.
+    if ($self->{conf_opts}{thaw} && $picked && $picked ne 'select') {
+        delete $self->{conf_opts}{thaw};
+        $self->{conf_opts}{save} = 1;
+    }
     if ($self->{conf_opts}{thaw}) {
         my $conf = catfile('t', 'conf', 'httpd.conf');
         my (undef, $post) = Apache::TestRLaaS->config_lines(%rl);
@@ -104,6 +111,25 @@ sub pre_configure {
 }
 
 sub _state { catfile('t', 'logs', 'rlaas-kit') }
+
+# _free_ports(N): the first of N ports in a row where nothing listens, from
+# 20000-29999; undef when 50 tries found none.
+sub _free_ports {
+    my ($n) = @_;
+    require IO::Socket::INET;
+    TRY: for (1 .. 50) {
+        my $base = 20000 + int rand(10000 - $n);
+        my @held;
+        for my $p ($base .. $base + $n - 1) {
+            my $s = IO::Socket::INET->new(LocalAddr => '0.0.0.0', LocalPort => $p,
+                                          Proto => 'tcp', Listen => 1, ReuseAddr => 1)
+                or next TRY;
+            push @held, $s;
+        }
+        return $base;
+    }
+    return undef;
+}
 
 sub new_test_config {
     my ($self) = @_;
