@@ -167,6 +167,11 @@ for my $end (qw(exit kill)) {
     Apache::TestRLaaS::Keeper->stop_detached($state);
     ok(!Apache::TestRLaaS::Keeper->attach($state), 'stop_detached: the keeper is gone');
     ok(!IO::Socket::INET->new("127.0.0.1:$port"), 'and so is its server');
+    Apache::TestRLaaS::Keeper->save_state($state, { RLAAS_KIT_BACKEND => 'local' });
+    is(Apache::TestRLaaS::Keeper->attach($state)->{RLAAS_KIT_BACKEND}, 'local',
+        'a state without a keeper (local backend): found until stopped');
+    Apache::TestRLaaS::Keeper->stop_detached($state);
+    ok(!Apache::TestRLaaS::Keeper->attach($state), '... and gone after stop_detached');
     ok(!eval { Apache::TestRLaaS::Keeper->start(sub { die "no redis here\n" }); 1 }
         && $@ =~ /^no redis here/, 'the servers fail to start: start dies with their message');
 }

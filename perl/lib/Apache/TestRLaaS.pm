@@ -161,12 +161,15 @@ sub setup {
         @ENV{ keys %$kept } = values %$kept;
         return $kept;
     }
+    # a full run replaces what an earlier -start-httpd kept
+    Apache::TestRLaaS::Keeper->stop_detached($state) if $mode eq 'run' && -e "$state.env";
 
     # The same for every run of one suite on one machine (so that
     # -start-httpd and a later -run-tests agree), apart from other suites
     # and machines sharing a Redis.
     $env{RLAAS_KIT_PREFIX} = $o{prefix} || $ENV{RLAAS_KIT_PREFIX}
         || default_prefix($tdir);
+    my $keeper;
     if ($backend eq 'local') {
         my $why = local_backend_missing($module, %o);
         if ($why) {
@@ -185,16 +188,18 @@ sub setup {
     else {
         require Apache::TestRLaaS::Redis;
         my $ropt = $o{redis_options} || {};
-        my $k = Apache::TestRLaaS::Keeper->start(sub {
+        $keeper = Apache::TestRLaaS::Keeper->start(sub {
             my $r = Apache::TestRLaaS::Redis->start(%$ropt);
             return ([$r], { RLAAS_KIT_REDIS => $r->host . ':' . $r->port,
                             RLAAS_KIT_REDIS_DIR => $r->dir });
         }, name => 'Apache::TestRLaaS redis');
-        %env = (%env, %{ $k->env });
-        if ($mode eq 'start') {
-            mkdir catdir($tdir, 'logs');
-            $k->detach($state, \%env);
-        }
+        %env = (%env, %{ $keeper->env });
+    }
+    # t/TEST -start-httpd: what later -run-tests need, until -stop-httpd
+    if ($mode eq 'start') {
+        mkdir catdir($tdir, 'logs');
+        $keeper ? $keeper->detach($state, \%env)
+                : Apache::TestRLaaS::Keeper->save_state($state, \%env);
     }
     @ENV{ keys %env } = values %env;
     print "# mod_rlaas $module; backend $backend"
@@ -403,35 +408,38 @@ sub delete_keys {
 }
 
 # restart_httpd(): stops the suite's httpd and starts it again (not a
-# graceful restart: that keeps what lives in shared memory).
+# graceful restart: that keeps what lives in shared memory). Returns once
+# the new one has written its pid and accepts connections.
 sub restart_httpd {
     require Apache::Test;
-    my $cfg = Apache::Test::config();
-    my $server = $cfg->server;
+    require IO::Socket::INET;
+    my $cfg = Apache::Test::basic_config();
+    my ($pidfile, $port) = @{ $cfg->{vars} }{qw(t_pid_file port)};
     forget_connections();
-    my $pidfile = $cfg->{vars}{t_pid_file};
-    if (open my $fh, '<', $pidfile) {
-        my $pid = <$fh>;
-        close $fh;
-        if (defined $pid && $pid =~ /(\d+)/) {
-            my $p = $1;
-            kill 'TERM', $p;
-            # the parent exits once its children have
-            for (1 .. 400) { last unless kill 0, $p; Time::HiRes::sleep(0.025) }
-        }
+    if (defined(my $p = _pid_in($pidfile))) {
+        kill 'TERM', $p;
+        # the parent exits once its children have (a second or two)
+        wait_for(sub { !kill 0, $p }, 20, 0.02)
+            or croak "restart_httpd: httpd $p does not stop";
     }
     unlink $pidfile;
-    my $cmd = $server->start_cmd;
-    # Apache::TestServer prints as it starts: not into the test's TAP
+    # the runner's (Apache::TestRunRLaaS), or Apache::Test's own
+    my $cmd = $ENV{RLAAS_KIT_HTTPD_START} || Apache::Test::config()->server->start_cmd;
+    # (output read here: not into the test's TAP)
     my $out = `$cmd 2>&1`;
     croak "restart_httpd: '$cmd' failed: $out" if $?;
-    my $port = $cfg->{vars}{port};
-    require IO::Socket::INET;
-    for (1 .. 400) {
-        return 1 if IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 1);
-        Time::HiRes::sleep(0.025);
-    }
-    croak "restart_httpd: httpd does not answer on port $port after 10 s";
+    wait_for(sub {
+        my $p = _pid_in($pidfile);
+        $p && kill(0, $p) && IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 1);
+    }, 20, 0.02) or croak "restart_httpd: httpd does not answer on port $port after 20 s";
+    return 1;
+}
+
+sub _pid_in {
+    my ($f) = @_;
+    open my $fh, '<', $f or return undef;
+    my $l = <$fh> // '';
+    return $l =~ /(\d+)/ ? $1 : undef;
 }
 
 # now_ms(CLIENT): the time the limiter decides by, in ms: Redis' TIME, or

@@ -131,6 +131,15 @@ sub _free_ports {
     return undef;
 }
 
+# The command that starts this httpd, for reset_counters with the local
+# backend (a stop and a start); the test files would otherwise read
+# httpd's configuration again to make it.
+sub start {
+    my ($self, @a) = @_;
+    $ENV{RLAAS_KIT_HTTPD_START} = eval { $self->{server}->start_cmd } // '';
+    return $self->SUPER::start(@a);
+}
+
 sub new_test_config {
     my ($self) = @_;
     my $cfg = $self->SUPER::new_test_config();

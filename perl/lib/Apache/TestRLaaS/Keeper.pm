@@ -44,6 +44,8 @@ C<detach(STATE, ENV)> records ENV in STATE.env and the keeper's pid in
 STATE.pid and keeps the servers after this process ends, until
 C<stop_detached(STATE)> (SIGTERM to the keeper). C<attach(STATE)> returns
 the recorded environment while the keeper lives, undef otherwise.
+C<< save_state(STATE, ENV) >> records an environment without a keeper,
+for C<attach> until C<stop_detached>.
 
 =cut
 
@@ -95,15 +97,24 @@ sub pid { $_[0]{pid} }
 
 sub detach {
     my ($self, $state, $env) = @_;
-    _spew("$state.env", join '', map { "$_=" . _escape($env->{$_}) . "\n" } sort keys %$env);
-    _spew("$state.pid", "$self->{pid}\n");
+    $self->save_state($state, $env, $self->{pid});
     $self->{keep} = 1;
     return $self;
 }
 
+# save_state(STATE, ENV, PID): what attach will return, while the keeper
+# PID lives (without PID: until stop_detached, for runs that keep nothing
+# but their environment, such as a suite on the local backend).
+sub save_state {
+    my ($class, $state, $env, $pid) = @_;
+    _spew("$state.env", join '', map { "$_=" . _escape($env->{$_}) . "\n" } sort keys %$env);
+    _spew("$state.pid", defined $pid ? "$pid\n" : "none\n");
+    return 1;
+}
+
 sub attach {
     my ($class, $state) = @_;
-    my $pid = _alive_keeper($state) or return undef;
+    _alive_keeper($state) or return undef;
     open my $fh, '<', "$state.env" or return undef;
     my %env;
     while (my $l = <$fh>) {
@@ -116,7 +127,8 @@ sub attach {
 
 sub stop_detached {
     my ($class, $state) = @_;
-    if (my $pid = _alive_keeper($state)) {
+    my $pid = _alive_keeper($state);
+    if ($pid && $pid ne 'none') {
         kill 'TERM', $pid;
         for (1 .. 200) { last unless kill 0, $pid; sleep 0.05 }
     }
@@ -124,11 +136,13 @@ sub stop_detached {
     return 1;
 }
 
+# the keeper's pid while it lives; 'none' for a state kept without one
 sub _alive_keeper {
     my ($state) = @_;
     return undef unless -e "$state.env" && open my $fh, '<', "$state.pid";
-    my $pid = <$fh>;
-    return defined $pid && $pid =~ /^(\d+)/ && kill(0, $1) ? $1 : undef;
+    my $pid = <$fh> // '';
+    return 'none' if $pid =~ /^none/;
+    return $pid =~ /^(\d+)/ && kill(0, $1) ? $1 : undef;
 }
 
 # Ends the keeper's watch: with keep, it stays (until SIGTERM); without,
