@@ -248,7 +248,9 @@ static int limit(request_rec *r, const rlaas_dir_conf_t *d, rlaas_unit_t *u)
     dc.have_verdict = 0;
     dc.u = u;
     call.strategy = dc.strategy;
-    call.key = dc.key = rlaas_identity_key(r, sc, d, &call.key_len);
+    call.key = dc.key =
+        rlaas_identity_key(r, sc, d, &call.key_len, &call.window_at);
+    call.asking = 0;
     call.limit = d->limit_arg;
     call.window = rlaas_dir_window_arg(d);
     if (sc->target->redis == NULL) {

@@ -8,6 +8,7 @@
 #include "apr_strings.h"
 
 #include "rlaas_clock.h"
+#include "rlaas_cluster.h"
 #include "rlaas_pipeline.h"
 #include "rlaas_pool.h"
 #include "rlaas_resolve.h"
@@ -37,7 +38,9 @@ struct rlaas_redis_t {
     rlaas_breaker_t breaker;
     pthread_mutex_t cause_mu; /* guards cause: written on failures only */
     char cause[RLAAS_DETAIL_MAX];
-    char client_name[32]; /* mod_rlaas-<pid> */
+    char client_name[32];               /* mod_rlaas-<pid> */
+    char node[RLAAS_HOSTPORT_MAX + 16]; /* for labels and log lines */
+    rlaas_cluster_t *cluster; /* a Redis Cluster: routed to node engines */
 };
 
 /* What the calls of a group share: the engine and the deadline of the
@@ -87,10 +90,25 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
     int max = c->pool_max > 0 ? c->pool_max : 1;
     int64_t budget_us = (int64_t)c->timeout_ms * 1000;
 
+    if (c->cluster_n > 0) {
+        /* a router only: each node gets an engine of its own */
+        rd->conf = *c;
+        rd->cluster = rlaas_cluster_create(p, c, ev);
+        return rd->cluster != NULL ? rd : NULL;
+    }
     rd->conf = *c;
     rd->conf.host = apr_pstrdup(p, c->host);
     snprintf(rd->client_name, sizeof(rd->client_name), "%s-%ld",
              RLAAS_REDIS_CLIENT_NAME, (long)getpid());
+    if (c->sentinel != NULL)
+        snprintf(rd->node, sizeof(rd->node), "sentinel:%.60s",
+                 c->sentinel->master);
+    else if (c->is_unix)
+        snprintf(rd->node, sizeof(rd->node), "unix:%.80s", c->host);
+    else
+        snprintf(rd->node, sizeof(rd->node),
+                 strchr(c->host, ':') ? "[%.64s]:%d" : "%.64s:%d", c->host,
+                 c->port);
     rd->ev = *ev;
     pthread_mutex_init(&rd->cause_mu, NULL);
     rlaas_breaker_init(&rd->breaker, (unsigned)c->circuit_failures,
@@ -137,10 +155,15 @@ static void get_cause(rlaas_redis_t *rd, char *out)
 
 /* Once per group: the circuit counts what Redis did, not what each call
  * of the group did, and never an error about one call's key. */
-static void group_done(rlaas_redis_t *rd, rlaas_rerr_e e, const char *cause)
+static void group_done(rlaas_redis_t *rd, rlaas_rerr_e e, const char *cause,
+                       int calls)
 {
     rlaas_breaker_event_e ev;
 
+    if (rd->ev.group != NULL)
+        rd->ev.group(rd->ev.baton, rd->node,
+                     rlaas_rerr_is_redis_failure(e) ? e : RLAAS_RERR_NONE,
+                     calls);
     if (rlaas_rerr_is_redis_failure(e)) {
         set_cause(rd, cause);
         ev = rlaas_breaker_failure(&rd->breaker, rlaas_clock_us());
@@ -149,7 +172,7 @@ static void group_done(rlaas_redis_t *rd, rlaas_rerr_e e, const char *cause)
         ev = rlaas_breaker_success(&rd->breaker);
     }
     if (ev != RLAAS_BREAKER_SAME && rd->ev.circuit != NULL)
-        rd->ev.circuit(rd->ev.baton, ev, &rd->breaker, e, cause);
+        rd->ev.circuit(rd->ev.baton, rd->node, ev, &rd->breaker, e, cause);
 }
 
 /* ---- a group on one connection ---- */
@@ -238,7 +261,7 @@ static void report(rlaas_redis_t *rd, const rlaas_outcome_t *out, int n)
         if (rd->resolver != NULL)
             rlaas_resolver_poke(rd->resolver);
         if (rd->ev.failover != NULL)
-            rd->ev.failover(rd->ev.baton, out->cause);
+            rd->ev.failover(rd->ev.baton, rd->node, out->cause);
     }
 }
 
@@ -271,7 +294,7 @@ static void run_group(const group_t *g, rlaas_job_t **jobs, int n)
         RLAAS_RERR_NONE) {
         fail_all(jobs, n, RLAAS_RERR_POOL,
                  "no pooled connection became free in time");
-        group_done(rd, RLAAS_RERR_POOL, jobs[0]->detail);
+        group_done(rd, RLAAS_RERR_POOL, jobs[0]->detail, n);
         return;
     }
     /* A connection the peer closed while it sat in the pool is found out
@@ -284,7 +307,7 @@ static void run_group(const group_t *g, rlaas_job_t **jobs, int n)
         closed(rd);
     if (c->ctx == NULL && (e = open_conn(g, c, detail)) != RLAAS_RERR_NONE) {
         fail_all(jobs, n, e, detail);
-        group_done(rd, e, detail);
+        group_done(rd, e, detail, n);
         rlaas_pool_release(rd->pool, c);
         return;
     }
@@ -293,7 +316,7 @@ static void run_group(const group_t *g, rlaas_job_t **jobs, int n)
         closed(rd);
     rlaas_pool_release(rd->pool, c);
     report(rd, &out, n);
-    group_done(rd, out.e, out.cause);
+    group_done(rd, out.e, out.cause, n);
 }
 
 static void run_pipe_group(void *baton, rlaas_pipe_job_t **pjobs, int n)
@@ -320,45 +343,59 @@ static rlaas_rerr_e circuit_open(rlaas_redis_t *rd, char *detail)
     return RLAAS_RERR_CIRCUIT;
 }
 
-rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *call,
-                              rlaas_verdict_t *v, char *detail)
+void rlaas_redis_run(rlaas_redis_t *rd, rlaas_job_t *job, int64_t deadline)
 {
-    int64_t now = rlaas_clock_us();
     group_t g;
-    rlaas_job_t job;
 
-    detail[0] = '\0';
-    if (call->key_len > RLAAS_CALL_KEY_MAX) {
-        apr_cpystrn(detail, "key too long", RLAAS_DETAIL_MAX);
-        return RLAAS_RERR_REPLY;
+    job->e = RLAAS_RERR_NONE;
+    job->noscript = 0;
+    job->redirect = RLAAS_REDIRECT_NONE;
+    job->detail[0] = '\0';
+    if (job->call->key_len > RLAAS_CALL_KEY_MAX) {
+        job->e = RLAAS_RERR_REPLY;
+        apr_cpystrn(job->detail, "key too long", RLAAS_DETAIL_MAX);
+        return;
     }
-    if (!rlaas_breaker_allow(&rd->breaker, now))
-        return circuit_open(rd, detail);
-    job.call = call;
-    job.v = v;
-    job.e = RLAAS_RERR_NONE;
-    job.noscript = 0;
-    job.detail[0] = '\0';
+    if (!rlaas_breaker_allow(&rd->breaker, rlaas_clock_us())) {
+        job->e = circuit_open(rd, job->detail);
+        return;
+    }
     g.rd = rd;
-    g.deadline = now + (int64_t)rd->conf.timeout_ms * 1000;
+    g.deadline = deadline;
     if (rd->pipe != NULL) {
         rlaas_pipe_job_t pj;
 
-        pj.data = &job;
+        pj.data = job;
         /* Not counted by the breaker: the group ahead, whose slowness
          * this is, counts for itself. */
         if (rlaas_pipe_submit(rd->pipe, &pj, g.deadline, run_pipe_group, &g) !=
             0) {
-            job.e = RLAAS_RERR_POOL;
-            apr_cpystrn(job.detail, "no turn to send within the timeout",
+            job->e = RLAAS_RERR_POOL;
+            apr_cpystrn(job->detail, "no turn to send within the timeout",
                         RLAAS_DETAIL_MAX);
         }
     }
     else {
-        rlaas_job_t *one = &job;
-
-        run_group(&g, &one, 1);
+        run_group(&g, &job, 1);
     }
+}
+
+int64_t rlaas_redis_deadline(const rlaas_redis_t *rd)
+{
+    return rlaas_clock_us() + (int64_t)rd->conf.timeout_ms * 1000;
+}
+
+rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *call,
+                              rlaas_verdict_t *v, char *detail)
+{
+    rlaas_job_t job;
+
+    if (rd->cluster != NULL)
+        return rlaas_cluster_eval(rd->cluster, call, v, detail);
+    job.call = call;
+    job.v = v;
+    rlaas_redis_run(rd, &job, rlaas_redis_deadline(rd));
+    detail[0] = '\0';
     if (job.e != RLAAS_RERR_NONE)
         memcpy(detail, job.detail, RLAAS_DETAIL_MAX);
     return job.e;
