@@ -37,7 +37,7 @@ t/login.t:
 =head1 DESCRIPTION
 
 A kit for Apache::Test suites that check rate limits set with mod_rlaas. The
-runner (L<Apache::TestRunRLaaS>, or L</setup> from a t/TEST.PL of your own)
+runner (L<Apache::TestRunRLaaS>, or C<setup> from a t/TEST.PL of your own, see L</"IN A RUNNER OF YOUR OWN">)
 starts a private C<redis-server> for the run (a free port, a temporary
 directory, stopped and removed when the run ends, whatever way it ends;
 nothing needs root), and writes at the end of the generated httpd.conf:
@@ -56,7 +56,7 @@ configuration Apache::Test keeps from an earlier run still points at this
 run's Redis. These lines set the main server: a virtual host that sets its
 own C<RLaaSRedis> or C<RLaaSKeyPrefix> keeps them.
 
-The test files then use the functions below: L</reset_counters> between
+The test files then use the functions below: C<reset_counters()> between
 tests, and assertions whose failures say what was expected and what the
 server answered.
 
@@ -76,14 +76,14 @@ With C<< backend => 'local' >> (or C<RLAAS_KIT_BACKEND=local> in the
 environment), no Redis is started; the kit writes C<RLaaSBackend local> for
 the main server, and C<RLaaSRedis> points at a port where nothing listens,
 so that a section still reaching for Redis shows as an error. The counters
-live in httpd's shared memory: L</reset_counters> stops and starts httpd
+live in httpd's shared memory: C<reset_counters()> stops and starts httpd
 (a graceful restart would keep them). A module without the local engine
 makes every test file that uses the kit skip, saying so.
 
 =head2 A Redis of your own
 
 C<RLAAS_KIT_REDIS=host:port> in the environment: no Redis is started, that
-one is used. L</reset_counters> deletes only keys under the suite's
+one is used. C<reset_counters()> deletes only keys under the suite's
 prefix (C<RLAAS_KIT_PREFIX>; by default C<rlaas-test:> and eight hex
 digits naming the machine, the user and the suite's directory), with
 C<SCAN> and C<UNLINK>; it never flushes a database.

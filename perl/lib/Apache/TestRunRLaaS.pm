@@ -22,16 +22,17 @@ t/TEST.PL:
 =head1 DESCRIPTION
 
 L<Apache::TestRun> that, before httpd starts, calls
-L<Apache::TestRLaaS/setup> (a private C<redis-server>, or none with the
+C<< Apache::TestRLaaS->setup >> (a private C<redis-server>, or none with the
 local backend) and writes the kit's lines into the httpd.conf it
 generates: C<LoadModule> of mod_rlaas, and C<RLaaSRedis> and
 C<RLaaSKeyPrefix> for the suite (see L<Apache::TestRLaaS>).
 
-C<< rlaas => { ... } >> takes the options of L<Apache::TestRLaaS/setup>;
-the environment's C<RLAAS_KIT_BACKEND=local> chooses the local backend
-too. Unless a port is given (C<-port>, C<APACHE_TEST_PORT>), httpd and
-its virtual hosts listen on 20 free ports in a row picked at random from
-20000-29999, so that suites running side by side don't meet.
+C<< rlaas => { ... } >> takes the options of C<setup> (see
+L<Apache::TestRLaaS/"IN A RUNNER OF YOUR OWN">); the environment's
+C<RLAAS_KIT_BACKEND=local> chooses the local backend too. Unless a port is
+given (C<-port>, C<APACHE_TEST_PORT>), httpd and its virtual hosts listen
+on 20 free ports in a row picked at random from 20000-29999, so that
+suites running side by side don't meet.
 
 C<t/TEST -start-httpd> keeps the Redis until C<t/TEST -stop-httpd>;
 C<t/TEST -run-tests> in between uses it. C<-clean>, C<-help> and the like
