@@ -36,22 +36,27 @@ t/login.t:
 
 =head1 DESCRIPTION
 
-A kit for Apache::Test suites that check rate limits set with mod_rlaas. The
-runner (L<Apache::TestRunRLaaS>, or C<setup> from a t/TEST.PL of your own, see L</"IN A RUNNER OF YOUR OWN">)
-starts a private C<redis-server> for the run (a free port, a temporary
-directory, stopped and removed when the run ends, whatever way it ends;
-nothing needs root), and writes at the end of the generated httpd.conf:
+A kit for Apache::Test suites that check rate limits set with mod_rlaas
+(F<examples/apache-test/> in mod_rlaas' sources is a whole suite). The
+runner (L<Apache::TestRunRLaaS>, or C<setup> from a t/TEST.PL of your own,
+see L</"IN A RUNNER OF YOUR OWN">) starts a private C<redis-server> for the
+run (a free port, a temporary directory, stopped and removed when the run
+ends, whatever way it ends; nothing needs root), and writes into the
+httpd.conf Apache::Test generates, before everything and after
+everything:
 
     <IfModule !rlaas_module>
         LoadModule rlaas_module "${RLAAS_MODULE}"
     </IfModule>
+    ...
     <IfModule rlaas_module>
         RLaaSRedis ${RLAAS_KIT_REDIS}
         RLaaSKeyPrefix ${RLAAS_KIT_PREFIX}
     </IfModule>
 
-(the C<LoadModule> first, before the modules Apache::Test inherits). httpd
-reads the C<${...}> variables from its environment when it starts, so a
+(the C<LoadModule> before the modules Apache::Test inherits, the rest after
+the Includes of t/conf/*.conf.in, so after your site's own C<RLaaSRedis>).
+httpd reads the C<${...}> variables from its environment when it starts, so a
 configuration Apache::Test keeps from an earlier run still points at this
 run's Redis. These lines set the main server: a virtual host that sets its
 own C<RLaaSRedis> or C<RLaaSKeyPrefix> keeps them.
