@@ -244,8 +244,8 @@ sub add_config {
 
 # module_path(%opt): the mod_rlaas.so the suite loads (see the POD).
 sub module_path {
-    my (%o) = @_;
     shift if @_ % 2;    # called as a class method
+    my (%o) = @_;
     my @tried;
     for my $m ($o{module}, $ENV{RLAAS_MODULE}) {
         next unless defined $m && length $m;
