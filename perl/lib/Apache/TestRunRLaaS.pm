@@ -71,6 +71,12 @@ sub pre_configure {
         $mode = 'run';
     }
     $self->{rlaas_env} = Apache::TestRLaaS->setup(%rl, mode => $mode);
+    # -clean with nothing configured stops "the server on port 8529", which
+    # on a shared machine is another suite's: a port where nobody listens
+    if ($o->{clean} && !-e catfile('t', 'conf', 'apache_test_config.pm')
+        && !$ENV{APACHE_TEST_PORT} && !$self->{conf_opts}{port}) {
+        $self->{conf_opts}{port} = _free_ports(1) || 'select';
+    }
     return if $mode eq 'none' || $mode eq 'stop';
 
     # The suite cannot run here (a local backend the module does not have):
