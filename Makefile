@@ -2,7 +2,9 @@
 #   make          build the module (.libs/mod_rlaas.so) with apxs
 #   make test     unit tests and the Apache::Test suite (drops root itself)
 #   make demo     a private redis-server and httpd showing limiting live
-#   make install  install the module with apxs (as root)
+#   make install  install the module with apxs and the test kit for
+#                 Apache::Test suites (perl/lib) into Perl's library
+#                 (as root; DESTDIR=/staging/root installs under it)
 
 APXS ?= apxs
 CC ?= gcc
@@ -33,13 +35,15 @@ CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
            src/core/rlaas_keybuild.c src/core/rlaas_log.c \
            src/core/rlaas_headers.c src/core/rlaas_verdict.c \
            src/core/rlaas_clock.c src/core/rlaas_ip.c \
-           src/core/rlaas_cookie.c src/core/rlaas_policy.c \
+           src/core/rlaas_cookie.c src/core/rlaas_slot.c \
+           src/core/rlaas_policy.c \
            src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
            src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \
            src/redis/rlaas_gate.c src/redis/rlaas_rerr.c \
            src/redis/rlaas_conn.c src/redis/rlaas_exchange.c \
            src/redis/rlaas_pool.c src/redis/rlaas_resolve.c \
-           src/redis/rlaas_redis.c
+           src/redis/rlaas_tls.c src/redis/rlaas_redis.c \
+           src/redis/rlaas_cluster.c
 HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_limit.c src/http/rlaas_metrics.c \
             src/http/rlaas_remote.c src/http/rlaas_unit.c \
@@ -56,7 +60,7 @@ APR_CFLAGS := $(shell apr-1-config --cppflags --includes 2>/dev/null) \
 APR_LIBS := $(shell apu-1-config --link-ld 2>/dev/null) \
             $(shell apr-1-config --link-ld 2>/dev/null)
 
-.PHONY: all test unit demo install clean format lua
+.PHONY: all test unit demo install install-module install-perl clean format lua
 
 all: $(MODULE)
 
@@ -78,7 +82,7 @@ $(MODULE): $(SRC) $(HDR)
 	$(APXS) -c -o mod_rlaas.la $(INC) \
 	    $(foreach f,$(WARN) $(EXTRA_CFLAGS),-Wc,$(f)) \
 	    $(foreach f,$(EXTRA_LDFLAGS),-Wl,$(f)) \
-	    $(SRC) -lhiredis
+	    $(SRC) -lhiredis -lssl -lcrypto
 
 # ---- unit tests (cmocka), no httpd needed ----
 UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c)) \
@@ -87,7 +91,7 @@ UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c)) \
 define UNIT_BUILD
 @mkdir -p build/unit
 $(CC) -g -O1 $(WARN) $(EXTRA_CFLAGS) $(UNIT_DEFS) $(INC) $(APR_CFLAGS) -o $@ $< \
-    $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis $(APR_LIBS) -lpthread
+    $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis -lssl -lcrypto $(APR_LIBS) -lpthread
 endef
 
 build/unit/%: t/unit/%.c $(CORE_SRC) $(GEN_SRC) $(HDR)
@@ -108,8 +112,33 @@ test:
 demo:
 	sh tools/demo.sh
 
-install: $(MODULE)
+# The module where apxs says modules go; with DESTDIR, under it (apxs -i
+# knows no DESTDIR: its LIBEXECDIR is moved instead).
+LIBEXECDIR = $(shell $(APXS) -q LIBEXECDIR)
+# The test kit (perl/lib) into Perl's site library, or the vendor one with
+# PERL_INSTALLDIRS=vendor (a distribution's package); PERL_LIBDIR=DIR
+# anywhere else (then PERL5LIB=DIR for the suites that use it).
+PERL ?= perl
+PERL_INSTALLDIRS ?= site
+PERL_LIBDIR = $(shell $(PERL) -MConfig -e 'print $$Config{install$(PERL_INSTALLDIRS)lib}')
+KIT_PM = perl/lib/Apache/TestRLaaS.pm perl/lib/Apache/TestRunRLaaS.pm
+KIT_SUB_PM = $(wildcard perl/lib/Apache/TestRLaaS/*.pm)
+
+install: install-module install-perl
+
+install-module: $(MODULE)
+ifeq ($(DESTDIR),)
 	$(APXS) -i -n rlaas mod_rlaas.la
+else
+	install -d $(DESTDIR)$(LIBEXECDIR)
+	$(APXS) -i -S LIBEXECDIR=$(DESTDIR)$(LIBEXECDIR) -n rlaas mod_rlaas.la
+endif
+
+install-perl:
+	@test -n "$(PERL_LIBDIR)" || { echo "no Perl library directory (PERL_LIBDIR)"; exit 1; }
+	install -d $(DESTDIR)$(PERL_LIBDIR)/Apache/TestRLaaS
+	install -m 644 $(KIT_PM) $(DESTDIR)$(PERL_LIBDIR)/Apache/
+	install -m 644 $(KIT_SUB_PM) $(DESTDIR)$(PERL_LIBDIR)/Apache/TestRLaaS/
 
 format:
 	clang-format -i mod_rlaas.c $(filter-out $(GEN_SRC),$(SRC)) $(HDR) t/unit/*.c

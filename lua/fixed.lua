@@ -4,6 +4,15 @@ local function rlaas_fixed(K, L, W, cost, m, commit)
   local need = math.max(cost, 1)
   local idx = math.floor(now / W)
   local key = K .. s(idx)
+  if string.sub(K, -1) ~= ':' then
+    -- Redis Cluster: the module declared the window's key (K ends in its
+    -- number) so that a moving slot moves it too; if Redis reckons another
+    -- window, nothing is written and the module calls again for Redis' time
+    key = K
+    if string.match(K, ':(%d+)$') ~= s(idx) then
+      return redis.error_reply('RLAASWINDOW ' .. s(idx) .. ' ' .. s(now))
+    end
+  end
   local n = tonumber(redis.call('GET', key)) or 0
   local ok = n + need <= L
   if ok and commit and cost > 0 then

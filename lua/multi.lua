@@ -23,6 +23,8 @@ end
 local out, go = {}, true
 for i, p in ipairs(P) do
   out[i] = p[1](p[2], p[3], p[4], p[5], p[6], false)
+  -- an error (fixed's RLAASWINDOW) before anything is written
+  if out[i].err then return out[i] end
   if out[i][1] == 0 and p[6] < 2 then go = false end
 end
 if go then

@@ -1,6 +1,7 @@
 #include "rlaas_config.h"
 
 #include "http_log.h"
+#include "apr_file_info.h"
 #include "apr_strings.h"
 
 #include "rlaas_ip.h"
@@ -56,6 +57,7 @@ static rlaas_target_t *new_target(apr_pool_t *p)
     t->circuit_failures = -1;
     t->circuit_cooldown_ms = -1;
     t->pipeline = -1;
+    t->tls = -1;
     return t;
 }
 
@@ -101,6 +103,49 @@ static rlaas_target_t *merge_target(apr_pool_t *p, const rlaas_target_t *base,
     t->timeout_ms = PICK(timeout_ms, -1);
     t->pool_max = PICK(pool_max, -1);
     t->pipeline = PICK(pipeline, -1);
+    t->tls = PICK(tls, -1);
+    t->tls_ca = PICK(tls_ca, NULL);
+    t->tls_server_name = PICK(tls_server_name, NULL);
+    /* the sentinels of a master, and their credentials, travel together */
+    if (add->sentinel_master != NULL) {
+        t->sentinel_master = add->sentinel_master;
+        t->sentinel_hosts = add->sentinel_hosts;
+        t->sentinel_ports = add->sentinel_ports;
+        t->sentinel_n = add->sentinel_n;
+    }
+    else {
+        t->sentinel_master = base->sentinel_master;
+        t->sentinel_hosts = base->sentinel_hosts;
+        t->sentinel_ports = base->sentinel_ports;
+        t->sentinel_n = base->sentinel_n;
+    }
+    if (add->sentinel_user != NULL || add->sentinel_pass != NULL) {
+        t->sentinel_user = add->sentinel_user;
+        t->sentinel_pass = add->sentinel_pass;
+    }
+    else {
+        t->sentinel_user = base->sentinel_user;
+        t->sentinel_pass = base->sentinel_pass;
+    }
+    if (add->cluster_n > 0) {
+        t->cluster_hosts = add->cluster_hosts;
+        t->cluster_ports = add->cluster_ports;
+        t->cluster_n = add->cluster_n;
+    }
+    else {
+        t->cluster_hosts = base->cluster_hosts;
+        t->cluster_ports = base->cluster_ports;
+        t->cluster_n = base->cluster_n;
+    }
+    /* a certificate and its key travel together */
+    if (add->tls_cert != NULL || add->tls_key != NULL) {
+        t->tls_cert = add->tls_cert;
+        t->tls_key = add->tls_key;
+    }
+    else {
+        t->tls_cert = base->tls_cert;
+        t->tls_key = base->tls_key;
+    }
     if (add->circuit_failures != -1) {
         t->circuit_failures = add->circuit_failures;
         t->circuit_cooldown_ms = add->circuit_cooldown_ms;
@@ -251,6 +296,143 @@ static const char *set_redis_pipeline(cmd_parms *cmd, void *dummy, int on)
 {
     (void)dummy;
     target_for(cmd)->pipeline = on;
+    return NULL;
+}
+
+static const char *set_redis_tls(cmd_parms *cmd, void *dummy, int on)
+{
+    (void)dummy;
+    target_for(cmd)->tls = on;
+    return NULL;
+}
+
+/* A file the TLS context will read in every child: refused at start-up
+ * when it can't be read, as mod_ssl does with its own. */
+static const char *tls_file(cmd_parms *cmd, const char *arg, const char **out)
+{
+    const char *path = ap_server_root_relative(cmd->pool, arg);
+    apr_finfo_t fi;
+
+    if (path == NULL ||
+        apr_stat(&fi, path, APR_FINFO_TYPE, cmd->pool) != APR_SUCCESS ||
+        fi.filetype != APR_REG)
+        return bad_value(cmd, arg, "a readable file (PEM)");
+    *out = path;
+    return NULL;
+}
+
+static const char *set_redis_tls_ca(cmd_parms *cmd, void *dummy,
+                                    const char *arg)
+{
+    (void)dummy;
+    return tls_file(cmd, arg, &target_for(cmd)->tls_ca);
+}
+
+static const char *set_redis_tls_cert(cmd_parms *cmd, void *dummy,
+                                      const char *arg)
+{
+    (void)dummy;
+    return tls_file(cmd, arg, &target_for(cmd)->tls_cert);
+}
+
+static const char *set_redis_tls_key(cmd_parms *cmd, void *dummy,
+                                     const char *arg)
+{
+    (void)dummy;
+    return tls_file(cmd, arg, &target_for(cmd)->tls_key);
+}
+
+static const char *set_redis_tls_name(cmd_parms *cmd, void *dummy,
+                                      const char *arg)
+{
+    (void)dummy;
+    if (*arg == '\0' || strlen(arg) > 253 || strpbrk(arg, " /\t") != NULL)
+        return bad_value(cmd, arg, "a host name or address");
+    target_for(cmd)->tls_server_name = arg;
+    return NULL;
+}
+
+/* "RLaaSRedisSentinel MASTER host:port [host:port ...]" */
+static const char *set_sentinel(cmd_parms *cmd, void *dummy, int argc,
+                                char *const argv[])
+{
+    rlaas_target_t *t = target_for(cmd);
+    const char *err;
+    int i;
+
+    (void)dummy;
+    if (argc < 2 || argc > RLAAS_SENTINELS_MAX + 1)
+        return apr_psprintf(cmd->pool,
+                            "%s: expected the master's name and 1 to %d "
+                            "sentinels as host:port, got %d arguments",
+                            cmd->cmd->name, RLAAS_SENTINELS_MAX, argc);
+    if ((err = rlaas_parse_name(argv[0])) != NULL)
+        return bad_value(cmd, argv[0], err);
+    t->sentinel_master = argv[0];
+    t->sentinel_n = argc - 1;
+    t->sentinel_hosts = apr_pcalloc(cmd->pool, sizeof(char *) * (argc - 1));
+    t->sentinel_ports = apr_pcalloc(cmd->pool, sizeof(int) * (argc - 1));
+    for (i = 1; i < argc; i++) {
+        char *host = apr_palloc(cmd->pool, strlen(argv[i]) + 1);
+        int is_unix = 0;
+
+        err = rlaas_parse_redis_addr(argv[i], host, &t->sentinel_ports[i - 1],
+                                     &is_unix);
+        if (err != NULL || is_unix)
+            return bad_value(cmd, argv[i], "a sentinel as host:port");
+        t->sentinel_hosts[i - 1] = host;
+    }
+    return NULL;
+}
+
+/* "RLaaSRedisCluster host:port [host:port ...]": seed nodes */
+static const char *set_cluster(cmd_parms *cmd, void *dummy, int argc,
+                               char *const argv[])
+{
+    rlaas_target_t *t = target_for(cmd);
+    int i;
+
+    (void)dummy;
+    if (argc < 1 || argc > RLAAS_SENTINELS_MAX)
+        return apr_psprintf(cmd->pool,
+                            "%s: expected 1 to %d seed nodes as host:port, "
+                            "got %d",
+                            cmd->cmd->name, RLAAS_SENTINELS_MAX, argc);
+    t->cluster_n = argc;
+    t->cluster_hosts = apr_pcalloc(cmd->pool, sizeof(char *) * argc);
+    t->cluster_ports = apr_pcalloc(cmd->pool, sizeof(int) * argc);
+    for (i = 0; i < argc; i++) {
+        char *host = apr_palloc(cmd->pool, strlen(argv[i]) + 1);
+        int is_unix = 0;
+        const char *err = rlaas_parse_redis_addr(
+            argv[i], host, &t->cluster_ports[i], &is_unix);
+
+        if (err != NULL || is_unix)
+            return bad_value(cmd, argv[i], "a cluster node as host:port");
+        t->cluster_hosts[i] = host;
+    }
+    return NULL;
+}
+
+static const char *set_sentinel_user(cmd_parms *cmd, void *dummy,
+                                     const char *arg)
+{
+    (void)dummy;
+    if (*arg == '\0')
+        return bad_value(cmd, arg, "a non-empty ACL user name");
+    target_for(cmd)->sentinel_user = arg;
+    return NULL;
+}
+
+static const char *set_sentinel_pass(cmd_parms *cmd, void *dummy,
+                                     const char *arg)
+{
+    (void)dummy;
+    /* The value is not repeated in the message: it is a secret. */
+    if (*arg == '\0')
+        return apr_psprintf(cmd->pool, "%s: expected a non-empty password",
+                            cmd->cmd->name);
+    target_for(cmd)->sentinel_pass = arg;
     return NULL;
 }
 
@@ -942,6 +1124,27 @@ const command_rec rlaas_cmds[] = {
                   "pooled connection, e.g. 100ms"),
     AP_INIT_TAKE1(RLAAS_D_REDIS_POOLMAX, set_redis_pool_max, NULL, RSRC_CONF,
                   "Redis connections per child process"),
+    AP_INIT_TAKE_ARGV(RLAAS_D_REDIS_SENTINEL, set_sentinel, NULL, RSRC_CONF,
+                      "MASTER-NAME host:port ...: find the Redis master "
+                      "through Redis Sentinel and follow its failovers"),
+    AP_INIT_TAKE_ARGV(RLAAS_D_REDIS_CLUSTER, set_cluster, NULL, RSRC_CONF,
+                      "host:port ...: seed nodes of a Redis Cluster"),
+    AP_INIT_TAKE1(RLAAS_D_SENTINEL_USER, set_sentinel_user, NULL, RSRC_CONF,
+                  "ACL user for the sentinels"),
+    AP_INIT_TAKE1(RLAAS_D_SENTINEL_PASS, set_sentinel_pass, NULL, RSRC_CONF,
+                  "Password for the sentinels"),
+    AP_INIT_FLAG(RLAAS_D_REDIS_TLS, set_redis_tls, NULL, RSRC_CONF,
+                 "On: talk to Redis over TLS (its tls-port)"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_CA, set_redis_tls_ca, NULL, RSRC_CONF,
+                  "CA certificate file that signs the Redis server's "
+                  "certificate (PEM)"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_CERT, set_redis_tls_cert, NULL, RSRC_CONF,
+                  "Client certificate file for Redis (PEM)"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_KEY, set_redis_tls_key, NULL, RSRC_CONF,
+                  "Private key file of the client certificate (PEM)"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_NAME, set_redis_tls_name, NULL, RSRC_CONF,
+                  "Name the Redis server's certificate must carry (default: "
+                  "the host of RLaaSRedis)"),
     AP_INIT_FLAG(RLAAS_D_REDIS_PIPELINE, set_redis_pipeline, NULL, RSRC_CONF,
                  "On: calls of one child that meet in time share one write "
                  "and one read on one connection (default On)"),
@@ -1042,6 +1245,11 @@ rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d)
 {
     return d->headers != RLAAS_HEADERS_UNSET ? (rlaas_headers_e)d->headers
                                              : RLAAS_HEADERS_DRAFT;
+}
+
+int rlaas_target_cluster(const rlaas_target_t *t)
+{
+    return t->cluster_n > 0;
 }
 
 int rlaas_target_pipeline(const rlaas_target_t *t)

@@ -40,6 +40,16 @@
 #define RLAAS_D_CIRCUIT           "RLaaSCircuitBreaker"
 #define RLAAS_D_CIRCUIT_FAIL_OPEN "RLaaSCircuitFailOpen"
 #define RLAAS_D_REDIS_PIPELINE    "RLaaSRedisPipeline"
+#define RLAAS_D_REDIS_TLS         "RLaaSRedisTLS"
+#define RLAAS_D_REDIS_TLS_CA      "RLaaSRedisTLSCA"
+#define RLAAS_D_REDIS_TLS_CERT    "RLaaSRedisTLSCert"
+#define RLAAS_D_REDIS_TLS_KEY     "RLaaSRedisTLSKey"
+#define RLAAS_D_REDIS_TLS_NAME    "RLaaSRedisTLSServerName"
+#define RLAAS_D_REDIS_SENTINEL    "RLaaSRedisSentinel"
+#define RLAAS_D_SENTINEL_USER     "RLaaSRedisSentinelUsername"
+#define RLAAS_D_SENTINEL_PASS     "RLaaSRedisSentinelPassword"
+#define RLAAS_SENTINELS_MAX       16
+#define RLAAS_D_REDIS_CLUSTER     "RLaaSRedisCluster"
 #define RLAAS_D_POLICY            "RLaaSPolicy"
 #define RLAAS_D_APPLY             "RLaaSApply"
 #define RLAAS_D_ENFORCE           "RLaaSEnforce"
@@ -63,14 +73,28 @@ typedef struct {
     const char *host; /* NULL: default; a socket path when is_unix */
     int port;         /* 0 with a unix socket */
     int is_unix;
-    const char *username;        /* NULL: no ACL user */
-    const char *password;        /* NULL: no AUTH; never logged */
-    int database;                /* -1: unset (0) */
-    int timeout_ms;              /* -1: unset */
-    int pool_max;                /* -1: unset (the MPM's threads per child) */
-    int circuit_failures;        /* -1: unset; 0: no circuit breaker */
-    int circuit_cooldown_ms;     /* -1: unset */
-    int pipeline;                /* -1: unset (on) */
+    const char *username;    /* NULL: no ACL user */
+    const char *password;    /* NULL: no AUTH; never logged */
+    int database;            /* -1: unset (0) */
+    int timeout_ms;          /* -1: unset */
+    int pool_max;            /* -1: unset (the MPM's threads per child) */
+    int circuit_failures;    /* -1: unset; 0: no circuit breaker */
+    int circuit_cooldown_ms; /* -1: unset */
+    int pipeline;            /* -1: unset (on) */
+    int tls;                 /* -1: unset (off) */
+    const char *tls_ca;      /* NULL: unset (the system's CAs) */
+    const char *tls_cert;    /* NULL: no client certificate */
+    const char *tls_key;
+    const char *tls_server_name; /* NULL: the host of RLaaSRedis */
+    const char *sentinel_master; /* NULL: no Sentinel */
+    const char **sentinel_hosts; /* sentinel_n of them */
+    int *sentinel_ports;
+    int sentinel_n;
+    const char *sentinel_user;  /* Sentinel's own AUTH; NULL: none */
+    const char *sentinel_pass;  /* never logged */
+    const char **cluster_hosts; /* seed nodes of a Redis Cluster */
+    int *cluster_ports;
+    int cluster_n;               /* 0: not a cluster */
     struct rlaas_redis_t *redis; /* the engine, made in each child */
 } rlaas_target_t;
 
@@ -171,6 +195,8 @@ rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d);
 int rlaas_target_circuit_failures(const rlaas_target_t *t);
 int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t);
 int rlaas_target_pipeline(const rlaas_target_t *t);
+/* 1 with RLaaSRedisCluster: keys carry their identity as a hash tag. */
+int rlaas_target_cluster(const rlaas_target_t *t);
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc);
 int rlaas_server_ipv6_prefix(const rlaas_server_conf_t *sc);
 int rlaas_target_timeout_ms(const rlaas_target_t *t);

@@ -19,12 +19,16 @@ typedef struct {
     const char *ns;                    /* a tenant's namespace, or NULL */
     const apr_array_header_t *sources; /* of rlaas_key_source_t; NULL: ip */
     rlaas_strategy_e strategy;
+    int64_t window_ms; /* fixed with Redis Cluster: its window's number */
 } rlaas_identity_spec_t;
 
 /* Returns the whole key the policy's strategy script writes, suffix
  * included, allocated from r->pool, and its length in *len (0 if the key
- * can't be built). IPv6 clients are grouped as sc says. */
+ * can't be built). IPv6 clients are grouped as sc says; with Redis
+ * Cluster the identity is a hash tag, and for fixed the key ends in the
+ * window number, which starts at *window_at (else 0). */
 const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
-                               const rlaas_identity_spec_t *spec, size_t *len);
+                               const rlaas_identity_spec_t *spec, size_t *len,
+                               size_t *window_at);
 
 #endif

@@ -172,6 +172,7 @@ static void key_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it)
     rlaas_identity_spec_t spec;
 
     spec.strategy = it->call.strategy;
+    spec.window_ms = it->window_ms;
     if (it->p != NULL) {
         /* a policy counts under the key prefix of where it was declared */
         spec.prefix = rlaas_server_prefix(rlaas_server_conf(it->p->server));
@@ -185,7 +186,8 @@ static void key_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it)
         spec.ns = d->ns;
         spec.sources = d->sources;
     }
-    it->call.key = rlaas_identity_key(r, sc, &spec, &it->call.key_len);
+    it->call.key = rlaas_identity_key(r, sc, &spec, &it->call.key_len,
+                                      &it->call.window_at);
 }
 
 /* One counter, one decision: of two items with one key the lower limit

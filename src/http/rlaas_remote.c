@@ -48,7 +48,7 @@ static void on_script_load(void *baton, const char *file, int ok)
 
 /* Each change of the circuit is logged once, with the cause in Redis' own
  * words (NOAUTH, READONLY, Connection refused, ...). */
-static void on_circuit(void *baton, rlaas_breaker_event_e ev,
+static void on_circuit(void *baton, const char *node, rlaas_breaker_event_e ev,
                        const rlaas_breaker_t *b, rlaas_rerr_e e,
                        const char *cause)
 {
@@ -59,40 +59,70 @@ static void on_circuit(void *baton, rlaas_breaker_event_e ev,
         rlaas_metrics_circuit(1);
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
                      "RLAAS0040: circuit opened after %u consecutive Redis "
-                     "failures (last: %s: %s); requests get the fail-open "
-                     "policy without trying Redis for %" APR_TIME_T_FMT "ms",
-                     b->threshold, rlaas_rerr_name(e), cause,
+                     "failures (last: %s: %s) of %s; requests get the "
+                     "fail-open policy without trying it for "
+                     "%" APR_TIME_T_FMT "ms",
+                     b->threshold, rlaas_rerr_name(e), cause, node,
                      apr_time_as_msec(b->cooldown));
         break;
     case RLAAS_BREAKER_REOPENED:
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
-                     "RLAAS0041: circuit probe failed (%s: %s); circuit "
-                     "stays open",
-                     rlaas_rerr_name(e), cause);
+                     "RLAAS0041: circuit probe failed (%s: %s) of %s; "
+                     "circuit stays open",
+                     rlaas_rerr_name(e), cause, node);
         break;
     case RLAAS_BREAKER_CLOSED:
         rlaas_metrics_circuit(-1);
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
-                     "RLAAS0042: circuit closed: Redis answers again");
+                     "RLAAS0042: circuit closed: Redis answers again (%s)",
+                     node);
         break;
     case RLAAS_BREAKER_SAME:
         break;
     }
 }
 
-static void on_failover(void *baton, const char *cause)
+static void on_failover(void *baton, const char *node, const char *cause)
 {
     long dropped = rlaas_log_gate_pass(&gate_failover, rlaas_clock_us(), 1);
 
     if (dropped < 0)
         return;
     ap_log_error(APLOG_MARK, APLOG_WARNING, 0, baton,
-                 "RLAAS0043: Redis is not the master here (%s); this "
-                 "child's connections are made again%s",
-                 cause, dropped > 0 ? " (and again since the last line)" : "");
+                 "RLAAS0043: Redis is not the master here (%s, at %s); "
+                 "this child's connections are made again%s",
+                 cause, node,
+                 dropped > 0 ? " (and again since the last line)" : "");
 }
 
-static rlaas_redis_conf_t resolved(const rlaas_target_t *t)
+/* Sentinel settings as the engine takes them, in the child's pool. */
+static const rlaas_sentinel_conf_t *sentinel_conf(apr_pool_t *p,
+                                                  const rlaas_target_t *t)
+{
+    rlaas_sentinel_conf_t *sc;
+
+    if (t->sentinel_master == NULL)
+        return NULL;
+    sc = apr_pcalloc(p, sizeof(*sc));
+    sc->master = t->sentinel_master;
+    sc->hosts = t->sentinel_hosts;
+    sc->ports = t->sentinel_ports;
+    sc->n = t->sentinel_n;
+    sc->username = t->sentinel_user;
+    sc->password = t->sentinel_pass;
+    /* asked in the background: no request waits for it */
+    sc->timeout_ms =
+        rlaas_target_timeout_ms(t) < 500 ? 500 : rlaas_target_timeout_ms(t);
+    return sc;
+}
+
+static void on_group(void *baton, const char *node, rlaas_rerr_e e, int calls)
+{
+    (void)baton;
+    rlaas_metrics_node(node, e, calls);
+}
+
+static rlaas_redis_conf_t resolved(apr_pool_t *p, const rlaas_target_t *t)
 {
     rlaas_redis_conf_t c;
 
@@ -108,6 +138,15 @@ static rlaas_redis_conf_t resolved(const rlaas_target_t *t)
     c.pipeline = rlaas_target_pipeline(t);
     c.circuit_failures = rlaas_target_circuit_failures(t);
     c.circuit_cooldown_ms = rlaas_target_circuit_cooldown_ms(t);
+    c.tls = t->tls == 1;
+    c.tls_ca = t->tls_ca;
+    c.tls_cert = t->tls_cert;
+    c.tls_key = t->tls_key;
+    c.tls_server_name = t->tls_server_name;
+    c.sentinel = sentinel_conf(p, t);
+    c.cluster_hosts = t->cluster_hosts;
+    c.cluster_ports = t->cluster_ports;
+    c.cluster_n = t->cluster_n;
     return c;
 }
 
@@ -117,11 +156,12 @@ void rlaas_remote_child_init(apr_pool_t *pchild, server_rec *s)
         rlaas_target_t *t = rlaas_server_conf(s)->target;
         rlaas_redis_conf_t c;
         rlaas_redis_events_t ev = {NULL,           on_connection, on_latency,
-                                   on_script_load, on_circuit,    on_failover};
+                                   on_script_load, on_circuit,    on_failover,
+                                   on_group};
 
         if (t->redis != NULL)
             continue; /* shared with the main server */
-        c = resolved(t);
+        c = resolved(pchild, t);
         ev.baton = s;
         t->redis = rlaas_redis_create(pchild, &c, &ev);
         if (t->redis == NULL)

@@ -20,8 +20,23 @@
 #include "rlaas_scripts.h"
 #include "rlaas_verdict.h"
 
+/* Longest key a call may carry. */
+#ifndef RLAAS_CALL_KEY_MAX
+#define RLAAS_CALL_KEY_MAX 4096
+#endif
+
+/* Where Redis Cluster sent a call instead of running it. */
+typedef enum {
+    RLAAS_REDIRECT_NONE = 0,
+    RLAAS_REDIRECT_MOVED = 1, /* the slot lives there now */
+    RLAAS_REDIRECT_ASK = 2    /* this once, there (the slot is moving) */
+} rlaas_redirect_e;
+
+#define RLAAS_HOSTPORT_MAX 72
+
 /* One request's call (its policies, decided together: one strategy's
- * script for one, the multi script for several) and its outcome. */
+ * script for one, the multi script for several; with Redis Cluster, keys
+ * of one slot) and its outcome. */
 typedef struct {
     const rlaas_call_t *calls;
     int n;
@@ -29,6 +44,15 @@ typedef struct {
     rlaas_rerr_e e;
     int noscript;
     char detail[RLAAS_DETAIL_MAX];
+    rlaas_redirect_e redirect;            /* and to where: */
+    char redirect_to[RLAAS_HOSTPORT_MAX]; /* "host:port" */
+    int redirect_slot;
+    /* Redis' time (ms), when a fixed call's declared window was not the
+     * one Redis reckons; else -1 */
+    long long window;
+    /* the calls sent again for that time */
+    rlaas_call_t again[RLAAS_CALL_POLICIES_MAX];
+    char again_key[RLAAS_CALL_POLICIES_MAX][RLAAS_CALL_KEY_MAX + 24];
 } rlaas_job_t;
 
 /* The script a job runs. */
@@ -47,10 +71,5 @@ typedef struct {
  * gets its result; c is closed when it can't be trusted any more. */
 void rlaas_exchange(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
                     int64_t deadline, rlaas_outcome_t *out);
-
-/* Longest key a call may carry. */
-#ifndef RLAAS_CALL_KEY_MAX
-#define RLAAS_CALL_KEY_MAX 4096
-#endif
 
 #endif

@@ -8,10 +8,12 @@
 #include "apr_strings.h"
 
 #include "rlaas_clock.h"
+#include "rlaas_cluster.h"
 #include "rlaas_pipeline.h"
 #include "rlaas_pool.h"
 #include "rlaas_resolve.h"
 #include "rlaas_scripts.h"
+#include "rlaas_tls.h"
 
 /* Groups of pipelined calls in flight at most, per engine and child, and
  * how long a call waits behind one before it goes out on another
@@ -20,19 +22,25 @@
 #define PIPE_HOLD_US 1000
 
 /* A host name is looked up again this often (and soon after a connect to
- * its address failed). */
-#define RESOLVE_REFRESH_S 30
+ * its address failed); the sentinels are asked every second. */
+#define RESOLVE_REFRESH_S   30
+#define SENTINEL_REFRESH_MS 1000
 
 struct rlaas_redis_t {
     rlaas_redis_conf_t conf;
     rlaas_redis_events_t ev;
     rlaas_resolver_t *resolver; /* NULL with a unix socket */
     rlaas_pool_t *pool;
-    rlaas_pipe_t *pipe; /* NULL: every request uses its own connection */
+    rlaas_pipe_t *pipe;    /* NULL: every request uses its own connection */
+    rlaas_tls_t *tls;      /* with conf.tls; NULL if it could not be made */
+    unsigned seen_version; /* of the resolver, when the pool last followed */
+    char tls_error[RLAAS_DETAIL_MAX];
     rlaas_breaker_t breaker;
     pthread_mutex_t cause_mu; /* guards cause: written on failures only */
     char cause[RLAAS_DETAIL_MAX];
-    char client_name[32]; /* mod_rlaas-<pid> */
+    char client_name[32];               /* mod_rlaas-<pid> */
+    char node[RLAAS_HOSTPORT_MAX + 16]; /* for labels and log lines */
+    rlaas_cluster_t *cluster; /* a Redis Cluster: routed to node engines */
 };
 
 /* What the calls of a group share: the engine and the deadline of the
@@ -44,16 +52,33 @@ typedef struct {
 
 /* ---- life ---- */
 
+/* A context that can't be made (a key that does not match its
+ * certificate, say) leaves the target unreachable: every request says
+ * why, as for any other connect failure. */
+static void make_tls(rlaas_redis_t *rd)
+{
+    rlaas_tls_conf_t tc;
+
+    tc.ca = rd->conf.tls_ca;
+    tc.cert = rd->conf.tls_cert;
+    tc.key = rd->conf.tls_key;
+    tc.server_name = rd->conf.tls_server_name != NULL ? rd->conf.tls_server_name
+                                                      : rd->conf.host;
+    rd->tls = rlaas_tls_create(&tc, rd->tls_error, sizeof(rd->tls_error));
+}
+
 static apr_status_t engine_cleanup(void *data)
 {
     rlaas_redis_t *rd = data;
 
-    /* A child leaving with its circuit open takes its share of the
-     * gauge: the metrics keep one per child. */
+    /* the resolver's thread is joined here, before the pool's memory
+     * goes; a child's gauges go with its metrics slot */
     rlaas_pipe_destroy(rd->pipe);
     rd->pipe = NULL;
     rlaas_resolver_destroy(rd->resolver);
     rd->resolver = NULL;
+    rlaas_tls_destroy(rd->tls);
+    rd->tls = NULL;
     pthread_mutex_destroy(&rd->cause_mu);
     return APR_SUCCESS;
 }
@@ -65,17 +90,37 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
     int max = c->pool_max > 0 ? c->pool_max : 1;
     int64_t budget_us = (int64_t)c->timeout_ms * 1000;
 
+    if (c->cluster_n > 0) {
+        /* a router only: each node gets an engine of its own */
+        rd->conf = *c;
+        rd->cluster = rlaas_cluster_create(p, c, ev);
+        return rd->cluster != NULL ? rd : NULL;
+    }
     rd->conf = *c;
     rd->conf.host = apr_pstrdup(p, c->host);
     snprintf(rd->client_name, sizeof(rd->client_name), "%s-%ld",
              RLAAS_REDIS_CLIENT_NAME, (long)getpid());
+    if (c->sentinel != NULL)
+        snprintf(rd->node, sizeof(rd->node), "sentinel:%.60s",
+                 c->sentinel->master);
+    else if (c->is_unix)
+        snprintf(rd->node, sizeof(rd->node), "unix:%.80s", c->host);
+    else
+        snprintf(rd->node, sizeof(rd->node),
+                 strchr(c->host, ':') ? "[%.64s]:%d" : "%.64s:%d", c->host,
+                 c->port);
     rd->ev = *ev;
     pthread_mutex_init(&rd->cause_mu, NULL);
     rlaas_breaker_init(&rd->breaker, (unsigned)c->circuit_failures,
                        (apr_interval_time_t)c->circuit_cooldown_ms * 1000);
     apr_pool_cleanup_register(p, rd, engine_cleanup, apr_pool_cleanup_null);
-    if (!c->is_unix)
+    if (c->sentinel != NULL)
+        rd->resolver =
+            rlaas_resolver_sentinel(c->sentinel, SENTINEL_REFRESH_MS);
+    else if (!c->is_unix)
         rd->resolver = rlaas_resolver_create(c->host, RESOLVE_REFRESH_S);
+    if (c->tls)
+        make_tls(rd);
     /* Grouping needs threads that wait at the same time. One group in
      * flight is the rule; a far or slow Redis gets a few, each on its own
      * connection, never more than the pool holds. Without it, threads
@@ -87,6 +132,8 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
                                  budget_us);
     if (rd->pool == NULL || (!c->is_unix && rd->resolver == NULL))
         return NULL;
+    if (rd->resolver != NULL)
+        rd->seen_version = rlaas_resolver_version(rd->resolver);
     return rd;
 }
 
@@ -108,10 +155,15 @@ static void get_cause(rlaas_redis_t *rd, char *out)
 
 /* Once per group: the circuit counts what Redis did, not what each call
  * of the group did, and never an error about one call's key. */
-static void group_done(rlaas_redis_t *rd, rlaas_rerr_e e, const char *cause)
+static void group_done(rlaas_redis_t *rd, rlaas_rerr_e e, const char *cause,
+                       int calls)
 {
     rlaas_breaker_event_e ev;
 
+    if (rd->ev.group != NULL)
+        rd->ev.group(rd->ev.baton, rd->node,
+                     rlaas_rerr_is_redis_failure(e) ? e : RLAAS_RERR_NONE,
+                     calls);
     if (rlaas_rerr_is_redis_failure(e)) {
         set_cause(rd, cause);
         ev = rlaas_breaker_failure(&rd->breaker, rlaas_clock_us());
@@ -120,7 +172,7 @@ static void group_done(rlaas_redis_t *rd, rlaas_rerr_e e, const char *cause)
         ev = rlaas_breaker_success(&rd->breaker);
     }
     if (ev != RLAAS_BREAKER_SAME && rd->ev.circuit != NULL)
-        rd->ev.circuit(rd->ev.baton, ev, &rd->breaker, e, cause);
+        rd->ev.circuit(rd->ev.baton, rd->node, ev, &rd->breaker, e, cause);
 }
 
 /* ---- a group on one connection ---- */
@@ -150,21 +202,35 @@ static rlaas_rerr_e open_conn(const group_t *g, rlaas_conn_t *c, char *detail)
     rlaas_conn_params_t p;
     rlaas_rerr_e e;
 
+    if (rd->conf.tls && rd->tls == NULL) {
+        apr_cpystrn(detail, rd->tls_error, RLAAS_DETAIL_MAX);
+        return RLAAS_RERR_CONNECT;
+    }
     p.addr = rd->conf.host;
+    p.port = rd->conf.is_unix ? 0 : rd->conf.port;
     if (rd->resolver != NULL) {
-        if (!rlaas_resolver_get(rd->resolver, addr, sizeof(addr))) {
+        int port = 0;
+
+        if (!rlaas_resolver_get(rd->resolver, addr, sizeof(addr), &port)) {
             rlaas_resolver_poke(rd->resolver);
-            snprintf(detail, RLAAS_DETAIL_MAX,
-                     "host name %.100s not resolved (yet)", rd->conf.host);
+            if (rd->conf.sentinel != NULL)
+                snprintf(detail, RLAAS_DETAIL_MAX,
+                         "no sentinel has named the master %.80s (yet)",
+                         rd->conf.sentinel->master);
+            else
+                snprintf(detail, RLAAS_DETAIL_MAX,
+                         "host name %.100s not resolved (yet)", rd->conf.host);
             return RLAAS_RERR_CONNECT;
         }
         p.addr = addr;
+        if (port > 0)
+            p.port = port;
     }
-    p.port = rd->conf.is_unix ? 0 : rd->conf.port;
     p.username = rd->conf.username;
     p.password = rd->conf.password;
     p.database = rd->conf.database;
     p.client_name = rd->client_name;
+    p.tls = rd->tls;
     c->gen = rlaas_pool_generation(rd->pool);
     e = rlaas_conn_open(c, &p, g->deadline, detail);
     if (e == RLAAS_RERR_CONNECT && rd->resolver != NULL)
@@ -195,7 +261,22 @@ static void report(rlaas_redis_t *rd, const rlaas_outcome_t *out, int n)
         if (rd->resolver != NULL)
             rlaas_resolver_poke(rd->resolver);
         if (rd->ev.failover != NULL)
-            rd->ev.failover(rd->ev.baton, out->cause);
+            rd->ev.failover(rd->ev.baton, rd->node, out->cause);
+    }
+}
+
+/* The master moved (Sentinel named another, DNS changed): every
+ * connection of this child is made again, to where it is now. */
+static void follow(rlaas_redis_t *rd)
+{
+    unsigned v;
+
+    if (rd->resolver == NULL)
+        return;
+    v = rlaas_resolver_version(rd->resolver);
+    if (v != __atomic_load_n(&rd->seen_version, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&rd->seen_version, v, __ATOMIC_RELAXED);
+        rlaas_pool_invalidate(rd->pool);
     }
 }
 
@@ -208,11 +289,12 @@ static void run_group(const group_t *g, rlaas_job_t **jobs, int n)
     rlaas_rerr_e e;
     int dropped;
 
+    follow(rd);
     if (rlaas_pool_acquire(rd->pool, g->deadline, &c, &dropped) !=
         RLAAS_RERR_NONE) {
         fail_all(jobs, n, RLAAS_RERR_POOL,
                  "no pooled connection became free in time");
-        group_done(rd, RLAAS_RERR_POOL, jobs[0]->detail);
+        group_done(rd, RLAAS_RERR_POOL, jobs[0]->detail, n);
         return;
     }
     /* A connection the peer closed while it sat in the pool is found out
@@ -225,7 +307,7 @@ static void run_group(const group_t *g, rlaas_job_t **jobs, int n)
         closed(rd);
     if (c->ctx == NULL && (e = open_conn(g, c, detail)) != RLAAS_RERR_NONE) {
         fail_all(jobs, n, e, detail);
-        group_done(rd, e, detail);
+        group_done(rd, e, detail, n);
         rlaas_pool_release(rd->pool, c);
         return;
     }
@@ -234,7 +316,7 @@ static void run_group(const group_t *g, rlaas_job_t **jobs, int n)
         closed(rd);
     rlaas_pool_release(rd->pool, c);
     report(rd, &out, n);
-    group_done(rd, out.e, out.cause);
+    group_done(rd, out.e, out.cause, n);
 }
 
 static void run_pipe_group(void *baton, rlaas_pipe_job_t **pjobs, int n)
@@ -277,47 +359,61 @@ static const char *call_error(const rlaas_call_t *calls, int n)
     return NULL;
 }
 
-rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *calls,
-                              int n, rlaas_verdict_t *v, char *detail)
+void rlaas_redis_run(rlaas_redis_t *rd, rlaas_job_t *job, int64_t deadline)
 {
-    int64_t now = rlaas_clock_us();
-    const char *bad = call_error(calls, n);
+    const char *bad = call_error(job->calls, job->n);
     group_t g;
-    rlaas_job_t job;
 
-    detail[0] = '\0';
+    job->e = RLAAS_RERR_NONE;
+    job->noscript = 0;
+    job->redirect = RLAAS_REDIRECT_NONE;
+    job->detail[0] = '\0';
     if (bad != NULL) {
-        apr_cpystrn(detail, bad, RLAAS_DETAIL_MAX);
-        return RLAAS_RERR_REPLY;
+        job->e = RLAAS_RERR_REPLY;
+        apr_cpystrn(job->detail, bad, RLAAS_DETAIL_MAX);
+        return;
     }
-    if (!rlaas_breaker_allow(&rd->breaker, now))
-        return circuit_open(rd, detail);
-    job.calls = calls;
-    job.n = n;
-    job.v = v;
-    job.e = RLAAS_RERR_NONE;
-    job.noscript = 0;
-    job.detail[0] = '\0';
+    if (!rlaas_breaker_allow(&rd->breaker, rlaas_clock_us())) {
+        job->e = circuit_open(rd, job->detail);
+        return;
+    }
     g.rd = rd;
-    g.deadline = now + (int64_t)rd->conf.timeout_ms * 1000;
+    g.deadline = deadline;
     if (rd->pipe != NULL) {
         rlaas_pipe_job_t pj;
 
-        pj.data = &job;
+        pj.data = job;
         /* Not counted by the breaker: the group ahead, whose slowness
          * this is, counts for itself. */
         if (rlaas_pipe_submit(rd->pipe, &pj, g.deadline, run_pipe_group, &g) !=
             0) {
-            job.e = RLAAS_RERR_POOL;
-            apr_cpystrn(job.detail, "no turn to send within the timeout",
+            job->e = RLAAS_RERR_POOL;
+            apr_cpystrn(job->detail, "no turn to send within the timeout",
                         RLAAS_DETAIL_MAX);
         }
     }
     else {
-        rlaas_job_t *one = &job;
-
-        run_group(&g, &one, 1);
+        run_group(&g, &job, 1);
     }
+}
+
+int64_t rlaas_redis_deadline(const rlaas_redis_t *rd)
+{
+    return rlaas_clock_us() + (int64_t)rd->conf.timeout_ms * 1000;
+}
+
+rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *calls,
+                              int n, rlaas_verdict_t *v, char *detail)
+{
+    rlaas_job_t job;
+
+    if (rd->cluster != NULL)
+        return rlaas_cluster_eval(rd->cluster, calls, n, v, detail);
+    job.calls = calls;
+    job.n = n;
+    job.v = v;
+    rlaas_redis_run(rd, &job, rlaas_redis_deadline(rd));
+    detail[0] = '\0';
     if (job.e != RLAAS_RERR_NONE)
         memcpy(detail, job.detail, RLAAS_DETAIL_MAX);
     return job.e;

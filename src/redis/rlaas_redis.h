@@ -19,6 +19,7 @@
 
 #include "rlaas_breaker.h"
 #include "rlaas_exchange.h"
+#include "rlaas_resolve.h"
 #include "rlaas_rerr.h"
 #include "rlaas_verdict.h"
 
@@ -36,23 +37,41 @@ typedef struct {
     int pipeline;         /* group concurrent calls on one connection */
     int circuit_failures; /* 0: no breaker */
     int circuit_cooldown_ms;
+    int tls;              /* talk TLS (Redis' tls-port) */
+    const char *tls_ca;   /* NULL: the system's CAs */
+    const char *tls_cert; /* client certificate, or NULL */
+    const char *tls_key;
+    const char *tls_server_name; /* NULL: host */
+    /* Redis Sentinel: where the master is (host and port unused), or
+     * NULL */
+    const rlaas_sentinel_conf_t *sentinel;
+    /* Redis Cluster: seed nodes (host and port unused), or 0 of them */
+    const char *const *cluster_hosts;
+    const int *cluster_ports;
+    int cluster_n;
 } rlaas_redis_conf_t;
 
 typedef struct {
     void *baton;
+    /* node: the Redis this engine talks to ("host:port", "unix:/path",
+     * "sentinel:NAME"), for labels and log lines */
     void (*connection)(void *baton, int delta); /* +1 opened, -1 closed */
     void (*latency)(void *baton, int64_t us, int calls);
     void (*script_load)(void *baton, const char *file, int ok);
     /* a change of the circuit; cause: the last failure, Redis' words */
-    void (*circuit)(void *baton, rlaas_breaker_event_e ev,
+    void (*circuit)(void *baton, const char *node, rlaas_breaker_event_e ev,
                     const rlaas_breaker_t *b, rlaas_rerr_e e,
                     const char *cause);
     /* every connection is being made again: the server said it is not
      * the master (any more) */
-    void (*failover)(void *baton, const char *cause);
+    void (*failover)(void *baton, const char *node, const char *cause);
+    /* once per group of calls: what Redis did with them (NONE, or a
+     * failure of Redis itself) */
+    void (*group)(void *baton, const char *node, rlaas_rerr_e e, int calls);
 } rlaas_redis_events_t;
 
 typedef struct rlaas_redis_t rlaas_redis_t;
+typedef struct rlaas_cluster_t rlaas_cluster_t;
 
 /* Made in child_init; lives and dies with p. Connections open lazily:
  * nothing about Redis is checked here. A host name is resolved here and
@@ -66,12 +85,18 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
  * detail (RLAAS_DETAIL_MAX bytes) says what happened, never containing
  * secrets.
  *
- * Redis Cluster (not yet here): the keys of one request may hash to
- * different slots (per-IP and per-API-key policies). A cluster engine
- * must group them per node, one call per node, and then all or nothing
- * holds per node only, unless the identities share a hash tag. */
+ * Redis Cluster: a script's keys must share a slot. The keys carry the
+ * identity as a hash tag, so the policies of one identity (per second and
+ * per hour for one API key) go in one call; policies of different
+ * identities (per IP and per API key) are called slot by slot, in order,
+ * and all or nothing holds within each call only. */
 rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *calls,
                               int n, rlaas_verdict_t *v, char *detail);
+
+/* For the cluster router: runs one job on this engine (one node) by an
+ * absolute deadline of rlaas_clock_us(); the job tells a redirect. */
+void rlaas_redis_run(rlaas_redis_t *rd, rlaas_job_t *job, int64_t deadline);
+int64_t rlaas_redis_deadline(const rlaas_redis_t *rd);
 
 /* The name this module gives its connections, followed by "-<pid>" of the
  * child holding them: CLIENT LIST shows whose they are. */

@@ -36,6 +36,13 @@ typedef struct {
     const char *window; /* decimal milliseconds */
     const char *cost;   /* decimal units; NULL: 1 */
     int mode;           /* RLAAS_MODE_* */
+    /* Redis Cluster: ASKING goes first (the key's slot is being imported
+     * by this node); the first call of a job says it for all */
+    int asking;
+    /* Redis Cluster, fixed: the key ends in the window number the module
+     * reckoned (a declared key, so that a slot being moved moves it too);
+     * it starts at this offset. 0: none. */
+    size_t window_at;
 } rlaas_call_t;
 
 /* Room for the command with a key of key_len bytes and decimal limit and
