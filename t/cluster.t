@@ -157,6 +157,30 @@ sub migrate_under_load {
 migrate_under_load('/cl/move/x');
 migrate_under_load('/cl/move-fixed/x');
 
+# ---- policies: one identity's in one call, all or nothing; two identities
+# on two slots, one call each
+{
+    my $u = uid('pcl');
+    my ($on) = grep { $_->port == owner(slot_of_user($u)) } @N;
+    my $pget = sub { req($_[0], vhost => 'rlaas_pol_cluster', h => { 'X-User' => $u, %{ $_[1] || {} } }) };
+    my $r0;
+    for (1 .. 50) { $r0 = $pget->('/pcl/one'); last if $r0->code == 200; sleep 0.1 }
+    is($r0->code, 200, 'policies through the cluster');
+    $on->cmd('CONFIG', 'RESETSTAT');
+    my @c = map { $pget->('/pcl/one')->code } 1 .. 4;
+    is("@c", '200 200 429 429', 'pcl-small (3) and pcl-big (10) of one user: 3 in all');
+    is($on->cmd('ZCARD', prefix() . "pcl-big:{h.x-user=$u}"), 3,
+        'pcl-big, on the same node, counts the 3 admitted requests only: all or nothing');
+    my ($calls) = ($on->cmd('INFO', 'commandstats') =~ /^cmdstat_evalsha:calls=(\d+)/m);
+    is($calls, 4, 'one EVALSHA per request for the two policies');
+    my $k = uid('pcl-key');
+    my @t = map { $pget->('/pcl/two', { 'X-Key' => $k })->code } 1 .. 3;
+    is("@t", '200 200 429', 'per user and per API key (two slots): pcl-key (2) denies the third');
+    my ($kon) = grep { $_->port == owner($N[0]->cmd('CLUSTER', 'KEYSLOT', "h.x-key=$k")) } @N;
+    ok($kon && $kon->cmd('EXISTS', prefix() . "pcl-key:{h.x-key=$k}:gcra"),
+        "the API key's counter, on its own slot's node");
+}
+
 # ---- a master dies: its replica takes over
 {
     @N = masters();

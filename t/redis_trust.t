@@ -22,7 +22,9 @@ END { $? = 0 if defined $? && $? == -1 }
 
 require RLaaS::Redis;
 require RLaaS::Relay;
-my $A = RLaaS::Redis->start;
+# Redis 7 waits 5 s (repl-diskless-sync-delay) before it feeds a new
+# replica: longer than synced() waits below
+my $A = RLaaS::Redis->start(extra => ['--repl-diskless-sync-delay', 0]);
 my $B = RLaaS::Redis->start;
 $B->cmd('REPLICAOF', '127.0.0.1', $A->port);
 my $relay = RLaaS::Relay->start(port => $RPORT, target => $A->port);
