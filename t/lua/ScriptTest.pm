@@ -2,6 +2,14 @@ package ScriptTest;
 # Shared by the t/lua/*.t files: loads the strategy scripts into a private
 # redis-server, in production form and with the clock line swapped for a
 # fake clock (ARGV[3] seconds, ARGV[4] microseconds).
+#
+# Every call run() makes of a script is made of the local engine too (the
+# C strategies and table, build/unit/rlaas_local_cli, through
+# ScriptTest::Local) at the same fake time, and the two must agree: the
+# same reply, the same record key, the same TTL. A disagreement fails the
+# test it happens in. Keys a test changes behind the scripts' back
+# (through redis()) are left out of the comparison from then on; FLUSHALL
+# empties the local table too. RLAAS_LUA_SHADOW=0 turns this off.
 use strict;
 use warnings;
 use Exporter 'import';
@@ -9,6 +17,7 @@ use File::Basename qw(dirname);
 use File::Spec;
 use RLaaS::Redis;
 use Time::HiRes ();
+use Scalar::Util ();
 
 our @EXPORT = qw(STRATEGIES lua_path lua_text fake_text key_of T0);
 our @STRATEGIES = qw(fixed sliding_log sliding token leaky gcra);
@@ -50,15 +59,21 @@ sub key_of {
     return "$K:" . { sliding => 'sw', token => 'tb', leaky => 'lb', gcra => 'gcra' }->{$name};
 }
 
+my @ALL;    # every helper made, for the note at the end
+
 sub new {
     my ($class, %opt) = @_;
     my $r = $opt{redis} || RLaaS::Redis->start;
-    my $self = bless { r => $r, sha => {}, fake => {} }, $class;
+    my $self = bless { r => $r, sha => {}, fake => {}, taint => {} }, $class;
     for my $s (@STRATEGIES) {
         my $t = lua_text($s);
         $self->{sha}{$s} = $self->_load($t);
         $self->{fake}{$s} = $self->_load(fake_text($t));
     }
+    my $shadow = $opt{shadow} // $ENV{RLAAS_LUA_SHADOW} // 1;
+    $self->{local} = ScriptTest::Local->new if $shadow;
+    push @ALL, $self;
+    Scalar::Util::weaken($ALL[-1]);
     return $self;
 }
 
@@ -69,7 +84,49 @@ sub _load {
     return $sha;
 }
 
-sub redis { $_[0]{r} }
+# The Redis server, through a proxy that notes which keys a test changes
+# itself (see the top).
+sub redis { $_[0]{proxy} ||= ScriptTest::Proxy->new($_[0]) }
+
+# The local engine of the comparison (undef when it is off).
+sub local_engine { $_[0]{local} }
+
+sub _tainted {
+    my ($self, $K) = @_;
+    return grep { $_ eq $K || index($_, "$K:") == 0 } keys %{ $self->{taint} };
+}
+
+# The local engine makes the same call; any difference fails the test.
+sub _shadow {
+    my ($self, $s, $K, $L, $W, $ms, $rep, $ttl, $late) = @_;
+    my $lc = $self->{local} or return;
+    if ($late || $self->_tainted($K)) {
+        $self->{taint}{$K} = 1;
+        $self->{shadow_skipped}++;
+        return;
+    }
+    my ($got, $rkey, $rttl) = $lc->run($s, $K, $L, $W, $ms);
+    $self->{shadow_n}++;
+    my $want = ref $rep ? "@$rep" : 'error';
+    my $have = ref $got ? "@$got" : 'error';
+    my @why;
+    push @why, "reply: Lua $want, C $have" if $want ne $have;
+    if (ref $got && ref $rep) {
+        # the key's fake expiry, set by this call or an earlier one
+        my $exp = $self->{exp}{$rkey};
+        if (!exists $ttl->{$rkey}) {
+            push @why, "C wrote $rkey, Lua left " . join(', ', sort keys %$ttl);
+        } elsif (!defined $exp || $exp - $ms != $rttl) {
+            push @why, "TTL of $rkey: Lua " . (defined $exp ? $exp - $ms : 'none') . ", C $rttl";
+        }
+    }
+    return unless @why;
+    $self->{shadow_bad}++;
+    local $Test::Builder::Level = $Test::Builder::Level + 2;
+    Test::More::fail("local engine agrees with the script: $s $K L=$L W=$W t="
+        . ($ms - T0));
+    Test::More::diag($_) for @why;
+}
 
 # Fake time needs fake expiry: Redis expires keys by the real clock,
 # while a test may make a thousand calls in one fake millisecond against
@@ -157,6 +214,7 @@ sub run {
         }
     }
     $self->{now} = $ms;
+    $self->_shadow($s, $K, $L, $W, $ms, $rep, \%ttl, $late);
     return $rep;
 }
 
@@ -172,10 +230,118 @@ sub pttl {
 # Keys some script left without a TTL (should be none).
 sub no_ttl { @{ $_[0]{no_ttl} || [] } }
 
-# Production script, real Redis TIME.
+# Production script, real Redis TIME (not compared: the local engine runs
+# at fake times only).
 sub run_real {
     my ($self, $s, $K, $L, $W) = @_;
+    $self->{taint}{$K} = 1;
     return $self->{r}->cmd('EVALSHA', $self->{sha}{$s}, 1, $K, $L, $W);
+}
+
+# How many calls each helper compared, as a note at the end of the test.
+END {
+    for my $self (grep { defined && $_->{local} } @ALL) {
+        Test::More::note(sprintf 'local engine: %d calls compared with the '
+            . 'scripts, %d left out (keys changed by the test), %d differed',
+            $self->{shadow_n} // 0, $self->{shadow_skipped} // 0,
+            $self->{shadow_bad} // 0);
+    }
+}
+
+# ---------------------------------------------------------------- the proxy
+# redis() for the tests: every command goes to the server; those that may
+# change data taint the keys they name (FLUSHALL/FLUSHDB empty the local
+# table instead).
+package ScriptTest::Proxy;
+
+our $AUTOLOAD;
+my %READ = map { $_ => 1 } qw(GET MGET TYPE KEYS EXISTS PTTL TTL OBJECT MEMORY
+    HGET HGETALL HMGET ZCARD ZRANGE ZSCORE ZRANGEBYSCORE STRLEN DUMP SCAN
+    PING TIME INFO SCRIPT DBSIZE);
+
+sub new { bless { h => $_[1] }, $_[0] }
+
+sub cmd {
+    my ($self, @c) = @_;
+    $self->_note(@c);
+    return $self->{h}{r}->cmd(@c);
+}
+
+sub pipeline {
+    my ($self, @cmds) = @_;
+    $self->_note(@$_) for @cmds;
+    return $self->{h}{r}->pipeline(@cmds);
+}
+
+sub _note {
+    my ($self, $name, @args) = @_;
+    my $h = $self->{h};
+    $name = uc($name // '');
+    return if $READ{$name};
+    if ($name eq 'FLUSHALL' || $name eq 'FLUSHDB') {
+        $h->{local}->flush if $h->{local};
+        $h->{taint} = {};
+        return;
+    }
+    $h->{taint}{$_} = 1 for grep { defined && !ref } @args;
+}
+
+sub AUTOLOAD {
+    my $self = shift;
+    (my $m = $AUTOLOAD) =~ s/.*:://;
+    return if $m eq 'DESTROY';
+    return $self->{h}{r}->$m(@_);
+}
+
+# ---------------------------------------------------------------- local engine
+# The local engine (build/unit/rlaas_local_cli, built here if missing) at
+# a fake clock: run() as ScriptTest::run, in list context also the record
+# key and its TTL.
+package ScriptTest::Local;
+
+use IPC::Open2 ();
+
+sub cli { "$ROOT/build/unit/rlaas_local_cli" }
+
+sub new {
+    my ($class) = @_;
+    my $cli = cli();
+    unless (-x $cli) {
+        system('make', '-s', '-C', $ROOT, 'build/unit/rlaas_local_cli') == 0 && -x $cli
+            or die "cannot build $cli (make unit)\n";
+    }
+    my $pid = IPC::Open2::open2(my $out, my $in, $cli) or die "$cli: $!";
+    $in->autoflush(1);
+    return bless { pid => $pid, in => $in, out => $out }, $class;
+}
+
+sub _ask {
+    my ($self, $line) = @_;
+    print { $self->{in} } "$line\n";
+    my $a = readline $self->{out};
+    die "rlaas_local_cli: no answer to '$line'\n" unless defined $a;
+    chomp $a;
+    return $a;
+}
+
+sub run {
+    my ($self, $s, $K, $L, $W, $ms) = @_;
+    my $a = $self->_ask("hit $s $K $L $W $ms");
+    return ("ERR $1") if $a =~ /^ERR (.*)/;
+    my @f = split / /, $a;
+    my $rep = [@f[0 .. 3]];
+    return wantarray ? ($rep, $f[4], $f[5]) : $rep;
+}
+
+sub flush {
+    my ($self) = @_;
+    $self->_ask('flush') eq 'ok' or die "rlaas_local_cli: flush failed\n";
+}
+
+sub DESTROY {
+    my ($self) = @_;
+    close $self->{in};
+    waitpid $self->{pid}, 0 if $self->{pid};
 }
 
 1;

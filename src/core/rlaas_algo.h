@@ -1,0 +1,67 @@
+/*
+ * The six strategies' arithmetic in C, for the local engine: the same
+ * decisions, the same reply {allowed, remaining, reset_ms, retry_ms}, the
+ * same state under the same key and the same time to live as the Lua
+ * scripts in lua/ keep in Redis, so that a section decides alike on either
+ * backend. The t/lua suite runs every call on both and compares them
+ * (t/lua/ScriptTest.pm), and t/lua/30-model.t checks both against one
+ * reference model.
+ *
+ * Integer arithmetic only, as in the scripts: time in milliseconds, rates
+ * as integer ticks (limit and window divided by their gcd), products by
+ * exact 128-bit multiplication. The clock is passed in, so tests drive
+ * time by hand. No httpd headers; one file per strategy.
+ */
+#ifndef RLAAS_ALGO_H
+#define RLAAS_ALGO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlaas_parse.h"
+#include "rlaas_verdict.h"
+
+/* The scripts' bounds on their arguments ("bad limit or window"). */
+#define RLAAS_ALGO_WINDOW_MAX ((int64_t)1 << 35)
+#define RLAAS_ALGO_NOW_MAX    ((int64_t)1 << 52)
+
+/* The sliding log keeps one entry per millisecond that holds allowed hits.
+ * Past this many, two neighbouring entries merge into the later one, those
+ * whose hits move the least: they then count as if they came a little
+ * later, so the log grows stricter, never admits more. A window with hits
+ * in at most this many distinct milliseconds is kept exactly, as Redis
+ * keeps it. */
+#define RLAAS_ALGO_LOG_MAX 1024
+
+/* Room for any strategy's state, and for a record key's suffix. */
+#define RLAAS_ALGO_STATE_MAX  (16 + RLAAS_ALGO_LOG_MAX * 16)
+#define RLAAS_ALGO_SUFFIX_MAX 24
+
+/* *ttl_ms of a hit that leaves the record's time to live as it was. */
+#define RLAAS_ALGO_TTL_KEEP (-1)
+
+typedef struct {
+    rlaas_strategy_e strategy;
+    int64_t limit;     /* 1 .. RLAAS_LIMIT_MAX */
+    int64_t window_ms; /* 1 .. RLAAS_ALGO_WINDOW_MAX */
+    int64_t now_ms;    /* ms since the epoch, as Redis' TIME gives it */
+} rlaas_algo_call_t;
+
+/* 1 if the call's limit, window and time are in range. */
+int rlaas_algo_call_ok(const rlaas_algo_call_t *c);
+
+/* Writes the suffix the script adds to the key (none for the sliding log,
+ * ":<window number>" for fixed, ":sw", ":tb", ":lb", ":gcra"), NUL
+ * terminated, into buf (RLAAS_ALGO_SUFFIX_MAX bytes); returns its length. */
+size_t rlaas_algo_suffix(const rlaas_algo_call_t *c, char *buf);
+
+/* One hit, in place. state holds *len bytes of the record's state (*len 0:
+ * there is none: never written, or expired); the hit overwrites them with
+ * the new state, sets *len to its size and *ttl_ms to the record's time to
+ * live from now (RLAAS_ALGO_TTL_KEEP: unchanged). state must have room for
+ * RLAAS_ALGO_STATE_MAX bytes. A state of the wrong shape counts as none.
+ * Returns 0, or -1 if the call is out of range (nothing written). */
+int rlaas_algo_hit(const rlaas_algo_call_t *c, void *state, size_t *len,
+                   int64_t *ttl_ms, rlaas_verdict_t *v);
+
+#endif
