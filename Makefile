@@ -39,7 +39,7 @@ CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c src/core/rlaas_log.c \
            src/redis/rlaas_redis.c
 HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_limit.c src/http/rlaas_metrics.c \
-            src/http/rlaas_remote.c
+            src/http/rlaas_remote.c src/http/rlaas_backend.c
 GEN_SRC = src/redis/rlaas_scripts.c
 SRC = mod_rlaas.c $(HTTPD_SRC) $(CORE_SRC) $(GEN_SRC)
 HDR = $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.h))

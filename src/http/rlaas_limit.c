@@ -6,6 +6,7 @@
 #include "mod_core.h"
 #include "apr_strings.h"
 
+#include "rlaas_backend.h"
 #include "rlaas_clock.h"
 #include "rlaas_config.h"
 #include "rlaas_headers.h"
@@ -32,6 +33,7 @@ typedef struct {
     const rlaas_dir_conf_t *d;
     rlaas_strategy_e strategy;
     const char *key;
+    size_t key_len;
     rlaas_verdict_t v;
     int have_verdict;
 } decision_t;
@@ -159,12 +161,82 @@ static void log_error(const decision_t *dc, rlaas_rerr_e e, const char *detail,
                   suppressed(r, dropped));
 }
 
+/* A verdict, from either engine: allowed outcomes go on, denied ones get
+ * their 429 (or pass under RLaaSDryRun). */
+static int decided(decision_t *dc, rlaas_outcome_e allowed,
+                   rlaas_outcome_e denied)
+{
+    request_rec *r = dc->r;
+    const rlaas_dir_conf_t *d = dc->d;
+
+    dc->have_verdict = 1;
+    ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
+                  "RLAAS0022: %s %s: allowed=%d remaining=%" APR_INT64_T_FMT
+                  " reset=%" APR_INT64_T_FMT "ms retry=%" APR_INT64_T_FMT "ms",
+                  rlaas_strategy_name(dc->strategy), dc->key, dc->v.allowed,
+                  dc->v.remaining, dc->v.reset_ms, dc->v.retry_ms);
+    if (dc->v.allowed)
+        return record(dc, allowed, DECLINED);
+    if (d->dry_run == 1) {
+        log_denied(dc, 1);
+        return record(dc, RLAAS_OUT_DRY_RUN_DENIED, DECLINED);
+    }
+    log_denied(dc, 0);
+    /* headers and status first: deny() may send the response itself */
+    record(dc, denied, 0);
+    return deny(dc);
+}
+
+/* The local engine decides the section's call, the limit shared out among
+ * divisor servers (at least 1 each). */
+static rlaas_lerr_e decide_local(decision_t *dc, int divisor)
+{
+    rlaas_local_call_t call;
+    rlaas_lerr_e e;
+
+    call.strategy = dc->strategy;
+    call.key = dc->key;
+    call.key_len = dc->key_len;
+    call.limit = dc->d->limit / divisor > 0 ? dc->d->limit / divisor : 1;
+    call.window_ms = rlaas_dir_window_ms(dc->d);
+    e = rlaas_backend_eval(dc->r, &call, &dc->v);
+    if (e != RLAAS_LERR_NONE)
+        rlaas_metrics_local_error(e);
+    return e;
+}
+
+/* The local engine could not decide (RLaaSBackend local, or in Redis'
+ * place): allowed with RLaaSFailOpen on or a dry run, else 500. */
+static int local_undecided(decision_t *dc, rlaas_lerr_e e)
+{
+    request_rec *r = dc->r;
+    int open = rlaas_dir_fail_open(dc->d) || dc->d->dry_run == 1;
+    long dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);
+
+    if (dropped >= 0)
+        ap_log_rerror(APLOG_MARK, open ? APLOG_WARNING : APLOG_ERR, 0, r,
+                      "RLAAS0063: the local engine could not decide (%s); "
+                      "request %s%s",
+                      rlaas_lerr_name(e), open ? "allowed" : "refused with 500",
+                      suppressed(r, dropped));
+    return open ? record(dc, RLAAS_OUT_FAIL_OPEN, DECLINED)
+                : record(dc, RLAAS_OUT_ERROR, HTTP_INTERNAL_SERVER_ERROR);
+}
+
 /* The limiter could not decide: the section's policy says what happens. */
 static int undecided(decision_t *dc, rlaas_rerr_e e, const char *detail)
 {
     const rlaas_dir_conf_t *d = dc->d;
+    const rlaas_server_conf_t *sc = rlaas_server_conf(dc->r->server);
 
     rlaas_metrics_redis_error(e);
+    if (rlaas_dir_fail_local(d) &&
+        decide_local(dc, rlaas_server_local_divisor(sc)) == RLAAS_LERR_NONE) {
+        log_error(dc, e, detail,
+                  "decided by the local engine (RLaaSFailOpen local)",
+                  APLOG_WARNING);
+        return decided(dc, RLAAS_OUT_LOCAL, RLAAS_OUT_LOCAL_DENIED);
+    }
     if (rlaas_dir_fail_open(d)) {
         log_error(dc, e, detail, "allowed (RLaaSFailOpen on)", APLOG_WARNING);
         return record(dc, RLAAS_OUT_FAIL_OPEN, DECLINED);
@@ -191,6 +263,7 @@ static int limit(request_rec *r, const rlaas_dir_conf_t *d)
     rlaas_call_t call;
     char detail[RLAAS_DETAIL_MAX];
     rlaas_rerr_e e;
+    rlaas_lerr_e le;
 
     dc.r = r;
     dc.d = d;
@@ -198,8 +271,15 @@ static int limit(request_rec *r, const rlaas_dir_conf_t *d)
     dc.have_verdict = 0;
     call.strategy = dc.strategy;
     call.key = dc.key = rlaas_identity_key(r, sc, d, &call.key_len);
+    dc.key_len = call.key_len;
     call.limit = d->limit_arg;
     call.window = rlaas_dir_window_arg(d);
+    if (rlaas_server_local(sc)) {
+        le = decide_local(&dc, 1);
+        return le == RLAAS_LERR_NONE
+                   ? decided(&dc, RLAAS_OUT_ALLOWED, RLAAS_OUT_DENIED)
+                   : local_undecided(&dc, le);
+    }
     if (sc->target->redis == NULL) {
         e = RLAAS_RERR_POOL;
         apr_cpystrn(detail, "no Redis engine in this process", sizeof(detail));
@@ -209,22 +289,7 @@ static int limit(request_rec *r, const rlaas_dir_conf_t *d)
     }
     if (e != RLAAS_RERR_NONE)
         return undecided(&dc, e, detail);
-    dc.have_verdict = 1;
-    ap_log_rerror(APLOG_MARK, APLOG_TRACE1, 0, r,
-                  "RLAAS0022: %s %s: allowed=%d remaining=%" APR_INT64_T_FMT
-                  " reset=%" APR_INT64_T_FMT "ms retry=%" APR_INT64_T_FMT "ms",
-                  rlaas_strategy_name(dc.strategy), dc.key, dc.v.allowed,
-                  dc.v.remaining, dc.v.reset_ms, dc.v.retry_ms);
-    if (dc.v.allowed)
-        return record(&dc, RLAAS_OUT_ALLOWED, DECLINED);
-    if (d->dry_run == 1) {
-        log_denied(&dc, 1);
-        return record(&dc, RLAAS_OUT_DRY_RUN_DENIED, DECLINED);
-    }
-    log_denied(&dc, 0);
-    /* headers and status first: deny() may send the response itself */
-    record(&dc, RLAAS_OUT_DENIED, 0);
-    return deny(&dc);
+    return decided(&dc, RLAAS_OUT_ALLOWED, RLAAS_OUT_DENIED);
 }
 
 /* After an internal redirect (ErrorDocument, mod_rewrite) the final request

@@ -49,6 +49,10 @@ rlaas_lerr_e rlaas_local_eval_ex(rlaas_local_t *lc,
     rlaas_table_report_t dummy;
     hit_t h;
 
+    if (rep == NULL)
+        rep = &dummy;
+    rep->evicted = 0;
+    rep->reset = 0;
     if (lc == NULL)
         return RLAAS_LERR_NONE_HERE;
     ac.strategy = call->strategy;
@@ -63,8 +67,6 @@ rlaas_lerr_e rlaas_local_eval_ex(rlaas_local_t *lc,
     n = call->key_len + rlaas_algo_suffix(&ac, key + call->key_len);
     h.call = &ac;
     h.v = v;
-    if (rep == NULL)
-        rep = &dummy;
     switch (rlaas_table_update(lc, key, n, now_ms, RLAAS_LOCAL_LOCK_WAIT_US,
                                hit_fn, &h, rep)) {
     case RLAAS_TABLE_OK:
