@@ -14,9 +14,13 @@ WARN = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wcast-align \
 EXTRA_CFLAGS ?=
 EXTRA_LDFLAGS ?=
 
-# Strategy scripts, in the order of rlaas_strategy_e.
-LUA = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
-      lua/leaky.lua lua/gcra.lua
+# Strategy scripts, in the order of rlaas_strategy_e. Each one Redis runs is
+# the shared prelude followed by the strategy's body, joined into build/lua/:
+# those files are what the module embeds and what t/lua tests.
+LUA_PRELUDE = lua/prelude.lua
+LUA_BODIES = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
+             lua/leaky.lua lua/gcra.lua
+LUA = $(patsubst lua/%,build/lua/%,$(LUA_BODIES))
 
 # Source folders (see LAYOUT in the README): dependencies point down only,
 # http -> local, redis -> core. core/, local/ and the pure parts of redis/
@@ -27,19 +31,22 @@ ALGO_SRC = src/core/rlaas_algo.c src/core/rlaas_algo_fixed.c \
            src/core/rlaas_algo_token.c src/core/rlaas_algo_leaky.c \
            src/core/rlaas_algo_gcra.c
 LOCAL_SRC = src/local/rlaas_table.c src/local/rlaas_local.c
-CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c src/core/rlaas_log.c \
+CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
+           src/core/rlaas_keybuild.c src/core/rlaas_log.c \
            src/core/rlaas_headers.c src/core/rlaas_verdict.c \
-           src/core/rlaas_clock.c src/core/rlaas_siphash.c $(ALGO_SRC) \
+           src/core/rlaas_clock.c src/core/rlaas_ip.c \
+           src/core/rlaas_cookie.c src/core/rlaas_siphash.c $(ALGO_SRC) \
            $(LOCAL_SRC) \
            src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
            src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \
            src/redis/rlaas_gate.c src/redis/rlaas_rerr.c \
            src/redis/rlaas_conn.c src/redis/rlaas_exchange.c \
            src/redis/rlaas_pool.c src/redis/rlaas_resolve.c \
-           src/redis/rlaas_redis.c
+           src/redis/rlaas_tls.c src/redis/rlaas_redis.c
 HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_limit.c src/http/rlaas_metrics.c \
-            src/http/rlaas_remote.c src/http/rlaas_backend.c
+            src/http/rlaas_remote.c src/http/rlaas_unit.c \
+            src/http/rlaas_authuser.c src/http/rlaas_backend.c
 GEN_SRC = src/redis/rlaas_scripts.c
 SRC = mod_rlaas.c $(HTTPD_SRC) $(CORE_SRC) $(GEN_SRC)
 HDR = $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.h))
@@ -52,9 +59,15 @@ APR_CFLAGS := $(shell apr-1-config --cppflags --includes 2>/dev/null) \
 APR_LIBS := $(shell apu-1-config --link-ld 2>/dev/null) \
             $(shell apr-1-config --link-ld 2>/dev/null)
 
-.PHONY: all test unit demo install clean format
+.PHONY: all test unit demo install clean format lua
 
 all: $(MODULE)
+
+build/lua/%.lua: $(LUA_PRELUDE) lua/%.lua
+	@mkdir -p build/lua
+	cat $(LUA_PRELUDE) lua/$*.lua >$@.tmp && mv $@.tmp $@
+
+lua: $(LUA) $(GEN_SRC)
 
 $(GEN_SRC): $(LUA) tools/embed-lua.sh
 	sh tools/embed-lua.sh $@ $(LUA)
@@ -63,7 +76,7 @@ $(MODULE): $(SRC) $(HDR)
 	$(APXS) -c -o mod_rlaas.la $(INC) \
 	    $(foreach f,$(WARN) $(EXTRA_CFLAGS),-Wc,$(f)) \
 	    $(foreach f,$(EXTRA_LDFLAGS),-Wl,$(f)) \
-	    $(SRC) -lhiredis
+	    $(SRC) -lhiredis -lssl -lcrypto
 
 # ---- unit tests (cmocka), no httpd needed ----
 UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c)) \
@@ -72,7 +85,7 @@ UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c)) \
 define UNIT_BUILD
 @mkdir -p build/unit
 $(CC) -g -O1 $(WARN) $(EXTRA_CFLAGS) $(UNIT_DEFS) $(INC) $(APR_CFLAGS) -o $@ $< \
-    $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis $(APR_LIBS) -lpthread
+    $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis -lssl -lcrypto $(APR_LIBS) -lpthread
 endef
 
 build/unit/%: t/unit/%.c $(CORE_SRC) $(GEN_SRC) $(HDR)

@@ -16,12 +16,14 @@
  *               breaker, the EVALSHA writer (rlaas_resp), the reply reader
  *               (rlaas_reply) and the scripts embedded from lua/
  *   src/core/   no httpd headers: directive value parsers (rlaas_parse),
- *               key segments (rlaas_key), header fields (rlaas_headers),
+ *               value segments (rlaas_key) and the whole key
+ *               (rlaas_keybuild), header fields (rlaas_headers),
  *               the verdict (rlaas_verdict), rate-limited logging
  *               (rlaas_log), the monotonic clock (rlaas_clock)
  */
 #include "httpd.h"
 #include "http_config.h"
+#include "http_protocol.h"
 #include "http_request.h"
 #include "mod_status.h"
 
@@ -40,10 +42,16 @@ static void rlaas_child_init(apr_pool_t *pchild, server_rec *s)
 static void rlaas_register_hooks(apr_pool_t *p)
 {
     (void)p;
+    /* First among access checkers, so that no other (mod_access_compat's
+     * Deny, whatever the LoadModule order) can answer before the limit is
+     * decided; first among handlers, so that nothing is served before a
+     * refusal httpd let through is delivered. */
     ap_hook_access_checker(rlaas_limit_access_checker, NULL, NULL,
-                           APR_HOOK_MIDDLE);
-    ap_hook_fixups(rlaas_limit_fixups, NULL, NULL, APR_HOOK_FIRST);
-    ap_hook_pre_config(rlaas_config_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
+                           APR_HOOK_REALLY_FIRST);
+    ap_hook_handler(rlaas_limit_handler, NULL, NULL, APR_HOOK_REALLY_FIRST);
+    ap_hook_insert_error_filter(rlaas_limit_insert_error_filter, NULL, NULL,
+                                APR_HOOK_MIDDLE);
+    rlaas_limit_register_filters();
     ap_hook_child_init(rlaas_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(rlaas_metrics_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(rlaas_backend_post_config, NULL, NULL, APR_HOOK_MIDDLE);

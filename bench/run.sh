@@ -47,7 +47,7 @@ STRATEGIES="fixed sliding-window-algo sliding token leaky gcra"
 
 need() {
     local missing=""
-    for p in apache2 apache2-dev libhiredis-dev redis-server wrk gnuplot-nox gcc; do
+    for p in apache2 apache2-dev libhiredis-dev libssl-dev redis-server wrk gnuplot-nox gcc; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
             missing="$missing $p"
     done
@@ -154,14 +154,15 @@ CONF
         case $mode in
         none) ;;
         qos)
-            # per client address: the QS_Limit event counted, never reached
+            # per client address: every request a QS_Event, counted against
+            # a rate per second it never reaches
             cat <<CONF
 LoadFile $(ls /usr/lib/x86_64-linux-gnu/libpcre.so.3 /lib/x86_64-linux-gnu/libpcre.so.3 2>/dev/null | head -1)
 LoadModule qos_module $MODDIR/mod_qos.so
 LoadModule setenvif_module $MODDIR/mod_setenvif.so
 QS_ClientEntries 50000
-SetEnvIf Request_URI "^/" QS_Limit=yes
-QS_ClientEventLimitCount 1000000000 60
+SetEnvIf Request_URI "^/" QS_Event=yes
+QS_ClientEventPerSecLimit 1000000
 CONF
             ;;
         evasive)

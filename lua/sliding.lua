@@ -1,49 +1,17 @@
--- rlaas sliding window estimate (seed 002): STRING K:sw
--- KEYS[1]=K ARGV[1]=limit ARGV[2]=window ms
--- reply {allowed, remaining, reset_ms, retry_ms}
-if redis.replicate_commands then redis.replicate_commands() end
-local K, L, W = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
-if not (L and W and L >= 1 and W >= 1 and L <= 1e9 and W <= 2^35
-    and L % 1 == 0 and W % 1 == 0) then
-  return redis.error_reply('ERR rlaas: bad limit or window')
-end
-local t = redis.call('TIME') -- rlaas:clock
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function s(x) return string.format('%d', x) end
--- exact a*b = q*m + x, 0 <= x < m, for a, m < 2^36, b and q < 2^53:
--- directly while a*b < 2^52 (then q is off by at most one before the
--- correction), else by 16-bit long multiplication
-local function muldiv(a, b, m)
-  local q, x, p = 0, 0, a * b
-  if p >= 0 and p < 4503599627370496 then
-    q = math.floor(p / m)
-    x = p - q * m
-    if x < 0 then q, x = q - 1, x + m elseif x >= m then q, x = q + 1, x - m end
-    return q, x
-  end
-  p = 2^48
-  while p >= 1 do
-    x = x * 65536 + a * (math.floor(b / p) % 65536)
-    local k = math.floor(x / m)
-    q, x, p = q * 65536 + k, x - k * m, p / 65536
-  end
-  return q, x
-end
-
+-- rlaas sliding window estimate (seed 002): STRING K (ends in :sw)
 local B = 16777216
-local key = K .. ':sw'
 local i = math.floor(now / W)
 local e = now - i * W
 local P, C = 0, 0
-local v = redis.call('GET', key)
+local v = redis.call('GET', K)
 if v then
   local si, sp, sc = string.match(v, '^(%d+):(%d+):(%d+)$')
   local d
   if si then
     si, sp, sc = tonumber(si), tonumber(sp), tonumber(sc)
     d = si - i
-    -- over a day ahead: written under another window size, not held
-    if d > 0 and si * W - now > W + 86400000 then d = nil end
+    -- stamped at the start of window si: the clock rule
+    if d > 0 and not clock(si * W) then d = nil end
   else
     -- packed: (prev * 2^24 + curr) * 4 + window mod 4
     local x = tonumber(v)
@@ -94,5 +62,5 @@ else
   v = s(i) .. ':' .. s(P) .. ':' .. s(C)
 end
 -- dead before window i+2, where mod-4 aliasing could misread it
-redis.call('SET', key, v, 'PX', s(2 * W - e + off))
+redis.call('SET', K, v, 'PX', s(2 * W - e + off))
 return {ok and 1 or 0, rem, reset, retry}

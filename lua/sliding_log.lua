@@ -1,20 +1,22 @@
 -- rlaas sliding log (seeds 000/003): ZSET K, a member per allowed hit
--- KEYS[1]=K ARGV[1]=limit ARGV[2]=window ms
--- reply {allowed, remaining, reset_ms, retry_ms}
-if redis.replicate_commands then redis.replicate_commands() end
-local K, L, W = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
-if not (L and W and L >= 1 and W >= 1 and L <= 1e9 and W <= 2^35
-    and L % 1 == 0 and W % 1 == 0) then
-  return redis.error_reply('ERR rlaas: bad limit or window')
+-- the clock rule on the newest hit: more than W ahead, the log is no state
+local top = redis.call('ZRANGE', K, -1, -1, 'WITHSCORES')
+if top[2] and not clock(tonumber(top[2])) then
+  redis.call('UNLINK', K)
+  top = {}
 end
-local t = redis.call('TIME') -- rlaas:clock
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function s(x) return string.format('%d', x) end
-
--- a hit at score x counts while x > now - W
-redis.call('ZREMRANGEBYSCORE', K, '-inf', s(now - W))
-local n = redis.call('ZCARD', K)
+-- a hit at score x counts while x > now - W. Work per call is bounded: the
+-- live ones are counted (ZCOUNT), at most 256 of the oldest dead ones go;
+-- the rest go in later calls, or with the key
+local n = redis.call('ZCOUNT', K, '(' .. s(now - W), '+inf')
+local dead = redis.call('ZCARD', K) - n
+if dead > 0 then
+  local k = math.min(dead, 256)
+  redis.call('ZREMRANGEBYRANK', K, 0, k - 1)
+  dead = dead - k
+end
 local ok = n < L
+local newest = tonumber(top[2])
 if ok then
   -- math.random may repeat (old Redis): probe until NX adds
   local base = s(now) .. '-' .. math.random()
@@ -24,15 +26,16 @@ if ok then
     m = base .. '-' .. k
   end
   n = n + 1
+  if not newest or newest < now then newest = now end
 end
 local rem = math.max(0, L - n)
 -- empty when the newest hit leaves
-local top = redis.call('ZRANGE', K, -1, -1, 'WITHSCORES')
-local reset = math.max(0, math.ceil(tonumber(top[2]) + W - now))
+local reset = math.max(0, math.ceil(newest + W - now))
 local retry = 0
 if n >= L then
-  -- a hit fits once hit n-L (0-based) has left
-  local e = redis.call('ZRANGE', K, n - L, n - L, 'WITHSCORES')
+  -- a hit fits once live hit n-L (0-based) has left; dead ones rank first
+  local i = dead + n - L
+  local e = redis.call('ZRANGE', K, i, i, 'WITHSCORES')
   retry = math.max(1, math.ceil(tonumber(e[2]) + W - now))
 end
 -- 2*W (seeds); longer if the clock went back

@@ -18,7 +18,7 @@ plan skip_all => 'mod_rlaas is not loaded' unless have_module();
     is("@c", '200 200 200 429 429 429',
         'RLaaSLimit 3: exactly 3 requests allowed, then 429 for every further one');
 
-    my $k = rkey('basic', $u);
+    my $k = ukey('basic', $u);
     is(redis_cmd('TYPE', $k), 'zset',
         'default strategy (sliding log) keeps a ZSET at K = prefix:zone:identity');
     is(redis_cmd('ZCARD', $k), 3,
@@ -85,7 +85,7 @@ plan skip_all => 'mod_rlaas is not loaded' unless have_module();
     my $u = uid('fixed');
     my @c = codes(4, '/rl/fixed/x', h => { 'X-User' => $u });
     is("@c", '200 200 429 429', 'fixed window, RLaaSLimit 2: 2 allowed, then 429');
-    my $base = rkey('fixed', $u);
+    my $base = ukey('fixed', $u);
     my @k = keys_like("$base*");
     is_deeply(\@k, ["$base:$idx"],
         'fixed window keeps one key K:<floor(now_ms/window_ms)> (Redis time)');
@@ -104,7 +104,7 @@ for my $alias (qw(fixed-window-algo fixed_window)) {
     my $u = uid('alias');
     my $zone = $alias eq 'fixed_window' ? 'alias-fw' : 'alias-fwa';
     is(hit("/rl/alias/$alias", h => { 'X-User' => $u }), 200, "RLaaSStrategy $alias: allowed");
-    my @k = keys_like(rkey($zone, $u) . ':*');
+    my @k = keys_like(ukey($zone, $u) . ':*');
     ok(@k == 1 && $k[0] =~ /:\d+$/ && redis_cmd('TYPE', $k[0]) eq 'string',
         "RLaaSStrategy $alias is the fixed window (STRING K:<window>)");
 }
@@ -112,23 +112,24 @@ for my $alias (qw(sliding-window-algo sliding_log)) {
     my $u = uid('alias');
     my $zone = $alias eq 'sliding_log' ? 'alias-sl' : 'alias-swa';
     is(hit("/rl/alias/$alias", h => { 'X-User' => $u }), 200, "RLaaSStrategy $alias: allowed");
-    is(redis_cmd('TYPE', rkey($zone, $u)), 'zset',
+    is(redis_cmd('TYPE', ukey($zone, $u)), 'zset',
         "RLaaSStrategy $alias is the sliding log (ZSET K)");
 }
 
 # ---------------------------------------------------------------- seeds' keys
+# One user or ip source, no zone, the default prefix: the seeds' layout.
 {
-    my $alice = 'rlaas:rate_limit:alice';
-    redis_cmd('DEL', $alice, keys_like("$alice:*"));
-    is(hit('/rl/seed/log', h => { 'X-User' => 'alice' }), 200, 'seed key test: allowed');
-    is(redis_cmd('TYPE', $alice), 'zset',
-        'defaults: client alice gets exactly the ZSET rlaas:rate_limit:alice (sliding log)');
+    my $bob = 'rlaas:rate_limit:bob';
+    redis_cmd('DEL', $bob, keys_like("$bob:*"));
+    is(hit('/rl/seed/log', auth => ['bob', 'bob-pw']), 200, 'seed key test: allowed');
+    is(redis_cmd('TYPE', $bob), 'zset',
+        'defaults: user bob gets exactly the ZSET rlaas:rate_limit:bob (sliding log)');
     my $idx = wait_fixed_window(60_000, 2_000);
-    is(hit('/rl/seed/fixed', h => { 'X-User' => 'alice' }), 200,
+    is(hit('/rl/seed/fixed', auth => ['bob', 'bob-pw']), 200,
         'same identity under the fixed window: no WRONGTYPE, allowed');
-    is(redis_cmd('TYPE', "$alice:$idx"), 'string',
-        'defaults: client alice gets exactly rlaas:rate_limit:alice:<window> (fixed window)');
-    redis_cmd('DEL', $alice, keys_like("$alice:*"));
+    is(redis_cmd('TYPE', "$bob:$idx"), 'string',
+        'defaults: user bob gets exactly rlaas:rate_limit:bob:<window> (fixed window)');
+    redis_cmd('DEL', $bob, keys_like("$bob:*"));
 }
 
 # ---------------------------------------------------------------- default ip
@@ -150,7 +151,7 @@ for my $alias (qw(sliding-window-algo sliding_log)) {
     my $res = req('/rl/short/x', h => { 'X-User' => $u });
     my $ra = $res->header('Retry-After') // 0;
     ok($ra >= 1 && $ra <= 2, "Retry-After within a 2s window ($ra)");
-    my $pttl = redis_cmd('PTTL', rkey('short', $u));
+    my $pttl = redis_cmd('PTTL', ukey('short', $u));
     ok($pttl > 0 && $pttl <= 4_000, "2s window: TTL at most 2 x window (PTTL $pttl)");
     my $wait = $t0 + 2.3 - time;
     sleep $wait if $wait > 0;
@@ -163,7 +164,7 @@ for my $alias (qw(sliding-window-algo sliding_log)) {
     is("@c", '200 429', 'RLaaSWindow 500ms, limit 1: second request denied');
     my $res = req('/rl/ms/x', h => { 'X-User' => $u });
     is($res->header('Retry-After'), 1, 'sub-second wait is rounded up to Retry-After: 1');
-    my $pttl = redis_cmd('PTTL', rkey('ms', $u));
+    my $pttl = redis_cmd('PTTL', ukey('ms', $u));
     ok($pttl > 0 && $pttl <= 1_000, "500ms window: TTL at most 1s (PTTL $pttl)");
     sleep 0.7;
     is(hit('/rl/ms/x', h => { 'X-User' => $u }), 200, 'allowed again after 500ms');

@@ -16,7 +16,7 @@ sub tally { my %n; $n{$_}++ for @_; join ' ', map { "$_ x$n{$_}" } sort keys %n 
     my $u = uid('conc');
     my @c = parallel_codes(20, '/rl/conc/log/x', h => { 'X-User' => $u });
     is(tally(@c), '200 x10 429 x10', 'sliding log, limit 10, 20 parallel requests: exactly 10 allowed');
-    is(redis_cmd('ZCARD', rkey('conc-log', $u)), 10, 'sliding log holds exactly 10 entries');
+    is(redis_cmd('ZCARD', ukey('conc-log', $u)), 10, 'sliding log holds exactly 10 entries');
 }
 {
     wait_fixed_window(3_600_000, 15_000);

@@ -29,6 +29,7 @@ my @bad = (
     (map { ['RLaaSRedisTimeout', $_, 'server'] } qw(abc 0 -5s 12x)),
     (map { ['RLaaSRedisPoolMax', $_, 'server'] } qw(0 -1 abc)),
     (map { ['RLaaSKeyPrefix', $_, 'server'] } '"a b"', '"{x}"'),
+    (map { ['RLaaSIPv6Prefix', $_, 'server'] } qw(31 129 0 -64 abc 64x 6.4 99999999999)),
 );
 
 for my $b (@bad) {
@@ -45,6 +46,14 @@ for my $b (@bad) {
     diag($out) unless $ok;
 }
 
+# what is accepted, said once in the message
+{
+    my ($rc, $out) = httpd_config_test("<VirtualHost 127.0.0.1:1>\n    RLaaSIPv6Prefix 16\n</VirtualHost>\n");
+    isnt($rc, 0, "apache2 -t refuses 'RLaaSIPv6Prefix 16' in a virtual host");
+    like($out, qr/RLaaSIPv6Prefix: invalid value '16': expected an IPv6 prefix length from 32 to 128/,
+        '  the message names the directive, the value and the range accepted');
+}
+
 # booleans: httpd's own FLAG handling
 for my $d (qw(RLaaSFailOpen RLaaSEngine)) {
     my ($rc, $out) = httpd_config_test(in_location("$d maybe"));
@@ -56,7 +65,7 @@ for my $d (qw(RLaaSFailOpen RLaaSEngine)) {
 for my $d (['RLaaSRedis', '127.0.0.1:6379'], ['RLaaSRedisUsername', 'u'],
            ['RLaaSRedisPassword', 'secret-in-location'], ['RLaaSRedisDatabase', '1'],
            ['RLaaSRedisTimeout', '1s'], ['RLaaSRedisPoolMax', '2'],
-           ['RLaaSKeyPrefix', 'p:']) {
+           ['RLaaSKeyPrefix', 'p:'], ['RLaaSIPv6Prefix', '64']) {
     my ($name, $v) = @$d;
     for my $sec (['Location', '/x'], ['Directory', '/tmp'], ['Files', 'x.txt']) {
         my ($s, $a) = @$sec;
@@ -77,13 +86,16 @@ RLaaSRedisDatabase 15
 RLaaSRedisTimeout 250ms
 RLaaSRedisPoolMax 4
 RLaaSKeyPrefix "rl:"
+RLaaSIPv6Prefix 64
 RLaaSLimit 10
 <VirtualHost 127.0.0.1:1>
+    RLaaSIPv6Prefix 32
     RLaaSRedis localhost
     RLaaSRedisDatabase 0
     RLaaSRedisTimeout 2s
 </VirtualHost>
 <VirtualHost 127.0.0.1:2>
+    RLaaSIPv6Prefix 128
     RLaaSRedis [::1]:6379
 </VirtualHost>
 <VirtualHost 127.0.0.1:3>

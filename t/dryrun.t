@@ -51,8 +51,8 @@ for my $st (qw(log fixed token)) {
     is(rl_r($on[-1]), 0, "$st_label: the headers report r=0 once the limit is reached");
     ok(!grep({ defined $_->header('Retry-After') } @on), "$st_label: dry run sends no Retry-After");
     is($on[-1]->content, "ok\n", "$st_label: dry run serves the normal content");
-    my $kon  = rkey($st eq 'log' ? 'sig-dry-on-log' : "sig-dry-on-$st", $uon);
-    my $koff = rkey($st eq 'log' ? 'sig-dry-off-log' : "sig-dry-off-$st", $uoff);
+    my $kon  = ukey($st eq 'log' ? 'sig-dry-on-log' : "sig-dry-on-$st", $uon);
+    my $koff = ukey($st eq 'log' ? 'sig-dry-off-log' : "sig-dry-off-$st", $uoff);
     my ($son, $soff) = ($redis_state{$st}->($kon), $redis_state{$st}->($koff));
     is($son, $soff, "$st_label: the counts in Redis are the same as the twin's ($son)");
 
@@ -68,7 +68,7 @@ for my $st (qw(log fixed token)) {
     my $u = uid('dry-many');
     my @c = codes(30, '/sig/dry/on/log', h => { 'X-User' => $u });
     is(count_by(@c), '200 x30', '30 requests at limit 3 under dry run: never a 429');
-    is(redis_cmd('ZCARD', rkey('sig-dry-on-log', $u)), 3,
+    is(redis_cmd('ZCARD', ukey('sig-dry-on-log', $u)), 3,
         'the sliding log records the 3 allowed hits, as without dry run');
     my @p = parallel_codes(8, '/sig/dry/on/token', h => { 'X-User' => uid('dry-par') });
     is(count_by(@p), '200 x8', '8 parallel requests at limit 3 under dry run: all allowed');
@@ -92,7 +92,7 @@ for my $st (qw(log fixed token)) {
 {
     my $log = '';
     wait_for(sub { $log = error_log_since($em); $log =~ /RLAAS0020[^\n]*sig-dry-on-log[^\n]*RLaaSDryRun on/ }, 3);
-    like($log, qr/RLAAS0020: rate limit exceeded for \S*sig-dry-on-log:dry-on-log[^\n]*allowed: RLaaSDryRun on/,
+    like($log, qr/RLAAS0020: rate limit exceeded for \S*sig-dry-on-log:h\.x-user=dry-on-log[^\n]*allowed: RLaaSDryRun on/,
         'the error log has the denial the dry run let through (RLAAS0020 ... allowed: RLaaSDryRun on)');
 }
 

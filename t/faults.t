@@ -258,7 +258,7 @@ for my $c (['DEBUG SLEEP 1', \%F, sub { send_raw('DEBUG', 'SLEEP', '1') }],
     my $u = uid('f-db');
     hit($D{closed}, vhost => $D{vhost}, h => { 'X-User' => $u });
     is($redis->cmd('SELECT', 99), 'OK', '(e): database 99 exists now');
-    is($redis->cmd('ZCARD', rkey('hd-fd', $u)), 1, '(e): the key is in database 99');
+    is($redis->cmd('ZCARD', ukey('hd-fd', $u)), 1, '(e): the key is in database 99');
     $redis->cmd('SELECT', 0);
     no_crash($name);
 }

@@ -18,7 +18,9 @@ plan skip_all => 'mod_rlaas is not loaded' unless have_module();
 my $em = error_log_mark();
 my $r6 = sub { int rand 1e6 };
 my $SEG = qr/(?:[A-Za-z0-9.\@_-]{1,64}|~[0-9a-f]{32})/;
-my $ID = qr/(?:$SEG|ip~$SEG)(?::(?:$SEG|ip~$SEG))*/;
+my $TAG = qr/(?:ip|user|key|[hcqe]\.[A-Za-z0-9._-]{1,64}|x\.[0-9a-f]{8})/;
+my $TSEG = qr/$TAG=(?:$SEG|ip~$SEG)/;
+my $ID = qr/(?:$SEG|ip~$SEG|$TSEG(?::$TSEG)*)/;
 my $SUFFIX = qr/(?::(?:tb|lb|gcra|sw|\d+))?/;
 
 # three requests of one identity: its own counter, limit 2
@@ -50,7 +52,7 @@ my %cases = (
 for my $name (sort keys %cases) {
     my $v = $cases{$name};
     my @r = three('/hd/h/hdr', "X-User: $name", h => { 'X-User' => $v });
-    ok(redis_cmd('EXISTS', rkey('hd-h', hseg($v))), "X-User: $name: hashed (~ + 32 hex digits)");
+    ok(redis_cmd('EXISTS', rkey('hd-h', 'h.x-user=' . hseg($v))), "X-User: $name: hashed (~ + 32 hex digits)");
 }
 {
     # control bytes: httpd itself refuses the request line or header (400)
@@ -59,7 +61,7 @@ for my $name (sort keys %cases) {
         . $r->code . ')');
 }
 {
-    my $k = rkey('hd-h', fallback('127.0.0.1'));
+    my $k = ukey('hd-h', undef);
     redis_cmd('DEL', $k);
     is(hit('/hd/h/hdr'), 200, 'X-User absent: allowed');
     is(hit('/hd/h/hdr', h => { 'X-User' => '' }), 200, 'X-User empty: allowed, the same client');
@@ -81,9 +83,9 @@ for my $name (sort keys %cases) {
     for my $c (@q) {
         my ($name, $raw, $value) = @$c;
         three("/hd/h/query?tenant=$raw", "query: $name");
-        ok(redis_cmd('EXISTS', rkey('hd-h-query', hseg($value))), "query: $name: hashed as a whole");
+        ok(redis_cmd('EXISTS', rkey('hd-h-query', 'q.tenant=' . hseg($value))), "query: $name: hashed as a whole");
     }
-    ok(!redis_cmd('EXISTS', rkey('hd-h-query', $t)), 'query: %00 does not cut the value short (no key for the part before it)');
+    ok(!redis_cmd('EXISTS', rkey('hd-h-query', "q.tenant=$t")), 'query: %00 does not cut the value short (no key for the part before it)');
 }
 
 # ---------------------------------------------------------------- eight huge sources
@@ -91,21 +93,22 @@ for my $name (sort keys %cases) {
     my @h = map { ("X-$_" => ($_ x 7990) . $r6->()) } qw(A B C D E F G H);
     three('/hd/h/multi', 'eight sources of 8000 bytes each', h => \@h);
     my %h = @h;
-    my $k = rkey('hd-h-multi', map { hseg($h{"X-$_"}) } qw(A B C D E F G H));
+    my $k = rkey('hd-h-multi', map { 'h.x-' . lc($_) . '=' . hseg($h{"X-$_"}) } qw(A B C D E F G H));
     ok(redis_cmd('EXISTS', $k), 'eight huge sources: eight hashed segments joined with ":"');
     three('/hd/h/multi', 'eight sources, all absent');
-    ok(redis_cmd('EXISTS', rkey('hd-h-multi', (fallback('127.0.0.1')) x 8)), 'eight absent sources: eight fallbacks');
-    redis_cmd('DEL', rkey('hd-h-multi', (fallback('127.0.0.1')) x 8));
+    my $fb = rkey('hd-h-multi', map { tseg('h.x-' . lc $_, undef) } qw(A B C D E F G H));
+    ok(redis_cmd('EXISTS', $fb), 'eight absent sources: eight fallbacks');
+    redis_cmd('DEL', $fb);
 }
 
 # ---------------------------------------------------------------- other sources
 {
     my $t = "{tenant}:*" . $r6->();
     three('/hd/h/expr', 'expr= with key syntax', h => { 'X-Tenant' => $t });
-    ok(redis_cmd('EXISTS', rkey('hd-h-expr', hseg($t))), 'expr=: hashed');
+    ok(redis_cmd('EXISTS', rkey('hd-h-expr', xtag('%{HTTP:X-Tenant}') . '=' . hseg($t))), 'expr=: hashed');
     my $v = 'nz' . $r6->();
     three('/hd/h/nozone', 'no zone, own prefix', vhost => 'rlaas_hostile', h => { 'X-User' => "hd:h:$v" });
-    ok(!redis_cmd('EXISTS', "hd:h:hd:h:$v") && redis_cmd('EXISTS', 'hd:h:' . hseg("hd:h:$v")),
+    ok(!redis_cmd('EXISTS', "hd:h:hd:h:$v") && redis_cmd('EXISTS', 'hd:h:h.x-user=' . hseg("hd:h:$v")),
         'no zone: a value spelling the prefix is hashed');
 }
 
@@ -117,8 +120,8 @@ for my $name (sort keys %cases) {
     # literally "victim" and "victim:tb" (their keys are removed afterwards:
     # t/keys.t checks that no key holds the text "victim")
     my $v = 'victim';
-    my $tb = rkey('hd-h-xs', $v) . ':tb';
-    redis_cmd('DEL', $tb, rkey('hd-h-xs', $v), rkey('hd-h-xs', hseg("$v:tb")));
+    my $tb = ukey('hd-h-xs', $v) . ':tb';
+    redis_cmd('DEL', $tb, ukey('hd-h-xs', $v), ukey('hd-h-xs', "$v:tb"));
     is(hit('/hd/h/xs/token', h => { 'X-User' => $v }), 200, 'client victim (token): allowed');
     my $state = redis_cmd('HGETALL', $tb);
     my $pttl = redis_cmd('PTTL', $tb);
@@ -128,9 +131,9 @@ for my $name (sort keys %cases) {
     my $r = req('/hd/h/xs/token', h => { 'X-User' => $v });
     is($r->code, 200, 'client victim: its second token is still there');
     like($r->header('RateLimit') // '', qr/;r=0;/, 'client victim: RateLimit r=0 after its own two requests only');
-    ok(!redis_cmd('EXISTS', rkey('hd-h-xs', $v)), 'client "victim:tb" wrote nothing at K:victim either');
-    ok(redis_cmd('EXISTS', rkey('hd-h-xs', hseg("$v:tb"))), 'client "victim:tb" has its own, hashed key');
-    redis_cmd('DEL', $tb, rkey('hd-h-xs', hseg("$v:tb")));
+    ok(!redis_cmd('EXISTS', ukey('hd-h-xs', $v)), 'client "victim:tb" wrote nothing at K:victim either');
+    ok(redis_cmd('EXISTS', rkey('hd-h-xs', 'h.x-user=' . hseg("$v:tb"))), 'client "victim:tb" has its own, hashed key');
+    redis_cmd('DEL', $tb, ukey('hd-h-xs', "$v:tb"));
 }
 
 # ---------------------------------------------------------------- credentials
@@ -142,7 +145,7 @@ my @secrets;
     my $k2 = "sk:live {x} * " . $r6->() . "\xff" . ('K' x 7900);
     push @secrets, substr($k2, 0, 40);
     three('/hd/h/api', 'api_key, 8000 hostile bytes', h => { 'X-API-Key' => $k2 });
-    ok(redis_cmd('EXISTS', rkey('hd-h-api', hseg($k2))), 'api_key: hashed');
+    ok(redis_cmd('EXISTS', rkey('hd-h-api', 'key=' . hseg($k2))), 'api_key: hashed');
     my $pw = 'pw' . $r6->() . 'Secret';
     push @secrets, $pw, basic_auth('mallory', $pw) =~ s/^Basic //r;
     three('/hd/h/authz', 'Authorization (Basic)', h => { Authorization => basic_auth('mallory', $pw) });
@@ -152,7 +155,7 @@ my @secrets;
     my $sid = 'sid' . $r6->() . 'Cookie7';
     push @secrets, $sid;
     three('/hd/h/cookie', 'cookie:sid', h => { Cookie => "a=1; sid=$sid; b={x}" });
-    ok(redis_cmd('EXISTS', rkey('hd-h-cookie', hseg($sid))), 'cookie:sid: hashed');
+    ok(redis_cmd('EXISTS', rkey('hd-h-cookie', 'c.sid=' . hseg($sid))), 'cookie:sid: hashed');
 }
 
 # ---------------------------------------------------------------- afterwards
@@ -164,14 +167,16 @@ my @secrets;
         my ($p, $z) = $k =~ /^hd:h:/ ? ('hd:h:', '') : (prefix(), '(?:hd-h[a-z-]*:)');
         push @bad, $k unless $k =~ /^\Q$p\E$z$ID$SUFFIX\z/;
     }
-    is_deeply(\@bad, [], 'every key is prefix[zone:]segment[:segment...][:suffix], each segment '
-        . 'raw [A-Za-z0-9.@_-]{1,64}, ~<32 hex> or ip~<segment>');
+    is_deeply(\@bad, [], 'every key is prefix[zone:]identity[:suffix], the identity one segment or '
+        . 'tag=segment[:tag=segment...], each segment raw [A-Za-z0-9.@_-]{1,64}, ~<32 hex> or ip~<segment>');
     my @all = keys_like('*');
-    my @long = grep { length($_) > 737 + length(':gcra') } @all;
-    is_deeply(\@long, [], 'no key in Redis is longer than RLAAS_KEY_MAX (737) + a strategy suffix ('
+    # RLAAS_KEY_MAX (src/core/rlaas_keybuild.h), suffix included, plus the
+    # digits of a fixed window's number
+    my @long = grep { length($_) > 1277 + 13 } @all;
+    is_deeply(\@long, [], 'no key in Redis is longer than RLAAS_KEY_MAX (1277) and a window number ('
         . scalar(@all) . ' keys)');
     my ($max) = sort { $b <=> $a } map { length } @mine;
-    cmp_ok($max, '<=', length(prefix()) + length('hd-h-multi:') + 8 * 33 + 7 + length(':gcra'),
+    cmp_ok($max, '<=', length(prefix()) + length('hd-h-multi:') + 8 * length('h.x-a=') + 8 * 33 + 7 + length(':gcra'),
         "the longest key of this test ($max bytes) is 8 hashed segments long");
     my @unprintable = grep { /[^\x21-\x7e]/ } @all;
     is_deeply(\@unprintable, [], 'no key in Redis holds a space, control or non-ASCII byte');

@@ -15,14 +15,14 @@ plan skip_all => 'mod_rlaas is not loaded' unless have_module();
     my $u = uid('hta');
     my @c = codes(3, '/htaccess/limit/ok.txt', h => { 'X-User' => $u });
     is("@c", '200 200 429', 'AllowOverride Limit: RLaaSLimit 2 from .htaccess applies');
-    my $p = redis_cmd('PTTL', rkey('hta', $u));
+    my $p = redis_cmd('PTTL', ukey('hta', $u));
     ok($p > 0 && $p <= 60_000, ".htaccess RLaaSWindow 30s and RLaaSZone apply (PTTL $p)");
 }
 {
     my $u = uid('hta-sub');
     my @c = codes(5, '/htaccess/limit/sub/ok.txt', h => { 'X-User' => $u });
     is("@c", '200 200 200 200 429', 'nested .htaccess overrides the limit (4)');
-    my $p = redis_cmd('PTTL', rkey('hta', $u));
+    my $p = redis_cmd('PTTL', ukey('hta', $u));
     ok($p > 0 && $p <= 60_000, "nested .htaccess inherits window, zone and sources from the parent .htaccess (PTTL $p)");
 }
 {
@@ -35,7 +35,7 @@ plan skip_all => 'mod_rlaas is not loaded' unless have_module();
     my $u = uid('hta-list');
     my @c = codes(3, '/htaccess/list/ok.txt', h => { 'X-User' => $u });
     is("@c", '200 200 429', 'AllowOverrideList RLaaSLimit RLaaSZone RLaaSKeyBy: the .htaccess applies');
-    ok(redis_cmd('EXISTS', rkey('hta-list', $u)), 'AllowOverrideList: zone from the .htaccess');
+    ok(redis_cmd('EXISTS', ukey('hta-list', $u)), 'AllowOverrideList: zone from the .htaccess');
 }
 
 for my $c (

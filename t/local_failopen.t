@@ -83,7 +83,7 @@ my $u2 = uid('lo-fo-up');
     ok(redis_decides(), sprintf('back to Redis by itself, %.2fs after it started', time - $t0));
     my @r = fo('/lo/fo', $u2, 2);
     is(st_line(@r), '200/allowed 200/allowed', 'decided by Redis again (RLAAS_STATUS allowed)');
-    is($redis->cmd('ZCARD', rkey('lo-fo', $u2)), 2, 'the state is in Redis');
+    is($redis->cmd('ZCARD', ukey('lo-fo', $u2)), 2, 'the state is in Redis');
 }
 
 # ---------------------------------------------------------------- Redis killed

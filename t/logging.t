@@ -63,7 +63,7 @@ sub pid_of { $_[0] =~ /\[pid (\d+)/ ? $1 : 'none' }
     # (1 when it takes under a second, as it normally does)
     my $secs = gate_seconds($t0, $t1);
     my $log1 = error_log_since($m);
-    my @burst = lines_with($log1, qr/RLAAS0020: rate limit exceeded for \S*:\Q$u\E /);
+    my @burst = lines_with($log1, qr/RLAAS0020: rate limit exceeded for \S*:h\.x-user=\Q$u\E /);
     cmp_ok(scalar(@burst), '>=', 1, 'the denials are logged at info (RLAAS0020)');
     like($burst[0] // '', qr/\[rlaas:info\]/, 'at level info');
     cmp_ok(scalar(@burst), '<=', $secs, sprintf(
@@ -82,7 +82,7 @@ sub pid_of { $_[0] =~ /\[pid (\d+)/ ? $1 : 'none' }
     my %p = map { $_ => 1 } @pids;
     is(scalar(keys %p), 1, 'all 51 denials were served by one child (one keep-alive connection)');
     my @last;
-    wait_for(sub { @last = lines_with(error_log_since($m2), qr/RLAAS0020[^\n]*:\Q$u\E /); @last }, 3);
+    wait_for(sub { @last = lines_with(error_log_since($m2), qr/RLAAS0020[^\n]*:h\.x-user=\Q$u\E /); @last }, 3);
     is(scalar(@last), 1, 'the denial a second later is logged');
     my ($n) = ($last[0] // '') =~ /\((\d+) similar lines suppressed\)/;
     is($n, 50 - @burst, 'and says "(' . (50 - @burst) . ' similar lines suppressed)": the ones held back')
@@ -116,9 +116,9 @@ sub pid_of { $_[0] =~ /\[pid (\d+)/ ? $1 : 'none' }
     my $children = keys %pids;
     sleep 0.2;
     my $log = error_log_since($m);
-    my @wl = lines_with($log, qr/RLAAS0020[^\n]*:\Q$w\E /);
+    my @wl = lines_with($log, qr/RLAAS0020[^\n]*:h\.x-user=\Q$w\E /);
     is_deeply(\@wl, [], 'LogLevel rlaas:warn: no denial line at all');
-    my @l = lines_with($log, qr/RLAAS0020[^\n]*:\Q$u\E /);
+    my @l = lines_with($log, qr/RLAAS0020[^\n]*:h\.x-user=\Q$u\E /);
     my %per;
     $per{ pid_of($_) }++ for @l;
     # at most one line a second per child: the seconds the burst touched

@@ -17,7 +17,7 @@ sub pttl { redis_cmd('PTTL', $_[0]) }
     my $u = uid('merge');
     my @c = codes(4, '/rl/merge/x', h => { 'X-User' => $u });
     is("@c", '200 200 200 429', 'parent Location: limit 3');
-    my $p = pttl(rkey('merge', $u));
+    my $p = pttl(ukey('merge', $u));
     ok($p > 100_000, "parent Location: window 60s (PTTL $p)");
 }
 
@@ -26,9 +26,9 @@ sub pttl { redis_cmd('PTTL', $_[0]) }
     my $u = uid('merge-w');
     my @c = codes(4, '/rl/merge/window/x', h => { 'X-User' => $u });
     is("@c", '200 200 200 429', 'child sets only RLaaSWindow: limit 3 inherited');
-    my $p = pttl(rkey('merge', $u));
+    my $p = pttl(ukey('merge', $u));
     ok($p > 0 && $p <= 4_000, "child sets only RLaaSWindow: its 2s window applies (PTTL $p)");
-    ok(!redis_cmd('EXISTS', rkey(undef, $u)), 'child sets only RLaaSWindow: zone inherited');
+    ok(!redis_cmd('EXISTS', ukey(undef, $u)), 'child sets only RLaaSWindow: zone inherited');
 }
 
 # ---------------------------------------------------------------- limit only
@@ -36,7 +36,7 @@ sub pttl { redis_cmd('PTTL', $_[0]) }
     my $u = uid('merge-l');
     my @c = codes(6, '/rl/merge/limit/x', h => { 'X-User' => $u });
     is("@c", '200 200 200 200 200 429', 'child sets only RLaaSLimit 5: 5 allowed');
-    my $p = pttl(rkey('merge', $u));
+    my $p = pttl(ukey('merge', $u));
     ok($p > 100_000, "child sets only RLaaSLimit: window 60s and zone inherited (PTTL $p)");
 }
 
@@ -45,8 +45,8 @@ sub pttl { redis_cmd('PTTL', $_[0]) }
     my $u = uid('merge-z');
     my @c = codes(4, '/rl/merge/zone/x', h => { 'X-User' => $u });
     is("@c", '200 200 200 429', 'child sets only RLaaSZone: limit 3 inherited');
-    ok(redis_cmd('EXISTS', rkey('merge2', $u)), 'child sets only RLaaSZone: its zone is in the key');
-    ok(!redis_cmd('EXISTS', rkey('merge', $u)), 'child sets only RLaaSZone: the parent zone is not used');
+    ok(redis_cmd('EXISTS', ukey('merge2', $u)), 'child sets only RLaaSZone: its zone is in the key');
+    ok(!redis_cmd('EXISTS', ukey('merge', $u)), 'child sets only RLaaSZone: the parent zone is not used');
 }
 
 # ---------------------------------------------------------------- sources only
@@ -55,9 +55,10 @@ sub pttl { redis_cmd('PTTL', $_[0]) }
     my $q = uid('q');
     my @c = codes(4, "/rl/merge/keyby/x?t=$q", h => { 'X-User' => $u });
     is("@c", '200 200 200 429', 'child sets only RLaaSKeyBy: limit 3 inherited');
-    ok(redis_cmd('EXISTS', rkey('merge', $q)), 'child RLaaSKeyBy query:t replaces the parent sources');
-    ok(!redis_cmd('EXISTS', rkey('merge', $u)), 'child RLaaSKeyBy: the parent header source is not used');
-    ok(!redis_cmd('EXISTS', rkey('merge', "$u:$q")), 'child RLaaSKeyBy does not append to the parent sources');
+    ok(redis_cmd('EXISTS', rkey('merge', tseg('q.t', $q))), 'child RLaaSKeyBy query:t replaces the parent sources');
+    ok(!redis_cmd('EXISTS', ukey('merge', $u)), 'child RLaaSKeyBy: the parent header source is not used');
+    ok(!redis_cmd('EXISTS', rkey('merge', tseg('h.x-user', $u), tseg('q.t', $q))),
+        'child RLaaSKeyBy does not append to the parent sources');
 }
 
 # ---------------------------------------------------------------- strategy only
@@ -66,7 +67,7 @@ sub pttl { redis_cmd('PTTL', $_[0]) }
     my $u = uid('merge-s');
     my @c = codes(4, '/rl/merge/fixed/x', h => { 'X-User' => $u });
     is("@c", '200 200 200 429', 'child sets only RLaaSStrategy fixed: limit 3 inherited');
-    my $k = rkey('merge', $u) . ":$idx";
+    my $k = ukey('merge', $u) . ":$idx";
     is(redis_cmd('TYPE', $k), 'string', 'child sets only RLaaSStrategy: fixed window key with zone and window inherited');
     my $p = pttl($k);
     ok($p > 0 && $p <= 60_000, "fixed window inherits the 60s window (PTTL $p)");
@@ -78,7 +79,7 @@ sub pttl { redis_cmd('PTTL', $_[0]) }
     my @r = map { req('/rl/merge/off/x', h => { 'X-User' => $u }) } 1 .. 6;
     is(join(' ', map { $_->code } @r), join(' ', ('200') x 6), 'RLaaSEngine off in a child Location: never limited');
     is(scalar(grep { defined status_of($_) } @r), 0, 'RLaaSEngine off: RLAAS_STATUS unset');
-    ok(!redis_cmd('EXISTS', rkey('merge', $u)), 'RLaaSEngine off: nothing is written to Redis');
+    ok(!redis_cmd('EXISTS', ukey('merge', $u)), 'RLaaSEngine off: nothing is written to Redis');
 
     my $v = uid('merge-on');
     my @c = codes(4, '/rl/merge/off/on/x', h => { 'X-User' => $v });
@@ -94,7 +95,7 @@ sub pttl { redis_cmd('PTTL', $_[0]) }
     is(scalar(grep { defined status_of($_) } @r), 0, 'no RLaaSLimit: RLAAS_STATUS unset');
     my @c = codes(3, '/rl/nolimit/child/x', h => { 'X-User' => $u });
     is("@c", '200 200 429', 'child adds RLaaSLimit 2: limiting starts there');
-    my $p = pttl(rkey('nolimit', $u));
+    my $p = pttl(ukey('nolimit', $u));
     ok($p > 0 && $p <= 4_000, "child with only RLaaSLimit inherits the parent's 2s window and zone (PTTL $p)");
 }
 
@@ -106,8 +107,8 @@ sub pttl { redis_cmd('PTTL', $_[0]) }
     my $g = uid('if-gold');
     my @g = codes(6, '/rl/if/x', h => { 'X-User' => $g, 'X-Tier' => 'gold' });
     is("@g", '200 200 200 200 200 429', '<If> matching: RLaaSLimit 5 inside <If> overrides');
-    ok(redis_cmd('EXISTS', rkey('if-gold', $g)), '<If> matching: RLaaSZone inside <If> overrides');
-    ok(!redis_cmd('EXISTS', rkey('if', $g)), '<If> matching: the Location zone is not used');
+    ok(redis_cmd('EXISTS', ukey('if-gold', $g)), '<If> matching: RLaaSZone inside <If> overrides');
+    ok(!redis_cmd('EXISTS', ukey('if', $g)), '<If> matching: the Location zone is not used');
 }
 {
     my $u = uid('engine-if');
@@ -127,7 +128,7 @@ sub pttl { redis_cmd('PTTL', $_[0]) }
     my $v = uid('dir');
     my @d = codes(2, '/dir/one.txt', h => { 'X-User' => $v });
     is("@d", '200 429', '<Files> inside <Directory> overrides only the limit (1)');
-    ok(redis_cmd('EXISTS', rkey('dir', $v)), '<Files> inherits zone and sources from <Directory>');
+    ok(redis_cmd('EXISTS', ukey('dir', $v)), '<Files> inherits zone and sources from <Directory>');
 }
 
 # ---------------------------------------------------------------- vhost level
@@ -135,8 +136,8 @@ sub pttl { redis_cmd('PTTL', $_[0]) }
     my $u = uid('vh');
     my @c = codes(3, '/ok.txt', vhost => 'rlaas_vhost', h => { 'X-User' => $u });
     is("@c", '200 200 429', 'RLaaSLimit at <VirtualHost> level limits every URL of the vhost');
-    ok(redis_cmd('EXISTS', "custom:rl:vh:$u"), 'RLaaSKeyPrefix of the vhost: custom:rl:vh:<id>');
-    ok(!redis_cmd('EXISTS', rkey('vh', $u)), 'RLaaSKeyPrefix replaces the default prefix');
+    ok(redis_cmd('EXISTS', 'custom:rl:vh:' . tseg('h.x-user', $u)), 'RLaaSKeyPrefix of the vhost: custom:rl:vh:<id>');
+    ok(!redis_cmd('EXISTS', ukey('vh', $u)), 'RLaaSKeyPrefix replaces the default prefix');
     is(hit('/ok.txt', h => { 'X-User' => $u }), 200, 'the vhost settings do not reach the main server');
 
     my @f = map { req('/rl/vh/free/x', vhost => 'rlaas_vhost', h => { 'X-User' => $u }) } 1 .. 4;
@@ -145,12 +146,12 @@ sub pttl { redis_cmd('PTTL', $_[0]) }
     my $w = uid('vh3');
     my @t = codes(4, '/rl/vh/three/x', vhost => 'rlaas_vhost', h => { 'X-User' => $w });
     is("@t", '200 200 200 429', 'Location in the vhost overrides the vhost limit (3)');
-    ok(redis_cmd('EXISTS', "custom:rl:vh:$w"), 'and keeps the vhost zone, sources and prefix');
+    ok(redis_cmd('EXISTS', "custom:rl:vh:" . tseg('h.x-user', $w)), 'and keeps the vhost zone, sources and prefix');
 
     my $x = uid('vhb');
     my @b = codes(4, '/rl/basic/x', vhost => 'rlaas_vhost', h => { 'X-User' => $x });
     is("@b", '200 200 200 429', 'a main-server Location applies inside the vhost (limit 3)');
-    ok(redis_cmd('EXISTS', "custom:rl:basic:$x"), 'main-server Location zone + vhost key prefix');
+    ok(redis_cmd('EXISTS', "custom:rl:basic:" . tseg('h.x-user', $x)), 'main-server Location zone + vhost key prefix');
 }
 
 done_testing();

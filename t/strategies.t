@@ -30,11 +30,11 @@ for my $c (
     my @c = codes(4, "/rl/st/$name", %h);
     my $burst = time - $t0;
     is("@c", '200 200 200 429', "RLaaSStrategy $name, limit 3 per 3s: a burst of 3, then 429");
-    my $k = rkey($zone, $u) . ":$suffix";
+    my $k = ukey($zone, $u) . ":$suffix";
     is(redis_cmd('TYPE', $k), $type, "RLaaSStrategy $name keeps a \U$type\E at K:$suffix");
     my $p = redis_cmd('PTTL', $k);
     ok($p > 0 && $p <= 6_000, "RLaaSStrategy $name: its key has a TTL (PTTL $p)");
-    ok(!redis_cmd('EXISTS', rkey($zone, $u)), "RLaaSStrategy $name writes nothing at K itself");
+    ok(!redis_cmd('EXISTS', ukey($zone, $u)), "RLaaSStrategy $name writes nothing at K itself");
     my $res = req("/rl/st/$name", %h);
     is($res->code, 429, "RLaaSStrategy $name: still denied right after the burst");
     my $ra = $res->header('Retry-After') // 0;
@@ -53,7 +53,7 @@ for my $name (qw(sliding sliding_window)) {
     my $u = uid($name);
     my @c = codes(5, "/rl/st/$name", h => { 'X-User' => $u });
     is("@c", '200 200 200 429 429', "RLaaSStrategy $name, limit 3: 3 allowed, then 429");
-    my $k = rkey($zone, $u) . ':sw';
+    my $k = ukey($zone, $u) . ':sw';
     ok(redis_cmd('EXISTS', $k), "RLaaSStrategy $name keeps its state at K:sw");
     my $p = redis_cmd('PTTL', $k);
     ok($p > 0 && $p <= 120_000, "RLaaSStrategy $name: its key has a TTL (PTTL $p)");
@@ -62,7 +62,7 @@ for my $name (qw(sliding sliding_window)) {
 # one zone and identity under every strategy: switching never errors
 {
     my $u = uid('mix');
-    my $K = rkey('st-mix', $u);
+    my $K = ukey('st-mix', $u);
     my @names = qw(fixed sliding_log sliding token leaky gcra);
     my @c = map { hit("/rl/st/mix/$_", h => { 'X-User' => $u }) } @names, @names;
     is("@c", join(' ', ('200') x 12),

@@ -24,9 +24,9 @@ plan skip_all => 'mod_rlaas is not loaded' unless have_module();
     is(join(' ', codes(3, '/hd/t/x', %a)), '200 200 429', 'tenant A (prefix rlaas:t:alice:), limit 2: exhausted');
     is(join(' ', codes(3, '/hd/t/x', %b)), '200 200 429',
         'tenant B, same zone and identity: its own counter (2 allowed), not A\'s');
-    is(redis_cmd('ZCARD', "rlaas:t:alice:site:$u"), 2, "tenant A's key: rlaas:t:alice:site:<id>");
-    is(redis_cmd('ZCARD', "rlaas:t:bob:site:$u"), 2, "tenant B's key: rlaas:t:bob:site:<id>");
-    ok(!redis_cmd('EXISTS', rkey('site', $u)), 'nothing under the default prefix');
+    is(redis_cmd('ZCARD', "rlaas:t:alice:site:" . tseg('h.x-user', $u)), 2, "tenant A's key: rlaas:t:alice:site:<id>");
+    is(redis_cmd('ZCARD', "rlaas:t:bob:site:" . tseg('h.x-user', $u)), 2, "tenant B's key: rlaas:t:bob:site:<id>");
+    ok(!redis_cmd('EXISTS', ukey('site', $u)), 'nothing under the default prefix');
     is(hit('/hd/t/x', %a), 429, 'tenant A is still limited');
 }
 
@@ -35,7 +35,7 @@ plan skip_all => 'mod_rlaas is not loaded' unless have_module();
     my $u = uid('tenant-hta');
     my @c = codes(3, '/tenants/limit/ok.txt', vhost => 'rlaas_tenant_b', h => { 'X-User' => $u });
     is("@c", '200 200 429', "a tenant's .htaccess (AllowOverride Limit) sets its own limit");
-    is(redis_cmd('ZCARD', "rlaas:t:bob:tenant-limit:$u"), 2,
+    is(redis_cmd('ZCARD', "rlaas:t:bob:tenant-limit:" . tseg('h.x-user', $u)), 2,
         "the tenant's zone is under its vhost's prefix (rlaas:t:bob:tenant-limit:<id>)");
 }
 for my $c (

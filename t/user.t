@@ -1,5 +1,7 @@
-# RLaaSKeyBy user: the authenticated user (mod_auth_basic + mod_authn_file),
-# decided after authentication; never a user name the client merely claims.
+# RLaaSKeyBy user with Basic authentication (mod_auth_basic + mod_authn_file):
+# decided before authentication under the user name the client sent, so
+# failed attempts count; where nothing authenticates, a name the client
+# merely claims never selects the key.
 use strict;
 use warnings;
 use FindBin;
@@ -10,7 +12,7 @@ use RLaaS::Test qw(:all);
 plan skip_all => 'mod_rlaas is not loaded' unless have_module();
 
 my ($bob, $carol) = (rkey('k-user', 'bob'), rkey('k-user', 'carol'));
-redis_cmd('DEL', $bob, $carol);
+redis_cmd('DEL', $bob, $carol, rkey('k-user', fallback('127.0.0.1')));
 
 my @c = codes(3, '/rl/user/x', auth => ['bob', 'bob-pw']);
 is("@c", '200 200 429', 'RLaaSKeyBy user, limit 2: bob gets 2 requests, then 429');
@@ -20,10 +22,14 @@ ok(redis_cmd('EXISTS', $carol), 'carol is counted under prefix:zone:carol');
 
 my $anon = req('/rl/user/x');
 is($anon->code, 401, 'no credentials: 401 from authentication, not 429 or 500');
-is(hit('/rl/user/x', auth => ['bob', 'wrong']), 401, 'wrong password: 401');
-is(redis_cmd('ZCARD', $bob), 2, 'failed authentications are not counted against bob');
+is(hit('/rl/user/x', auth => ['carol', 'wrong']), 401, 'wrong password: 401');
+is(redis_cmd('ZCARD', $carol), 2, 'a failed authentication counts against the name it tried');
+is(hit('/rl/user/x', auth => ['bob', 'wrong']), 429,
+    'bob is over his limit: a wrong password for him gets 429, not 401');
+is(redis_cmd('ZCARD', $bob), 2, 'refused attempts are not recorded (sliding log)');
 my @k = grep { !/:(bob|carol)$/ } keys_like(rkey('k-user', '*'));
-is_deeply(\@k, [], 'no key was made for unauthenticated requests');
+is_deeply(\@k, [rkey('k-user', fallback('127.0.0.1'))],
+    'the attempt without credentials counted under the client address');
 
 # no authentication configured: the user source has no value
 my $fb = rkey('k-user-noauth', fallback('127.0.0.1'));
@@ -33,5 +39,5 @@ ok(redis_cmd('EXISTS', $fb), 'user source without authentication falls back to i
 ok(!redis_cmd('EXISTS', rkey('k-user-noauth', 'bob')),
     'an unverified Authorization header does not select the user key');
 
-redis_cmd('DEL', $bob, $carol, $fb);
+redis_cmd('DEL', $bob, $carol, $fb, rkey('k-user', fallback('127.0.0.1')));
 done_testing();

@@ -5,7 +5,7 @@
 # keep serving until Ctrl-C. Both servers are stopped on exit.
 set -eu
 
-PKGS="apache2 apache2-dev libhiredis-dev redis-server curl make gcc"
+PKGS="apache2 apache2-dev libhiredis-dev libssl-dev redis-server curl make gcc"
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 

@@ -3,10 +3,11 @@
 # untrusted bytes without httpd (fuzz/*.c):
 #
 #   parse   the directive value parsers: httpd.conf and tenants' .htaccess
-#   key     the key segment functions: client headers, cookies, query
+#   key     the key functions: client values, and the whole key's injectivity
 #   reply   hiredis' reader and rlaas_reply_verdict: bytes from Redis
 #   resp    the hand-written EVALSHA command, against hiredis' formatter
 #   headers the hand-built RateLimit header values, against snprintf
+#   cookie  the cookie finder: client Cookie headers, against a reference
 #   local   the local engine: the strategies in C and the shared table,
 #           under any sequence of calls and clock steps
 #
@@ -26,7 +27,7 @@
 # Environment:
 #   FUZZ_SECONDS   time per target (default 30)
 #   FUZZ_TARGETS   targets to run (default "parse key reply resp headers
-#                  local")
+#                  cookie local")
 #   FUZZ_CC        a clang with libFuzzer (default clang)
 #   FUZZ_FLAGS     extra libFuzzer flags, e.g. "-jobs=2 -workers=2"
 set -u
@@ -35,7 +36,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 
 seconds=${FUZZ_SECONDS:-30}
-targets=${FUZZ_TARGETS:-parse key reply resp headers local}
+targets=${FUZZ_TARGETS:-parse key reply resp headers cookie local}
 cc=${FUZZ_CC:-clang}
 mode=fuzz
 [ "${1:-}" = "--replay" ] && mode=replay
@@ -47,11 +48,13 @@ sources() {
     case $1 in
     parse) echo src/core/rlaas_parse.c src/core/rlaas_headers.c \
         src/core/rlaas_verdict.c ;;
-    key) echo src/core/rlaas_key.c ;;
+    key) echo src/core/rlaas_key.c src/core/rlaas_keybuild.c \
+        src/core/rlaas_ip.c ;;
     reply) echo src/redis/rlaas_reply.c src/core/rlaas_headers.c \
         src/core/rlaas_verdict.c ;;
     resp) echo src/redis/rlaas_resp.c src/core/rlaas_verdict.c ;;
     headers) echo src/core/rlaas_headers.c src/core/rlaas_verdict.c ;;
+    cookie) echo src/core/rlaas_cookie.c ;;
     local) echo src/core/rlaas_algo*.c src/core/rlaas_siphash.c \
         src/core/rlaas_clock.c src/core/rlaas_verdict.c \
         src/core/rlaas_parse.c src/local/rlaas_table.c \

@@ -5,9 +5,6 @@ static const rlaas_algo_fn algos[RLAAS_STRATEGY_COUNT] = {
     rlaas_algo_fixed, rlaas_algo_sliding_log, rlaas_algo_sliding,
     rlaas_algo_token, rlaas_algo_leaky,       rlaas_algo_gcra};
 
-static const char *const suffixes[RLAAS_STRATEGY_COUNT] = {
-    NULL, "", ":sw", ":tb", ":lb", ":gcra"};
-
 int rlaas_algo_call_ok(const rlaas_algo_call_t *c)
 {
     return c->strategy >= 0 && c->strategy < RLAAS_STRATEGY_COUNT &&
@@ -18,16 +15,12 @@ int rlaas_algo_call_ok(const rlaas_algo_call_t *c)
 
 size_t rlaas_algo_suffix(const rlaas_algo_call_t *c, char *buf)
 {
-    size_t n;
+    size_t n = 0;
 
-    if (c->strategy != RLAAS_STRATEGY_FIXED) {
-        n = strlen(suffixes[c->strategy]);
-        memcpy(buf, suffixes[c->strategy], n + 1);
-        return n;
-    }
-    /* fixed counts in wall-clock windows: K:<floor(now / W)> */
-    buf[0] = ':';
-    n = 1 + rlaas_fmt_i64(buf + 1, c->now_ms / c->window_ms);
+    /* fixed counts in wall-clock windows: K<floor(now / W)>, K ending in
+     * ':'; the other scripts write K itself */
+    if (c->strategy == RLAAS_STRATEGY_FIXED)
+        n = rlaas_fmt_i64(buf, c->now_ms / c->window_ms);
     buf[n] = '\0';
     return n;
 }

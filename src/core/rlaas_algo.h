@@ -50,9 +50,10 @@ typedef struct {
 /* 1 if the call's limit, window and time are in range. */
 int rlaas_algo_call_ok(const rlaas_algo_call_t *c);
 
-/* Writes the suffix the script adds to the key (none for the sliding log,
- * ":<window number>" for fixed, ":sw", ":tb", ":lb", ":gcra"), NUL
- * terminated, into buf (RLAAS_ALGO_SUFFIX_MAX bytes); returns its length. */
+/* Writes what the script adds to its key, the whole key the module builds
+ * (KEYS[1], the strategy's suffix included): fixed's window number, nothing
+ * for the others. NUL terminated, into buf (RLAAS_ALGO_SUFFIX_MAX bytes);
+ * returns its length. */
 size_t rlaas_algo_suffix(const rlaas_algo_call_t *c, char *buf);
 
 /* One hit, in place. state holds *len bytes of the record's state (*len 0:

@@ -4,8 +4,9 @@
 #include "rlaas_algo_impl.h"
 
 /* The stored TAT as the script reads it back (one integer a * r + b, or
- * "a:b"); 0 if it is past, or more than a day beyond now + W: then it was
- * not written under this limit and window (the tick size changed). */
+ * "a:b"); 0 if it is past (a full bucket), or if its stamp, TAT - W at the
+ * earliest, falls under the clock rule (a TAT misread under another tick
+ * size lies far ahead too: fresh). */
 static int tat_read(const void *state, size_t len, int64_t r, int64_t now,
                     int64_t W, int64_t *a, int64_t *b)
 {
@@ -22,7 +23,7 @@ static int tat_read(const void *state, size_t len, int64_t r, int64_t now,
         y = st.a % r;
         x = (st.a - y) / r;
     }
-    if (x < now || x > now + W + 86400000)
+    if (x < now || rlaas_clock_at(x - W, now, W) < 0)
         return 0;
     *a = x;
     *b = y;

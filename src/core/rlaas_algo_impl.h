@@ -54,6 +54,16 @@ static inline int64_t rlaas_min(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
+/* The scripts' one rule for a clock gone back (lua/prelude.lua): state
+ * stamped more than a window ahead of now is none (-1); up to a window
+ * ahead it is held, time standing at its stamp. */
+static inline int64_t rlaas_clock_at(int64_t ts, int64_t now, int64_t W)
+{
+    if (ts > now + W)
+        return -1;
+    return ts > now ? ts : now;
+}
+
 static inline void rlaas_reply(rlaas_verdict_t *v, int ok, int64_t rem,
                                int64_t reset, int64_t retry)
 {

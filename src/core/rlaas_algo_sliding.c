@@ -42,8 +42,8 @@ static int64_t distance(const sw_state_t *st, int64_t i, int64_t W, int64_t now,
         return d;
     }
     d = st->i - i;
-    /* over a day ahead: written under another window size, not held */
-    if (d > 0 && st->i * W - now > W + 86400000)
+    /* stamped at the start of window st->i: the clock rule */
+    if (d > 0 && rlaas_clock_at(st->i * W, now, W) < 0)
         *none = 1;
     return d;
 }

@@ -32,20 +32,41 @@ static int64_t runs_read(const void *state, size_t len)
     return k;
 }
 
-/* ZREMRANGEBYSCORE -inf (now - W): a hit counts while its time > now - W.
- * Returns the entries left; *n: the hits they hold. */
-static int64_t prune(run_t *r, int64_t k, int64_t oldest_kept, int64_t *n)
+/* How many hits count (time > now - W) and how many are dead. */
+static int64_t count_live(const run_t *r, int64_t k, int64_t now, int64_t W,
+                          int64_t *dead)
 {
-    int64_t drop = 0, i;
+    int64_t live = 0, i;
 
-    while (drop < k && r[drop].ms < oldest_kept)
-        drop++;
-    memmove(r, r + drop, (size_t)(k - drop) * sizeof(run_t));
-    k -= drop;
-    *n = 0;
-    for (i = 0; i < k; i++)
-        *n += r[i].n;
-    return k;
+    *dead = 0;
+    for (i = 0; i < k; i++) {
+        if (r[i].ms > now - W)
+            live += r[i].n;
+        else
+            *dead += r[i].n;
+    }
+    return live;
+}
+
+/* The script's bounded work: at most this many of the oldest dead hits
+ * go per call (ZREMRANGEBYRANK); the rest stay, first in rank. */
+#define PRUNE_MAX 256
+
+/* Drops the oldest `drop` hits. Returns the entries left. */
+static int64_t prune(run_t *r, int64_t k, int64_t drop)
+{
+    int64_t gone = 0;
+
+    while (drop > 0 && gone < k) {
+        if (r[gone].n > drop) {
+            r[gone].n -= drop;
+            break;
+        }
+        drop -= r[gone].n;
+        gone++;
+    }
+    memmove(r, r + gone, (size_t)(k - gone) * sizeof(run_t));
+    return k - gone;
 }
 
 /* A full log makes room: the entry whose hits move the least (their
@@ -108,21 +129,33 @@ int rlaas_algo_sliding_log(const rlaas_algo_call_t *c, void *state, size_t *len,
 {
     int64_t L = c->limit, W = c->window_ms, now = c->now_ms;
     run_t *r = RUNS(state);
-    int64_t k = runs_read(state, *len), n, rem, reset, retry = 0;
+    int64_t k = runs_read(state, *len), n, dead, gone, newest = -1, rem;
+    int64_t reset, retry = 0;
     int ok;
 
-    k = prune(r, k, now - W + 1, &n);
+    /* the clock rule on the newest hit: over a window ahead, no state */
+    if (k > 0 && rlaas_clock_at(r[k - 1].ms, now, W) < 0)
+        k = 0;
+    if (k > 0)
+        newest = r[k - 1].ms;
+    n = count_live(r, k, now, W, &dead);
+    gone = rlaas_min(dead, PRUNE_MAX);
+    k = prune(r, k, gone);
+    dead -= gone;
     ok = n < L;
     if (ok) {
         k = add(r, k, now);
         n++;
+        if (newest < now)
+            newest = now;
     }
     rem = rlaas_max(0, L - n);
     /* empty when the newest hit leaves */
-    reset = rlaas_max(0, r[k - 1].ms + W - now);
-    /* a hit fits once hit n-L (0-based) has left */
+    reset = rlaas_max(0, newest + W - now);
+    /* a hit fits once live hit n-L (0-based) has left; dead ones rank
+     * first */
     if (n >= L)
-        retry = rlaas_max(1, time_of(r, k, n - L) + W - now);
+        retry = rlaas_max(1, time_of(r, k, dead + n - L) + W - now);
     memcpy(state, &k, sizeof(k));
     *len = sizeof(int64_t) + (size_t)k * sizeof(run_t);
     /* 2*W (seeds); longer if the clock went back */

@@ -9,19 +9,20 @@ int rlaas_algo_token(const rlaas_algo_call_t *cl, void *state, size_t *len,
     int64_t L = cl->limit, W = cl->window_ms, now = cl->now_ms;
     int64_t g = rlaas_gcd(L, W), c = W / g, r = L / g;
     /* level = n tokens + f ticks (0 <= f < c); none: full */
-    int64_t n = L, f = 0, ts = now, off, q, x, reset, retry = 0;
+    int64_t n = L, f = 0, ts = now, at, off, q, x, reset, retry = 0;
     rlaas_algo_pair_t st;
     int ok;
 
-    if (rlaas_algo_pair_read(state, *len, &st)) {
-        int64_t dt = now - st.ts;
+    if (rlaas_algo_pair_read(state, *len, &st) &&
+        (at = rlaas_clock_at(st.ts, now, W)) >= 0) {
+        /* held (clock went back): no refill, time stays at the stamp */
+        int64_t dt = at - st.ts;
 
         rlaas_algo_level(&st, c, &n, &f);
         if (f >= c)
             f = c - 1;
-        if (dt < 0)
-            ts = st.ts; /* clock went back: no refill, keep the stored time */
-        else if (dt >= W) {
+        ts = at;
+        if (dt >= W) {
             n = L;
             f = 0;
         }

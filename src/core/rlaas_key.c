@@ -13,6 +13,16 @@ static int safe_byte(unsigned char c)
            c == '@';
 }
 
+static int digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static int hex_lower(char c)
+{
+    return digit(c) || (c >= 'a' && c <= 'f');
+}
+
 int rlaas_key_is_safe(const char *val, size_t len)
 {
     size_t i;
@@ -26,7 +36,59 @@ int rlaas_key_is_safe(const char *val, size_t len)
     return 1;
 }
 
-static size_t hashed(char *out, const char *val, size_t len)
+static int is(const char *val, size_t len, const char *word)
+{
+    return len == strlen(word) && memcmp(val, word, len) == 0;
+}
+
+int rlaas_key_suffix_like(const char *val, size_t len)
+{
+    size_t i;
+
+    if (is(val, len, "tb") || is(val, len, "sw") || is(val, len, "lb") ||
+        is(val, len, "gcra"))
+        return 1;
+    for (i = 0; i < len; i++) {
+        if (!digit(val[i]))
+            return 0;
+    }
+    return len > 0;
+}
+
+/* ^[0-9a-f]{1,4}(-[0-9a-f]{1,4}){0,7}_[0-9]{1,3}$: a grouped IPv6
+ * network as rlaas_ip_render writes it. */
+static int ipv6_rendering(const char *val, size_t len)
+{
+    size_t i = 0, run = 0, groups = 1, bits = 0;
+
+    for (; i < len && val[i] != '_'; i++) {
+        if (val[i] == '-') {
+            if (run == 0 || ++groups > 8)
+                return 0;
+            run = 0;
+        }
+        else if (!hex_lower(val[i]) || ++run > 4)
+            return 0;
+    }
+    if (run == 0 || i == len)
+        return 0;
+    for (i++; i < len; i++, bits++) {
+        if (!digit(val[i]) || bits == 3)
+            return 0;
+    }
+    return bits > 0;
+}
+
+int rlaas_key_address_like(const char *val, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len && (digit(val[i]) || val[i] == '.'); i++)
+        ;
+    return (len > 0 && i == len) || ipv6_rendering(val, len);
+}
+
+void rlaas_key_sha1_hex(char *out, size_t n, const char *val, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
     unsigned char digest[APR_SHA1_DIGESTSIZE];
@@ -37,31 +99,55 @@ static size_t hashed(char *out, const char *val, size_t len)
     /* apr_sha1_update takes an unsigned int length; feed in slices so
      * that no value, however long, is silently truncated. */
     while (len > 0) {
-        unsigned int n = len > 0x10000000u ? 0x10000000u : (unsigned int)len;
-        apr_sha1_update_binary(&ctx, (const unsigned char *)val, n);
-        val += n;
-        len -= n;
+        unsigned int k = len > 0x10000000u ? 0x10000000u : (unsigned int)len;
+        apr_sha1_update_binary(&ctx, (const unsigned char *)val, k);
+        val += k;
+        len -= k;
     }
     apr_sha1_final(digest, &ctx);
-    out[0] = '~';
-    for (i = 0; i < (RLAAS_SEG_HASH_LEN - 1) / 2; i++) {
-        out[1 + 2 * i] = hex[digest[i] >> 4];
-        out[2 + 2 * i] = hex[digest[i] & 0xf];
-    }
-    return RLAAS_SEG_HASH_LEN;
+    for (i = 0; i < n && i < 2 * APR_SHA1_DIGESTSIZE; i++)
+        out[i] = hex[i % 2 ? digest[i / 2] & 0xf : digest[i / 2] >> 4];
 }
 
-size_t rlaas_key_segment(char *out, const char *val, size_t len, int credential)
+/* Raw is the exception: only values that can be nothing but themselves. */
+static int raw_ok(const char *val, size_t len, rlaas_val_kind_e kind)
 {
-    if (!credential && rlaas_key_is_safe(val, len)) {
+    if (kind == RLAAS_VAL_SECRET || !rlaas_key_is_safe(val, len) ||
+        rlaas_key_suffix_like(val, len))
+        return 0;
+    if (kind == RLAAS_VAL_ADDRESS)
+        return rlaas_key_address_like(val, len);
+    return !rlaas_key_address_like(val, len);
+}
+
+size_t rlaas_key_value(char *out, const char *val, size_t len,
+                       rlaas_val_kind_e kind)
+{
+    if (raw_ok(val, len, kind)) {
         memcpy(out, val, len);
         return len;
     }
-    return hashed(out, val, len);
+    /* An address that is none is "no address": one text, so that no
+     * other value's hash can meet it (a value "-" is raw). */
+    if (kind == RLAAS_VAL_ADDRESS) {
+        val = "-";
+        len = 1;
+    }
+    out[0] = '~';
+    rlaas_key_sha1_hex(out + 1, RLAAS_SEG_HASH_LEN - 1, val, len);
+    return RLAAS_SEG_HASH_LEN;
+}
+
+const char *rlaas_key_suffix(rlaas_strategy_e st)
+{
+    static const char *const suffix[RLAAS_STRATEGY_COUNT] = {
+        ":", "", ":sw", ":tb", ":lb", ":gcra"};
+
+    return st >= 0 && st < RLAAS_STRATEGY_COUNT ? suffix[st] : "";
 }
 
 size_t rlaas_key_fallback(char *out, const char *ip, size_t len)
 {
     memcpy(out, "ip~", 3);
-    return 3 + rlaas_key_segment(out + 3, ip, len, 0);
+    return 3 + rlaas_key_value(out + 3, ip, len, RLAAS_VAL_ADDRESS);
 }

@@ -1,36 +1,71 @@
 /*
- * Turning client-supplied identity values into Redis key text. No httpd
- * headers: the unit tests and the fuzzer call these directly.
+ * Value segments: turning one client-supplied value (a header, a cookie, a
+ * query argument, the user name, the address) into key text. No httpd
+ * headers: the unit tests and the fuzzer call these directly. The whole
+ * key is assembled from these by rlaas_keybuild.h.
  *
- * A segment is one source's contribution to the identity:
- *   raw      the value itself, when it is 1..64 bytes of [A-Za-z0-9.-_@]
- *            and not a credential;
+ * V(v), the segment of a value:
+ *   raw      the value itself, when it is 1..64 bytes of [A-Za-z0-9.-_@],
+ *            not a credential, not suffix-like and, unless it is the
+ *            client address, not address-like;
  *   hashed   '~' and 32 hex digits (the first 128 bits of SHA-1(value)),
- *            for everything else: long values, other bytes, credentials;
- *   fallback "ip~" and the client address's own segment, when a source had
- *            no value. No raw or hashed segment contains '~' after its first
- *            byte, so a client cannot forge a fallback.
- * Segments never contain ':', '{', '}', spaces or control bytes, so joining
- * them with ':' can't reach another client's, strategy's or slot's key.
+ *            for everything else: long values, other bytes, credentials,
+ *            suffix-like and address-like values.
+ * suffix-like:  all digits (a fixed window's number), or exactly "tb",
+ *               "sw", "lb" or "gcra" (the other strategies' suffixes), so
+ *               that no identity ends in another strategy's key;
+ * address-like: what the client address renderer (rlaas_ip.h) can write:
+ *               only digits and dots, or lowercase hex groups joined by
+ *               '-' with '_' and a prefix length; so no user name or other
+ *               value is ever the text of a client address.
+ * The client address itself is raw when it is address-like (and not
+ * suffix-like); anything else is "no address" and written as the hash of
+ * "-" (no other value hashes to that: a value "-" is raw).
+ *
+ * fallback: "ip~" and V(client address), for a source that had no value.
+ * No raw segment contains '~' and every hashed one starts with it, so no
+ * client can forge a fallback or a hash. No segment contains ':', '=',
+ * '{', '}', spaces or control bytes.
  */
 #ifndef RLAAS_KEY_H
 #define RLAAS_KEY_H
 
 #include <stddef.h>
 
+#include "rlaas_parse.h"
+
 #define RLAAS_SEG_RAW_MAX  64
-#define RLAAS_SEG_HASH_LEN 33 /* '~' + 32 hex digits */
-#define RLAAS_SEG_MAX      (RLAAS_SEG_RAW_MAX + 3)
+#define RLAAS_SEG_HASH_LEN 33                      /* '~' + 32 hex digits */
+#define RLAAS_SEG_MAX      (RLAAS_SEG_RAW_MAX + 3) /* a fallback */
+
+/* What a value is, for V(v). */
+typedef enum {
+    RLAAS_VAL_PLAIN = 0, /* user, header, query, env, expr values */
+    RLAAS_VAL_SECRET,    /* credentials: always hashed */
+    RLAAS_VAL_ADDRESS    /* the client address (the ip source) */
+} rlaas_val_kind_e;
 
 /* 1 if the bytes are all in the safe set and the length is 1..64. */
 int rlaas_key_is_safe(const char *val, size_t len);
+int rlaas_key_suffix_like(const char *val, size_t len);
+int rlaas_key_address_like(const char *val, size_t len);
 
-/* Writes the segment for val into out (room for RLAAS_SEG_MAX bytes, not
+/* Writes V(val) into out (room for RLAAS_SEG_MAX bytes, not
  * NUL-terminated) and returns its length. */
-size_t rlaas_key_segment(char *out, const char *val, size_t len,
-                         int credential);
+size_t rlaas_key_value(char *out, const char *val, size_t len,
+                       rlaas_val_kind_e kind);
 
 /* Writes the fallback segment for a client address; returns its length. */
 size_t rlaas_key_fallback(char *out, const char *ip, size_t len);
+
+/* Writes the first n (<= 40) lowercase hex digits of SHA-1(val). */
+void rlaas_key_sha1_hex(char *out, size_t n, const char *val, size_t len);
+
+/* Where a strategy keeps its state, after the identity: ":tb", ":sw",
+ * ":lb", ":gcra"; "" for the sliding log (a ZSET at the identity's key);
+ * ":" for fixed, whose script appends the window number it computes from
+ * Redis TIME. The scripts derive no other key text. */
+#define RLAAS_KEY_SUFFIX_MAX 5 /* ":gcra" */
+const char *rlaas_key_suffix(rlaas_strategy_e st);
 
 #endif

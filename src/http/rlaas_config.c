@@ -1,8 +1,10 @@
 #include "rlaas_config.h"
 
 #include "http_log.h"
-#include "apr_hash.h"
+#include "apr_file_info.h"
 #include "apr_strings.h"
+
+#include "rlaas_ip.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -28,6 +30,7 @@ static rlaas_target_t *new_target(apr_pool_t *p)
     t->circuit_failures = -1;
     t->circuit_cooldown_ms = -1;
     t->pipeline = -1;
+    t->tls = -1;
     return t;
 }
 
@@ -37,6 +40,7 @@ void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s)
 
     (void)s;
     sc->target = new_target(p);
+    sc->ipv6_prefix = -1;
     sc->backend = RLAAS_BACKEND_UNSET;
     sc->local_divisor = -1;
     sc->local_size = -1;
@@ -74,6 +78,39 @@ static rlaas_target_t *merge_target(apr_pool_t *p, const rlaas_target_t *base,
     t->timeout_ms = PICK(timeout_ms, -1);
     t->pool_max = PICK(pool_max, -1);
     t->pipeline = PICK(pipeline, -1);
+    t->tls = PICK(tls, -1);
+    t->tls_ca = PICK(tls_ca, NULL);
+    t->tls_server_name = PICK(tls_server_name, NULL);
+    /* the sentinels of a master, and their credentials, travel together */
+    if (add->sentinel_master != NULL) {
+        t->sentinel_master = add->sentinel_master;
+        t->sentinel_hosts = add->sentinel_hosts;
+        t->sentinel_ports = add->sentinel_ports;
+        t->sentinel_n = add->sentinel_n;
+    }
+    else {
+        t->sentinel_master = base->sentinel_master;
+        t->sentinel_hosts = base->sentinel_hosts;
+        t->sentinel_ports = base->sentinel_ports;
+        t->sentinel_n = base->sentinel_n;
+    }
+    if (add->sentinel_user != NULL || add->sentinel_pass != NULL) {
+        t->sentinel_user = add->sentinel_user;
+        t->sentinel_pass = add->sentinel_pass;
+    }
+    else {
+        t->sentinel_user = base->sentinel_user;
+        t->sentinel_pass = base->sentinel_pass;
+    }
+    /* a certificate and its key travel together */
+    if (add->tls_cert != NULL || add->tls_key != NULL) {
+        t->tls_cert = add->tls_cert;
+        t->tls_key = add->tls_key;
+    }
+    else {
+        t->tls_cert = base->tls_cert;
+        t->tls_key = base->tls_key;
+    }
     if (add->circuit_failures != -1) {
         t->circuit_failures = add->circuit_failures;
         t->circuit_cooldown_ms = add->circuit_cooldown_ms;
@@ -94,6 +131,7 @@ void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     sc->target = add->target_set ? merge_target(p, base->target, add->target)
                                  : base->target;
     sc->key_prefix = PICK(key_prefix, NULL);
+    sc->ipv6_prefix = PICK(ipv6_prefix, -1);
     sc->backend = PICK(backend, RLAAS_BACKEND_UNSET);
     sc->local_divisor = PICK(local_divisor, -1);
     sc->local_size = PICK(local_size, -1);
@@ -194,10 +232,134 @@ static const char *set_key_prefix(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
+/* How much of an IPv6 client's address names the client: a /64 is one
+ * household or VM. */
+static const char *set_ipv6_prefix(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    int64_t v;
+    const char *err = rlaas_parse_nonneg_int(arg, RLAAS_IPV6_PREFIX_MAX, &v);
+
+    (void)dummy;
+    if (err != NULL || v < RLAAS_IPV6_PREFIX_MIN)
+        return bad_value(cmd, arg,
+                         "an IPv6 prefix length from 32 to 128 (64: one "
+                         "client per /64 network; 128: every address)");
+    rlaas_server_conf(cmd->server)->ipv6_prefix = (int)v;
+    return NULL;
+}
+
 static const char *set_redis_pipeline(cmd_parms *cmd, void *dummy, int on)
 {
     (void)dummy;
     target_for(cmd)->pipeline = on;
+    return NULL;
+}
+
+static const char *set_redis_tls(cmd_parms *cmd, void *dummy, int on)
+{
+    (void)dummy;
+    target_for(cmd)->tls = on;
+    return NULL;
+}
+
+/* A file the TLS context will read in every child: refused at start-up
+ * when it can't be read, as mod_ssl does with its own. */
+static const char *tls_file(cmd_parms *cmd, const char *arg, const char **out)
+{
+    const char *path = ap_server_root_relative(cmd->pool, arg);
+    apr_finfo_t fi;
+
+    if (path == NULL ||
+        apr_stat(&fi, path, APR_FINFO_TYPE, cmd->pool) != APR_SUCCESS ||
+        fi.filetype != APR_REG)
+        return bad_value(cmd, arg, "a readable file (PEM)");
+    *out = path;
+    return NULL;
+}
+
+static const char *set_redis_tls_ca(cmd_parms *cmd, void *dummy,
+                                    const char *arg)
+{
+    (void)dummy;
+    return tls_file(cmd, arg, &target_for(cmd)->tls_ca);
+}
+
+static const char *set_redis_tls_cert(cmd_parms *cmd, void *dummy,
+                                      const char *arg)
+{
+    (void)dummy;
+    return tls_file(cmd, arg, &target_for(cmd)->tls_cert);
+}
+
+static const char *set_redis_tls_key(cmd_parms *cmd, void *dummy,
+                                     const char *arg)
+{
+    (void)dummy;
+    return tls_file(cmd, arg, &target_for(cmd)->tls_key);
+}
+
+static const char *set_redis_tls_name(cmd_parms *cmd, void *dummy,
+                                      const char *arg)
+{
+    (void)dummy;
+    if (*arg == '\0' || strlen(arg) > 253 || strpbrk(arg, " /\t") != NULL)
+        return bad_value(cmd, arg, "a host name or address");
+    target_for(cmd)->tls_server_name = arg;
+    return NULL;
+}
+
+/* "RLaaSRedisSentinel MASTER host:port [host:port ...]" */
+static const char *set_sentinel(cmd_parms *cmd, void *dummy, int argc,
+                                char *const argv[])
+{
+    rlaas_target_t *t = target_for(cmd);
+    const char *err;
+    int i;
+
+    (void)dummy;
+    if (argc < 2 || argc > RLAAS_SENTINELS_MAX + 1)
+        return apr_psprintf(cmd->pool,
+                            "%s: expected the master's name and 1 to %d "
+                            "sentinels as host:port, got %d arguments",
+                            cmd->cmd->name, RLAAS_SENTINELS_MAX, argc);
+    if ((err = rlaas_parse_name(argv[0])) != NULL)
+        return bad_value(cmd, argv[0], err);
+    t->sentinel_master = argv[0];
+    t->sentinel_n = argc - 1;
+    t->sentinel_hosts = apr_pcalloc(cmd->pool, sizeof(char *) * (argc - 1));
+    t->sentinel_ports = apr_pcalloc(cmd->pool, sizeof(int) * (argc - 1));
+    for (i = 1; i < argc; i++) {
+        char *host = apr_palloc(cmd->pool, strlen(argv[i]) + 1);
+        int is_unix = 0;
+
+        err = rlaas_parse_redis_addr(argv[i], host, &t->sentinel_ports[i - 1],
+                                     &is_unix);
+        if (err != NULL || is_unix)
+            return bad_value(cmd, argv[i], "a sentinel as host:port");
+        t->sentinel_hosts[i - 1] = host;
+    }
+    return NULL;
+}
+
+static const char *set_sentinel_user(cmd_parms *cmd, void *dummy,
+                                     const char *arg)
+{
+    (void)dummy;
+    if (*arg == '\0')
+        return bad_value(cmd, arg, "a non-empty ACL user name");
+    target_for(cmd)->sentinel_user = arg;
+    return NULL;
+}
+
+static const char *set_sentinel_pass(cmd_parms *cmd, void *dummy,
+                                     const char *arg)
+{
+    (void)dummy;
+    /* The value is not repeated in the message: it is a secret. */
+    if (*arg == '\0')
+        return apr_psprintf(cmd->pool, "%s: expected a non-empty password",
+                            cmd->cmd->name);
+    target_for(cmd)->sentinel_pass = arg;
     return NULL;
 }
 
@@ -385,15 +547,16 @@ static const char *add_source(cmd_parms *cmd, rlaas_key_source_t *ks,
 
     if (err != NULL)
         return bad_value(cmd, arg, err);
+    /* a copy that lives as long as the configuration: the key names the
+     * source by it (an expression by a hash of its text) */
+    if (ks->src.name != NULL)
+        ks->name = apr_pstrndup(cmd->pool, ks->src.name, ks->src.name_len);
     if (ks->src.type == RLAAS_SRC_EXPR) {
-        ks->expr = ap_expr_parse_cmd(cmd, ks->src.name,
-                                     AP_EXPR_FLAG_STRING_RESULT, &err, NULL);
+        ks->expr = ap_expr_parse_cmd(cmd, ks->name, AP_EXPR_FLAG_STRING_RESULT,
+                                     &err, NULL);
         if (err != NULL)
             return apr_psprintf(cmd->pool, "%s: invalid expression in '%s': %s",
                                 cmd->cmd->name, arg, err);
-    }
-    else if (ks->src.name != NULL) {
-        ks->name = apr_pstrndup(cmd->pool, ks->src.name, ks->src.name_len);
     }
     return NULL;
 }
@@ -424,27 +587,6 @@ static const char *set_key_by(cmd_parms *cmd, void *dv, int argc,
     return NULL;
 }
 
-/* Zone names of the server configuration. Keys are
- * <prefix>[<zone>:]<identity>, so a section without a zone whose identity
- * starts with a zone's name could reach that zone's keys; the identity code
- * hashes such a first segment. Written only while the parent reads its
- * configuration (not from .htaccess), read-only in children. */
-static apr_hash_t *zone_names;
-
-int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
-                            apr_pool_t *ptemp)
-{
-    (void)plog;
-    (void)ptemp;
-    zone_names = apr_hash_make(pconf);
-    return OK;
-}
-
-int rlaas_is_zone_name(const char *s, size_t len)
-{
-    return zone_names != NULL && apr_hash_get(zone_names, s, len) != NULL;
-}
-
 static const char *set_zone(cmd_parms *cmd, void *dv, const char *arg)
 {
     const char *err = rlaas_parse_name(arg);
@@ -452,8 +594,6 @@ static const char *set_zone(cmd_parms *cmd, void *dv, const char *arg)
     if (err != NULL)
         return bad_value(cmd, arg, err);
     ((rlaas_dir_conf_t *)dv)->zone = arg;
-    if (zone_names != NULL && ap_check_cmd_context(cmd, NOT_IN_HTACCESS) == NULL)
-        apr_hash_set(zone_names, arg, APR_HASH_KEY_STRING, arg);
     return NULL;
 }
 
@@ -524,11 +664,33 @@ const command_rec rlaas_cmds[] = {
                   "pooled connection, e.g. 100ms"),
     AP_INIT_TAKE1(RLAAS_D_REDIS_POOLMAX, set_redis_pool_max, NULL, RSRC_CONF,
                   "Redis connections per child process"),
+    AP_INIT_TAKE_ARGV(RLAAS_D_REDIS_SENTINEL, set_sentinel, NULL, RSRC_CONF,
+                      "MASTER-NAME host:port ...: find the Redis master "
+                      "through Redis Sentinel and follow its failovers"),
+    AP_INIT_TAKE1(RLAAS_D_SENTINEL_USER, set_sentinel_user, NULL, RSRC_CONF,
+                  "ACL user for the sentinels"),
+    AP_INIT_TAKE1(RLAAS_D_SENTINEL_PASS, set_sentinel_pass, NULL, RSRC_CONF,
+                  "Password for the sentinels"),
+    AP_INIT_FLAG(RLAAS_D_REDIS_TLS, set_redis_tls, NULL, RSRC_CONF,
+                 "On: talk to Redis over TLS (its tls-port)"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_CA, set_redis_tls_ca, NULL, RSRC_CONF,
+                  "CA certificate file that signs the Redis server's "
+                  "certificate (PEM)"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_CERT, set_redis_tls_cert, NULL, RSRC_CONF,
+                  "Client certificate file for Redis (PEM)"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_KEY, set_redis_tls_key, NULL, RSRC_CONF,
+                  "Private key file of the client certificate (PEM)"),
+    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_NAME, set_redis_tls_name, NULL, RSRC_CONF,
+                  "Name the Redis server's certificate must carry (default: "
+                  "the host of RLaaSRedis)"),
     AP_INIT_FLAG(RLAAS_D_REDIS_PIPELINE, set_redis_pipeline, NULL, RSRC_CONF,
                  "On: calls of one child that meet in time share one write "
                  "and one read on one connection (default On)"),
     AP_INIT_TAKE1(RLAAS_D_KEY_PREFIX, set_key_prefix, NULL, RSRC_CONF,
                   "Prefix of every Redis key"),
+    AP_INIT_TAKE1(RLAAS_D_IPV6_PREFIX, set_ipv6_prefix, NULL, RSRC_CONF,
+                  "IPv6 clients are grouped by this prefix length, 32 to "
+                  "128 (default 64)"),
     AP_INIT_TAKE12(RLAAS_D_CIRCUIT, set_circuit, NULL, RSRC_CONF,
                    "off, or consecutive Redis failures that open the "
                    "circuit and the cool-down before a probe (5 500ms)"),
@@ -635,6 +797,11 @@ int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t)
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc)
 {
     return sc->key_prefix != NULL ? sc->key_prefix : RLAAS_DEFAULT_PREFIX;
+}
+
+int rlaas_server_ipv6_prefix(const rlaas_server_conf_t *sc)
+{
+    return sc->ipv6_prefix > 0 ? sc->ipv6_prefix : RLAAS_IPV6_PREFIX_DEFAULT;
 }
 
 int rlaas_target_timeout_ms(const rlaas_target_t *t)

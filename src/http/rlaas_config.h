@@ -24,6 +24,7 @@
 #define RLAAS_D_REDIS_TIMEOUT     "RLaaSRedisTimeout"
 #define RLAAS_D_REDIS_POOLMAX     "RLaaSRedisPoolMax"
 #define RLAAS_D_KEY_PREFIX        "RLaaSKeyPrefix"
+#define RLAAS_D_IPV6_PREFIX       "RLaaSIPv6Prefix"
 #define RLAAS_D_LIMIT             "RLaaSLimit"
 #define RLAAS_D_WINDOW            "RLaaSWindow"
 #define RLAAS_D_STRATEGY          "RLaaSStrategy"
@@ -36,6 +37,15 @@
 #define RLAAS_D_CIRCUIT           "RLaaSCircuitBreaker"
 #define RLAAS_D_CIRCUIT_FAIL_OPEN "RLaaSCircuitFailOpen"
 #define RLAAS_D_REDIS_PIPELINE    "RLaaSRedisPipeline"
+#define RLAAS_D_REDIS_TLS         "RLaaSRedisTLS"
+#define RLAAS_D_REDIS_TLS_CA      "RLaaSRedisTLSCA"
+#define RLAAS_D_REDIS_TLS_CERT    "RLaaSRedisTLSCert"
+#define RLAAS_D_REDIS_TLS_KEY     "RLaaSRedisTLSKey"
+#define RLAAS_D_REDIS_TLS_NAME    "RLaaSRedisTLSServerName"
+#define RLAAS_D_REDIS_SENTINEL    "RLaaSRedisSentinel"
+#define RLAAS_D_SENTINEL_USER     "RLaaSRedisSentinelUsername"
+#define RLAAS_D_SENTINEL_PASS     "RLaaSRedisSentinelPassword"
+#define RLAAS_SENTINELS_MAX       16
 #define RLAAS_D_BACKEND           "RLaaSBackend"
 #define RLAAS_D_LOCAL_SIZE        "RLaaSLocalSize"
 #define RLAAS_D_LOCAL_DIVISOR     "RLaaSLocalDivisor"
@@ -84,6 +94,17 @@ typedef struct {
     int circuit_failures;      /* -1: unset; 0: no circuit breaker */
     int circuit_cooldown_ms;   /* -1: unset */
     int pipeline;            /* -1: unset (on) */
+    int tls;                 /* -1: unset (off) */
+    const char *tls_ca;      /* NULL: unset (the system's CAs) */
+    const char *tls_cert;    /* NULL: no client certificate */
+    const char *tls_key;
+    const char *tls_server_name; /* NULL: the host of RLaaSRedis */
+    const char *sentinel_master; /* NULL: no Sentinel */
+    const char **sentinel_hosts; /* sentinel_n of them */
+    int *sentinel_ports;
+    int sentinel_n;
+    const char *sentinel_user; /* Sentinel's own AUTH; NULL: none */
+    const char *sentinel_pass; /* never logged */
     struct rlaas_redis_t *redis; /* the engine, made in each child */
 } rlaas_target_t;
 
@@ -91,6 +112,7 @@ typedef struct {
     rlaas_target_t *target; /* never NULL */
     int target_set;         /* this section named a Redis directive */
     const char *key_prefix; /* NULL: unset */
+    int ipv6_prefix;        /* -1: unset (64) */
     int backend;            /* RLAAS_BACKEND_UNSET (redis) */
     int local_divisor;      /* -1: unset (1) */
     int64_t local_size;     /* -1: unset; the main server's only */
@@ -98,7 +120,7 @@ typedef struct {
 
 typedef struct {
     rlaas_source_t src;
-    const char *name;     /* NUL-terminated header/cookie/query/env name */
+    const char *name;     /* NUL-terminated name, or the expression's text */
     ap_expr_info_t *expr; /* for expr= */
 } rlaas_key_source_t;
 
@@ -120,11 +142,6 @@ typedef struct {
 
 extern const command_rec rlaas_cmds[];
 
-int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
-                            apr_pool_t *ptemp);
-/* 1 if s (len bytes) is the name of a zone in the server configuration. */
-int rlaas_is_zone_name(const char *s, size_t len);
-
 void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s);
 void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
 void *rlaas_create_dir_conf(apr_pool_t *p, char *dir);
@@ -145,6 +162,7 @@ int rlaas_target_circuit_failures(const rlaas_target_t *t);
 int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t);
 int rlaas_target_pipeline(const rlaas_target_t *t);
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc);
+int rlaas_server_ipv6_prefix(const rlaas_server_conf_t *sc);
 int rlaas_target_timeout_ms(const rlaas_target_t *t);
 int rlaas_server_local(const rlaas_server_conf_t *sc);
 int rlaas_server_local_divisor(const rlaas_server_conf_t *sc);

@@ -2,9 +2,10 @@
 
 #include "http_log.h"
 #include "apr_strings.h"
-#include "util_cookies.h"
 
-#include "rlaas_key.h"
+#include "rlaas_authuser.h"
+#include "rlaas_cookie.h"
+#include "rlaas_ip.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -32,22 +33,59 @@ static const char *query_value(request_rec *r, const char *name)
     return NULL;
 }
 
-static const char *client_ip(const request_rec *r)
+typedef struct {
+    const char *name;
+    const char *val;
+    size_t vlen;
+    int found;
+} cookie_search_t;
+
+static int cookie_in(void *rec, const char *key, const char *value)
 {
-    return r->useragent_ip != NULL && *r->useragent_ip ? r->useragent_ip : "-";
+    cookie_search_t *s = rec;
+
+    (void)key;
+    s->found = rlaas_cookie_find(value, strlen(value), s->name, strlen(s->name),
+                                 &s->val, &s->vlen);
+    return !s->found; /* 0 stops the walk */
 }
 
-static const char *source_value(request_rec *r, const rlaas_key_source_t *ks,
-                                size_t *len)
+/* The first cookie of that name in every Cookie header field, in order
+ * (rlaas_cookie.h: unlike ap_cookie_read, nothing is logged when a client
+ * sends a name twice). */
+static const char *cookie_value(request_rec *r, const char *name)
+{
+    cookie_search_t s = {name, NULL, 0, 0};
+
+    apr_table_do(cookie_in, &s, r->headers_in, "Cookie", NULL);
+    return s.found ? apr_pstrmemdup(r->pool, s.val, s.vlen) : NULL;
+}
+
+/* The client address as the ip source names it (rlaas_ip.h): IPv6
+ * clients grouped by RLaaSIPv6Prefix; "-" when there is none. */
+static const char *client_ip(request_rec *r, const rlaas_server_conf_t *sc)
+{
+    const char *ip = r->useragent_ip;
+    char *out;
+
+    if (ip == NULL || *ip == '\0')
+        return "-";
+    out = apr_palloc(r->pool, RLAAS_IP_TEXT_MAX);
+    if (rlaas_ip_render(out, ip, strlen(ip), rlaas_server_ipv6_prefix(sc)) == 0)
+        return "-";
+    return out;
+}
+
+/* The user the request is decided for. */
+static const char *source_value(request_rec *r, const rlaas_key_source_t *ks)
 {
     const char *v = NULL, *err = NULL;
 
     switch (ks->src.type) {
     case RLAAS_SRC_IP:
-        v = client_ip(r);
-        break;
+        break; /* the key builder takes the address itself */
     case RLAAS_SRC_USER:
-        v = r->user;
+        v = rlaas_authuser(r);
         break;
     case RLAAS_SRC_API_KEY:
         v = apr_table_get(r->headers_in, "X-API-Key");
@@ -56,8 +94,7 @@ static const char *source_value(request_rec *r, const rlaas_key_source_t *ks,
         v = apr_table_get(r->headers_in, ks->name);
         break;
     case RLAAS_SRC_COOKIE:
-        if (ap_cookie_read(r, ks->name, &v, 0) != APR_SUCCESS)
-            v = NULL;
+        v = cookie_value(r, ks->name);
         break;
     case RLAAS_SRC_QUERY:
         v = query_value(r, ks->name);
@@ -74,7 +111,6 @@ static const char *source_value(request_rec *r, const rlaas_key_source_t *ks,
         }
         break;
     }
-    *len = v != NULL ? strlen(v) : 0;
     return v;
 }
 
@@ -83,43 +119,33 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
 {
     static const rlaas_key_source_t ip_only = {
         {RLAAS_SRC_IP, NULL, 0, 0}, NULL, NULL};
-    const char *prefix = rlaas_server_prefix(sc);
+    rlaas_key_part_t parts[RLAAS_SOURCES_MAX];
+    rlaas_key_spec_t k;
     const rlaas_key_source_t *src = &ip_only;
-    int nsrc = 1, i;
-    size_t pl = strlen(prefix), n = 0;
     char *key = apr_palloc(r->pool, RLAAS_KEY_MAX + 1);
+    int i;
 
+    k.nparts = 1;
     if (d->sources != NULL) {
         src = (const rlaas_key_source_t *)d->sources->elts;
-        nsrc = d->sources->nelts;
+        k.nparts = d->sources->nelts;
     }
-    memcpy(key, prefix, pl);
-    n = pl;
-    if (d->zone != NULL) {
-        size_t zl = strlen(d->zone);
-        memcpy(key + n, d->zone, zl);
-        n += zl;
-        key[n++] = ':';
+    for (i = 0; i < k.nparts; i++) {
+        parts[i].type = src[i].src.type;
+        parts[i].name = src[i].name;
+        parts[i].name_len = src[i].src.name_len;
+        parts[i].credential = src[i].src.credential;
+        parts[i].value = source_value(r, &src[i]);
+        parts[i].value_len = parts[i].value ? strlen(parts[i].value) : 0;
     }
-    for (i = 0; i < nsrc; i++) {
-        size_t vl;
-        const char *v = source_value(r, &src[i], &vl);
-
-        if (i > 0)
-            key[n++] = ':';
-        if (v != NULL && vl > 0) {
-            /* Without a zone, a first segment spelling a zone's name would
-             * reach that zone's keys: hash it instead. */
-            int hash = src[i].src.credential ||
-                       (i == 0 && d->zone == NULL &&
-                        rlaas_is_zone_name(v, vl));
-            n += rlaas_key_segment(key + n, v, vl, hash);
-        }
-        else
-            n +=
-                rlaas_key_fallback(key + n, client_ip(r), strlen(client_ip(r)));
-    }
-    key[n] = '\0';
-    *len = n;
+    k.parts = parts;
+    k.prefix = rlaas_server_prefix(sc);
+    k.prefix_len = strlen(k.prefix);
+    k.zone = d->zone;
+    k.zone_len = d->zone != NULL ? strlen(d->zone) : 0;
+    k.ip = client_ip(r, sc);
+    k.ip_len = strlen(k.ip);
+    k.strategy = rlaas_dir_strategy(d);
+    *len = rlaas_key_build(key, &k);
     return key;
 }

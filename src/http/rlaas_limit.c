@@ -3,9 +3,12 @@
 #include "http_log.h"
 #include "http_protocol.h"
 #include "http_request.h"
+#include "http_core.h"
 #include "mod_core.h"
+#include "util_filter.h"
 #include "apr_strings.h"
 
+#include "rlaas_authuser.h"
 #include "rlaas_backend.h"
 #include "rlaas_clock.h"
 #include "rlaas_config.h"
@@ -14,6 +17,7 @@
 #include "rlaas_log.h"
 #include "rlaas_metrics.h"
 #include "rlaas_redis.h"
+#include "rlaas_unit.h"
 #include "rlaas_verdict.h"
 
 APLOG_USE_MODULE(rlaas);
@@ -21,6 +25,7 @@ APLOG_USE_MODULE(rlaas);
 #define RLAAS_ENV_STATUS    "RLAAS_STATUS"
 #define RLAAS_ENV_REMAINING "RLAAS_REMAINING"
 #define RLAAS_BODY_429      "Rate limit exceeded"
+#define RLAAS_FILTER_429    "RLAAS_429_TYPE"
 
 /* One gate per kind of line, per child: at most one line a second. */
 static rlaas_log_gate_t gate_error;
@@ -36,6 +41,7 @@ typedef struct {
     size_t key_len;
     rlaas_verdict_t v;
     int have_verdict;
+    rlaas_unit_t *u;
 } decision_t;
 
 /* Decimal text in the request pool, without apr_psprintf's formatter. */
@@ -77,44 +83,88 @@ static void add_headers(const decision_t *dc)
     }
 }
 
+/* RLAAS_STATUS and RLAAS_REMAINING of the client request so far, on the
+ * request record at hand: after an internal redirect the final record is
+ * the one CustomLog and mod_headers read. */
+static void carry_status(request_rec *r, const rlaas_unit_t *u)
+{
+    if (u->status != NULL)
+        apr_table_setn(r->subprocess_env, RLAAS_ENV_STATUS, u->status);
+    if (u->remaining != NULL)
+        apr_table_setn(r->subprocess_env, RLAAS_ENV_REMAINING, u->remaining);
+}
+
 static int record(const decision_t *dc, rlaas_outcome_e o, int rc)
 {
     request_rec *r = dc->r;
+    rlaas_unit_t *u = dc->u;
 
-    apr_table_setn(r->subprocess_env, RLAAS_ENV_STATUS, rlaas_outcome_name(o));
+    u->status = rlaas_outcome_name(o);
     if (dc->have_verdict)
-        apr_table_setn(r->subprocess_env, RLAAS_ENV_REMAINING,
-                       num(r->pool, dc->v.remaining));
+        u->remaining = num(r->pool, dc->v.remaining);
+    if (rc != DECLINED) {
+        u->refusal = rc;
+        u->refused = r;
+    }
+    carry_status(r, u);
     rlaas_metrics_decision(dc->strategy, o);
     add_headers(dc);
     return rc;
 }
 
-/* 429 with a plain-text body. An "ErrorDocument 429" wins: then httpd
- * builds the response as for any other error. */
-static int deny(const decision_t *dc)
+/* The 429 goes through httpd's own error path, as any refusal does: an
+ * "ErrorDocument 429" wins, "Header always" applies, no "100 Continue" is
+ * sent (the status is set before anything reads the body), and nothing of
+ * the resource follows. Without an ErrorDocument the body is ours, which
+ * httpd would label text/html: the error filter below relabels it. */
+static int refusal_response(request_rec *r, const rlaas_unit_t *u)
+{
+    if (u->refusal != HTTP_TOO_MANY_REQUESTS)
+        return u->refusal;
+    apr_table_setn(r->err_headers_out, "Retry-After", u->retry_after);
+    if (ap_response_code_string(
+            r, ap_index_of_response(HTTP_TOO_MANY_REQUESTS)) == NULL)
+        ap_custom_response(r, HTTP_TOO_MANY_REQUESTS, RLAAS_BODY_429);
+    return HTTP_TOO_MANY_REQUESTS;
+}
+
+static int deny(decision_t *dc, rlaas_outcome_e o)
 {
     request_rec *r = dc->r;
 
-    apr_table_setn(r->err_headers_out, "Retry-After",
-                   num(r->pool, rlaas_retry_after_s(dc->v.retry_ms)));
-    if (ap_response_code_string(
-            r, ap_index_of_response(HTTP_TOO_MANY_REQUESTS)) != NULL)
-        return HTTP_TOO_MANY_REQUESTS;
-    /* httpd's error path would send text/html; answer here instead, as a
-     * handler would, after reading any request body off the connection so
-     * that it can be kept alive. The status comes first: with it set, a
-     * client waiting for "100 Continue" gets none, and no body is read. */
-    r->status = HTTP_TOO_MANY_REQUESTS;
-    ap_discard_request_body(r);
-    /* As httpd does for its own error pages, so that "Header always"
-     * (CORS headers, say) applies to this response too. */
-    ap_run_insert_error_filter(r);
-    ap_set_content_type(r, "text/plain");
-    ap_set_content_length(r, sizeof(RLAAS_BODY_429) - 1);
-    if (!r->header_only)
-        ap_rwrite(RLAAS_BODY_429, sizeof(RLAAS_BODY_429) - 1, r);
-    return DONE;
+    record(dc, o, HTTP_TOO_MANY_REQUESTS);
+    dc->u->retry_after = num(r->pool, rlaas_retry_after_s(dc->v.retry_ms));
+    return refusal_response(r, dc->u);
+}
+
+/* httpd keeps a custom response text with a leading quote. */
+static int is_our_body(request_rec *r)
+{
+    const char *s = ap_response_code_string(
+        r, ap_index_of_response(HTTP_TOO_MANY_REQUESTS));
+
+    return s != NULL && s[0] == '"' && strcmp(s + 1, RLAAS_BODY_429) == 0;
+}
+
+static apr_status_t type_filter(ap_filter_t *f, apr_bucket_brigade *bb)
+{
+    ap_set_content_type(f->r, "text/plain");
+    ap_remove_output_filter(f);
+    return ap_pass_brigade(f->next, bb);
+}
+
+void rlaas_limit_register_filters(void)
+{
+    ap_register_output_filter(RLAAS_FILTER_429, type_filter, NULL,
+                              AP_FTYPE_CONTENT_SET);
+}
+
+/* Runs as httpd starts an error response, before it sets text/html and
+ * writes the body: the filter sees the response before its header does. */
+void rlaas_limit_insert_error_filter(request_rec *r)
+{
+    if (r->status == HTTP_TOO_MANY_REQUESTS && is_our_body(r))
+        ap_add_output_filter(RLAAS_FILTER_429, NULL, r, r->connection);
 }
 
 static const char *suppressed(request_rec *r, long dropped)
@@ -182,9 +232,7 @@ static int decided(decision_t *dc, rlaas_outcome_e allowed,
         return record(dc, RLAAS_OUT_DRY_RUN_DENIED, DECLINED);
     }
     log_denied(dc, 0);
-    /* headers and status first: deny() may send the response itself */
-    record(dc, denied, 0);
-    return deny(dc);
+    return deny(dc, denied);
 }
 
 /* The local engine decides the section's call, the limit shared out among
@@ -256,7 +304,7 @@ static int undecided(decision_t *dc, rlaas_rerr_e e, const char *detail)
     return record(dc, RLAAS_OUT_ERROR, HTTP_INTERNAL_SERVER_ERROR);
 }
 
-static int limit(request_rec *r, const rlaas_dir_conf_t *d)
+static int limit(request_rec *r, const rlaas_dir_conf_t *d, rlaas_unit_t *u)
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     decision_t dc;
@@ -269,6 +317,7 @@ static int limit(request_rec *r, const rlaas_dir_conf_t *d)
     dc.d = d;
     dc.strategy = rlaas_dir_strategy(d);
     dc.have_verdict = 0;
+    dc.u = u;
     call.strategy = dc.strategy;
     call.key = dc.key = rlaas_identity_key(r, sc, d, &call.key_len);
     dc.key_len = call.key_len;
@@ -292,46 +341,103 @@ static int limit(request_rec *r, const rlaas_dir_conf_t *d)
     return decided(&dc, RLAAS_OUT_ALLOWED, RLAAS_OUT_DENIED);
 }
 
-/* After an internal redirect (ErrorDocument, mod_rewrite) the final request
- * is the one CustomLog reads: give it the original's status too. */
-static void carry_status(request_rec *r)
-{
-    const char *st = apr_table_get(r->prev->subprocess_env, RLAAS_ENV_STATUS);
-    const char *rem =
-        apr_table_get(r->prev->subprocess_env, RLAAS_ENV_REMAINING);
+typedef enum { PHASE_ACCESS, PHASE_HANDLER } phase_e;
 
-    if (st != NULL)
-        apr_table_setn(r->subprocess_env, RLAAS_ENV_STATUS, st);
-    if (rem != NULL)
-        apr_table_setn(r->subprocess_env, RLAAS_ENV_REMAINING, rem);
+/* A refusal holds for the rest of the client request, except for the
+ * error document that presents it: that is a later record of the chain,
+ * made by httpd's error path, which carries the refusal's status. Anything
+ * else that would be served (the refused record itself, let through by
+ * "Satisfy Any" or a module ahead of us; a redirect made from it) is
+ * refused again. */
+static int refused_again(request_rec *r, const rlaas_unit_t *u)
+{
+    return u->refused == r || r->status == HTTP_OK;
 }
 
-static int checkpoint(request_rec *r, int after_auth)
+/* Whether the limit d defines is still to be decided for this client
+ * request. One decided before authentication under the user name the
+ * client sent is decided once more, under the verified identity, when
+ * authentication did not confirm that name: a name merely claimed must not
+ * stand for a request that is served. */
+static int to_decide(request_rec *r, const rlaas_unit_t *u,
+                     const rlaas_dir_conf_t *d, phase_e phase)
+{
+    rlaas_unit_limit_t *l = rlaas_unit_decided(u, d);
+
+    if (l == NULL)
+        return 1;
+    if (phase != PHASE_HANDLER || l->claimed == NULL ||
+        (r->user != NULL && strcmp(r->user, l->claimed) == 0))
+        return 0;
+    l->claimed = NULL;
+    return 1;
+}
+
+/* A section keyed by the user is decided before authentication when its
+ * user name can be read from the request (Basic, Digest), so that failed
+ * attempts count under the name they tried; else once authentication has
+ * set r->user. */
+static int decide(request_rec *r, const rlaas_dir_conf_t *d, rlaas_unit_t *u,
+                  int before_auth)
+{
+    int rc;
+
+    if (!before_auth)
+        return limit(r, d, u);
+    rlaas_authuser_before_auth(r, 1);
+    rc = limit(r, d, u);
+    rlaas_authuser_before_auth(r, 0);
+    return rc;
+}
+
+static int checkpoint(request_rec *r, phase_e phase)
 {
     const rlaas_dir_conf_t *d;
+    rlaas_unit_t *u;
+    int rc, before_auth;
 
-    /* One decision per client request: subrequests and internal
-     * redirects are part of the request already counted. */
+    /* Subrequests (SSI includes, a listing's look-ups, mod_dir's and
+     * mod_negotiation's probes) are part of the client request that made
+     * them: never counted on their own. */
     if (r->main != NULL)
         return DECLINED;
-    if (r->prev != NULL) {
-        /* fixups run on every redirect; access checkers may be skipped */
-        if (after_auth)
-            carry_status(r);
-        return DECLINED;
+    u = rlaas_unit_find(r);
+    if (u != NULL) {
+        carry_status(r, u);
+        if (u->refusal != 0)
+            return phase == PHASE_HANDLER && refused_again(r, u)
+                       ? refusal_response(r, u)
+                       : DECLINED;
     }
     d = rlaas_dir_conf(r);
-    if (!rlaas_dir_active(d) || d->sources_need_user != after_auth)
+    if (!rlaas_dir_active(d))
         return DECLINED;
-    return limit(r, d);
+    before_auth = phase == PHASE_ACCESS && d->sources_need_user;
+    if (before_auth && !rlaas_authuser_readable(r))
+        return DECLINED;
+    if (u == NULL)
+        u = rlaas_unit_get(r);
+    else if (!to_decide(r, u, d, phase))
+        return DECLINED;
+    if (rlaas_unit_decided(u, d) == NULL)
+        rlaas_unit_add(u, d, before_auth ? rlaas_authuser_claimed(r) : NULL);
+    rc = decide(r, d, u, before_auth);
+    /* Under "Satisfy Any" httpd ignores an access checker's refusal and
+     * asks for authentication instead: the handler hook delivers it, so
+     * that a client let in by its address or its credentials alike gets
+     * the 429, not a password prompt. */
+    if (rc != DECLINED && phase == PHASE_ACCESS &&
+        ap_satisfies(r) == SATISFY_ANY)
+        return DECLINED;
+    return rc;
 }
 
 int rlaas_limit_access_checker(request_rec *r)
 {
-    return checkpoint(r, 0);
+    return checkpoint(r, PHASE_ACCESS);
 }
 
-int rlaas_limit_fixups(request_rec *r)
+int rlaas_limit_handler(request_rec *r)
 {
-    return checkpoint(r, 1);
+    return checkpoint(r, PHASE_HANDLER);
 }

@@ -8,11 +8,21 @@
 
 #include "httpd.h"
 
-/* access_checker: limits every section whose identity doesn't need the
- * authenticated user. */
+/* access_checker, run before every other: the decision, for every limit
+ * whose identity is known before authentication. */
 int rlaas_limit_access_checker(request_rec *r);
 
-/* fixups: limits sections keyed by "user", once authentication is done. */
-int rlaas_limit_fixups(request_rec *r);
+/* handler, run before every other: the request is about to be served.
+ * Refuses what was refused and yet let through (Satisfy Any, an access
+ * module that answered first), and decides every limit not decided yet:
+ * those keyed by the authenticated user, and those first reached here
+ * (after a fast redirect, or where httpd skipped the access checkers). */
+int rlaas_limit_handler(request_rec *r);
+
+/* The output filter that labels our 429 body text/plain. */
+void rlaas_limit_register_filters(void);
+
+/* insert_error_filter: adds it to a 429 whose body is ours. */
+void rlaas_limit_insert_error_filter(request_rec *r);
 
 #endif

@@ -92,7 +92,28 @@ static void on_failover(void *baton, const char *cause)
                  cause, dropped > 0 ? " (and again since the last line)" : "");
 }
 
-static rlaas_redis_conf_t resolved(const rlaas_target_t *t)
+/* Sentinel settings as the engine takes them, in the child's pool. */
+static const rlaas_sentinel_conf_t *sentinel_conf(apr_pool_t *p,
+                                                  const rlaas_target_t *t)
+{
+    rlaas_sentinel_conf_t *sc;
+
+    if (t->sentinel_master == NULL)
+        return NULL;
+    sc = apr_pcalloc(p, sizeof(*sc));
+    sc->master = t->sentinel_master;
+    sc->hosts = t->sentinel_hosts;
+    sc->ports = t->sentinel_ports;
+    sc->n = t->sentinel_n;
+    sc->username = t->sentinel_user;
+    sc->password = t->sentinel_pass;
+    /* asked in the background: no request waits for it */
+    sc->timeout_ms =
+        rlaas_target_timeout_ms(t) < 500 ? 500 : rlaas_target_timeout_ms(t);
+    return sc;
+}
+
+static rlaas_redis_conf_t resolved(apr_pool_t *p, const rlaas_target_t *t)
 {
     rlaas_redis_conf_t c;
 
@@ -108,6 +129,12 @@ static rlaas_redis_conf_t resolved(const rlaas_target_t *t)
     c.pipeline = rlaas_target_pipeline(t);
     c.circuit_failures = rlaas_target_circuit_failures(t);
     c.circuit_cooldown_ms = rlaas_target_circuit_cooldown_ms(t);
+    c.tls = t->tls == 1;
+    c.tls_ca = t->tls_ca;
+    c.tls_cert = t->tls_cert;
+    c.tls_key = t->tls_key;
+    c.tls_server_name = t->tls_server_name;
+    c.sentinel = sentinel_conf(p, t);
     return c;
 }
 
@@ -121,7 +148,7 @@ void rlaas_remote_child_init(apr_pool_t *pchild, server_rec *s)
 
         if (t->redis != NULL)
             continue; /* shared with the main server */
-        c = resolved(t);
+        c = resolved(pchild, t);
         ev.baton = s;
         t->redis = rlaas_redis_create(pchild, &c, &ev);
         if (t->redis == NULL)

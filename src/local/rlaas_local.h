@@ -3,8 +3,8 @@
  * rlaas_redis.h is for the remote engine. A plain call in (strategy,
  * complete key, limit, window), a verdict out. The state lives in a table
  * in memory shared by every child of the server (rlaas_table.h), under the
- * key the Redis scripts would write (the call's key and the strategy's
- * suffix), decided by the strategies' C arithmetic (rlaas_algo.h) at the
+ * key the Redis script would write (the call's key, and for fixed the
+ * window number), decided by the strategies' C arithmetic (rlaas_algo.h) at the
  * host's wall clock, the same time base as Redis' TIME.
  *
  * No httpd headers: the caller makes the shared memory.
@@ -19,16 +19,19 @@
 #include "rlaas_table.h"
 #include "rlaas_verdict.h"
 
-/* How long a request waits for a stripe's lock, held for a microsecond
- * or two at a time: only a process stopped while holding one (SIGSTOP, a
+/* How long a request waits for a stripe's lock. A lock is held for
+ * microseconds at a time, but on a machine short of CPU its holder may be
+ * descheduled with many threads queued behind it: a bound of tens of ms
+ * turned such waits into 500s under load (make bench, a 2-CPU machine at a
+ * load of 7). Only a process stopped while holding one (SIGSTOP, a
  * debugger) makes anyone wait this long. */
-#define RLAAS_LOCAL_LOCK_WAIT_US 50000
+#define RLAAS_LOCAL_LOCK_WAIT_US 1000000
 
 typedef rlaas_table_t rlaas_local_t;
 
 typedef struct {
     rlaas_strategy_e strategy;
-    const char *key; /* as the Redis path builds it: prefix, zone, identity */
+    const char *key; /* the whole key the Redis path passes to the script */
     size_t key_len;
     int64_t limit;
     int64_t window_ms;

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include <hiredis/sds.h>
+
 #include "rlaas_clock.h"
 
 static void say(char *detail, const char *text)
@@ -20,6 +22,10 @@ static void say(char *detail, const char *text)
 
 void rlaas_conn_close(rlaas_conn_t *c)
 {
+    if (c->tls != NULL) {
+        rlaas_tls_session_free(c->tls);
+        c->tls = NULL;
+    }
     if (c->ctx != NULL) {
         redisFree(c->ctx);
         c->ctx = NULL;
@@ -61,11 +67,44 @@ static rlaas_rerr_e wait_ready(rlaas_conn_t *c, short events, int64_t deadline,
     return RLAAS_RERR_NONE;
 }
 
+/* What a TLS step asks for: wait for it, or fail. */
+static rlaas_rerr_e tls_wait(rlaas_conn_t *c, int rc, int64_t deadline,
+                             char *detail)
+{
+    char why[RLAAS_DETAIL_MAX];
+
+    if (rc == RLAAS_TLS_WANT_READ)
+        return wait_ready(c, POLLIN, deadline, detail);
+    if (rc == RLAAS_TLS_WANT_WRITE)
+        return wait_ready(c, POLLOUT, deadline, detail);
+    if (rc == RLAAS_TLS_CLOSED)
+        return broken(c, RLAAS_RERR_IO, detail, "Server closed the connection");
+    rlaas_tls_error(c->tls, why, sizeof(why));
+    return broken(c, RLAAS_RERR_IO, detail, why);
+}
+
+static rlaas_rerr_e tls_flush(rlaas_conn_t *c, int64_t deadline, char *detail)
+{
+    rlaas_rerr_e e;
+
+    while (sdslen(c->ctx->obuf) > 0) {
+        int n = rlaas_tls_write(c->tls, c->ctx->obuf, sdslen(c->ctx->obuf));
+
+        if (n > 0)
+            sdsrange(c->ctx->obuf, n, -1);
+        else if ((e = tls_wait(c, n, deadline, detail)) != RLAAS_RERR_NONE)
+            return e;
+    }
+    return RLAAS_RERR_NONE;
+}
+
 rlaas_rerr_e rlaas_conn_flush(rlaas_conn_t *c, int64_t deadline, char *detail)
 {
     int done = 0;
     rlaas_rerr_e e;
 
+    if (c->tls != NULL)
+        return tls_flush(c, deadline, detail);
     for (;;) {
         if (redisBufferWrite(c->ctx, &done) != REDIS_OK)
             return broken(c, RLAAS_RERR_IO, detail, NULL);
@@ -74,6 +113,29 @@ rlaas_rerr_e rlaas_conn_flush(rlaas_conn_t *c, int64_t deadline, char *detail)
         if ((e = wait_ready(c, POLLOUT, deadline, detail)) != RLAAS_RERR_NONE)
             return e;
     }
+}
+
+/* Moves what TLS has for us into hiredis' reader. */
+static rlaas_rerr_e tls_fill(rlaas_conn_t *c, int64_t deadline, char *detail)
+{
+    char buf[16 * 1024];
+    int n;
+
+    if (rlaas_tls_pending(c->tls) == 0) {
+        rlaas_rerr_e e = wait_ready(c, POLLIN, deadline, detail);
+
+        if (e != RLAAS_RERR_NONE)
+            return e;
+    }
+    n = rlaas_tls_read(c->tls, buf, sizeof(buf));
+    if (n > 0) {
+        if (redisReaderFeed(c->ctx->reader, buf, (size_t)n) != REDIS_OK)
+            return broken(c, RLAAS_RERR_IO, detail, c->ctx->reader->errstr);
+        return RLAAS_RERR_NONE;
+    }
+    if (n == RLAAS_TLS_WANT_READ)
+        return RLAAS_RERR_NONE; /* a record not whole yet: wait again */
+    return tls_wait(c, n, deadline, detail);
 }
 
 rlaas_rerr_e rlaas_conn_read(rlaas_conn_t *c, int64_t deadline, void **reply,
@@ -87,6 +149,11 @@ rlaas_rerr_e rlaas_conn_read(rlaas_conn_t *c, int64_t deadline, void **reply,
             return broken(c, RLAAS_RERR_IO, detail, c->ctx->reader->errstr);
         if (*reply != NULL)
             return RLAAS_RERR_NONE;
+        if (c->tls != NULL) {
+            if ((e = tls_fill(c, deadline, detail)) != RLAAS_RERR_NONE)
+                return e;
+            continue;
+        }
         if ((e = wait_ready(c, POLLIN, deadline, detail)) != RLAAS_RERR_NONE)
             return e;
         /* Without REDIS_BLOCK, a read that finds nothing (EAGAIN) is not
@@ -127,6 +194,32 @@ static int make_nonblocking(redisContext *ctx)
         return 0;
     ctx->flags &= ~REDIS_BLOCK;
     return 1;
+}
+
+/* The TLS handshake, by the deadline. A certificate that does not verify
+ * (wrong CA, wrong name) is a connect failure: Redis is unreachable as
+ * far as the limiter is concerned, and the log says why. */
+static rlaas_rerr_e tls_start(rlaas_conn_t *c, rlaas_tls_t *tls,
+                              int64_t deadline, char *detail)
+{
+    int rc;
+
+    if ((c->tls = rlaas_tls_session(tls, c->ctx->fd)) == NULL)
+        return broken(c, RLAAS_RERR_CONNECT, detail,
+                      "TLS: cannot make a session");
+    while ((rc = rlaas_tls_handshake(c->tls)) <= 0) {
+        rlaas_rerr_e e;
+
+        if (rc != RLAAS_TLS_WANT_READ && rc != RLAAS_TLS_WANT_WRITE) {
+            char why[RLAAS_DETAIL_MAX];
+
+            rlaas_tls_error(c->tls, why, sizeof(why));
+            return broken(c, RLAAS_RERR_CONNECT, detail, why);
+        }
+        if ((e = tls_wait(c, rc, deadline, detail)) != RLAAS_RERR_NONE)
+            return e;
+    }
+    return RLAAS_RERR_NONE;
 }
 
 /* AUTH, SELECT and CLIENT SETNAME, pipelined. The first errors make the
@@ -179,6 +272,7 @@ rlaas_rerr_e rlaas_conn_open(rlaas_conn_t *c, const rlaas_conn_params_t *p,
     int64_t left = rlaas_clock_left_us(deadline);
 
     c->ctx = NULL;
+    c->tls = NULL;
     if (left == 0) {
         say(detail, "no time left to connect");
         return RLAAS_RERR_TIMEOUT;
@@ -194,5 +288,11 @@ rlaas_rerr_e rlaas_conn_open(rlaas_conn_t *c, const rlaas_conn_params_t *p,
         return broken(c, RLAAS_RERR_CONNECT, detail, NULL);
     if (!make_nonblocking(c->ctx))
         return broken(c, RLAAS_RERR_CONNECT, detail, strerror(errno));
+    if (p->tls != NULL) {
+        rlaas_rerr_e e = tls_start(c, p->tls, deadline, detail);
+
+        if (e != RLAAS_RERR_NONE)
+            return e;
+    }
     return setup(c, p, deadline, detail);
 }

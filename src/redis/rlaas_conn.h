@@ -4,7 +4,8 @@
  * the socket is switched to non-blocking and every write and read waits in
  * poll() for what is left of the deadline, so a Redis that trickles its
  * reply a byte at a time can't hold a request longer than its budget.
- * hiredis still writes the commands and parses the replies. No httpd
+ * hiredis still writes the commands and parses the replies; the bytes go
+ * through the socket or, with TLS, through OpenSSL (rlaas_tls.h). No httpd
  * headers.
  */
 #ifndef RLAAS_CONN_H
@@ -15,6 +16,7 @@
 #include <hiredis/hiredis.h>
 
 #include "rlaas_rerr.h"
+#include "rlaas_tls.h"
 
 typedef struct {
     const char *addr; /* numeric address, or a socket path when port is 0 */
@@ -23,10 +25,12 @@ typedef struct {
     const char *password;    /* NULL: no AUTH; never logged */
     int database;            /* > 0: SELECT */
     const char *client_name; /* CLIENT SETNAME, so operators see us */
+    rlaas_tls_t *tls;        /* NULL: plain TCP (or a unix socket) */
 } rlaas_conn_params_t;
 
 typedef struct {
     redisContext *ctx; /* NULL: closed */
+    void *tls;         /* the TLS session, or NULL */
     unsigned gen;      /* the pool generation it was opened in */
 } rlaas_conn_t;
 

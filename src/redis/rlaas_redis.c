@@ -12,6 +12,7 @@
 #include "rlaas_pool.h"
 #include "rlaas_resolve.h"
 #include "rlaas_scripts.h"
+#include "rlaas_tls.h"
 
 /* Groups of pipelined calls in flight at most, per engine and child, and
  * how long a call waits behind one before it goes out on another
@@ -20,15 +21,19 @@
 #define PIPE_HOLD_US 1000
 
 /* A host name is looked up again this often (and soon after a connect to
- * its address failed). */
-#define RESOLVE_REFRESH_S 30
+ * its address failed); the sentinels are asked every second. */
+#define RESOLVE_REFRESH_S   30
+#define SENTINEL_REFRESH_MS 1000
 
 struct rlaas_redis_t {
     rlaas_redis_conf_t conf;
     rlaas_redis_events_t ev;
     rlaas_resolver_t *resolver; /* NULL with a unix socket */
     rlaas_pool_t *pool;
-    rlaas_pipe_t *pipe; /* NULL: every request uses its own connection */
+    rlaas_pipe_t *pipe;    /* NULL: every request uses its own connection */
+    rlaas_tls_t *tls;      /* with conf.tls; NULL if it could not be made */
+    unsigned seen_version; /* of the resolver, when the pool last followed */
+    char tls_error[RLAAS_DETAIL_MAX];
     rlaas_breaker_t breaker;
     pthread_mutex_t cause_mu; /* guards cause: written on failures only */
     char cause[RLAAS_DETAIL_MAX];
@@ -44,6 +49,21 @@ typedef struct {
 
 /* ---- life ---- */
 
+/* A context that can't be made (a key that does not match its
+ * certificate, say) leaves the target unreachable: every request says
+ * why, as for any other connect failure. */
+static void make_tls(rlaas_redis_t *rd)
+{
+    rlaas_tls_conf_t tc;
+
+    tc.ca = rd->conf.tls_ca;
+    tc.cert = rd->conf.tls_cert;
+    tc.key = rd->conf.tls_key;
+    tc.server_name = rd->conf.tls_server_name != NULL ? rd->conf.tls_server_name
+                                                      : rd->conf.host;
+    rd->tls = rlaas_tls_create(&tc, rd->tls_error, sizeof(rd->tls_error));
+}
+
 static apr_status_t engine_cleanup(void *data)
 {
     rlaas_redis_t *rd = data;
@@ -54,6 +74,8 @@ static apr_status_t engine_cleanup(void *data)
     rd->pipe = NULL;
     rlaas_resolver_destroy(rd->resolver);
     rd->resolver = NULL;
+    rlaas_tls_destroy(rd->tls);
+    rd->tls = NULL;
     pthread_mutex_destroy(&rd->cause_mu);
     return APR_SUCCESS;
 }
@@ -74,8 +96,13 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
     rlaas_breaker_init(&rd->breaker, (unsigned)c->circuit_failures,
                        (apr_interval_time_t)c->circuit_cooldown_ms * 1000);
     apr_pool_cleanup_register(p, rd, engine_cleanup, apr_pool_cleanup_null);
-    if (!c->is_unix)
+    if (c->sentinel != NULL)
+        rd->resolver =
+            rlaas_resolver_sentinel(c->sentinel, SENTINEL_REFRESH_MS);
+    else if (!c->is_unix)
         rd->resolver = rlaas_resolver_create(c->host, RESOLVE_REFRESH_S);
+    if (c->tls)
+        make_tls(rd);
     /* Grouping needs threads that wait at the same time. One group in
      * flight is the rule; a far or slow Redis gets a few, each on its own
      * connection, never more than the pool holds. Without it, threads
@@ -87,6 +114,8 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
                                  budget_us);
     if (rd->pool == NULL || (!c->is_unix && rd->resolver == NULL))
         return NULL;
+    if (rd->resolver != NULL)
+        rd->seen_version = rlaas_resolver_version(rd->resolver);
     return rd;
 }
 
@@ -150,21 +179,35 @@ static rlaas_rerr_e open_conn(const group_t *g, rlaas_conn_t *c, char *detail)
     rlaas_conn_params_t p;
     rlaas_rerr_e e;
 
+    if (rd->conf.tls && rd->tls == NULL) {
+        apr_cpystrn(detail, rd->tls_error, RLAAS_DETAIL_MAX);
+        return RLAAS_RERR_CONNECT;
+    }
     p.addr = rd->conf.host;
+    p.port = rd->conf.is_unix ? 0 : rd->conf.port;
     if (rd->resolver != NULL) {
-        if (!rlaas_resolver_get(rd->resolver, addr, sizeof(addr))) {
+        int port = 0;
+
+        if (!rlaas_resolver_get(rd->resolver, addr, sizeof(addr), &port)) {
             rlaas_resolver_poke(rd->resolver);
-            snprintf(detail, RLAAS_DETAIL_MAX,
-                     "host name %.100s not resolved (yet)", rd->conf.host);
+            if (rd->conf.sentinel != NULL)
+                snprintf(detail, RLAAS_DETAIL_MAX,
+                         "no sentinel has named the master %.80s (yet)",
+                         rd->conf.sentinel->master);
+            else
+                snprintf(detail, RLAAS_DETAIL_MAX,
+                         "host name %.100s not resolved (yet)", rd->conf.host);
             return RLAAS_RERR_CONNECT;
         }
         p.addr = addr;
+        if (port > 0)
+            p.port = port;
     }
-    p.port = rd->conf.is_unix ? 0 : rd->conf.port;
     p.username = rd->conf.username;
     p.password = rd->conf.password;
     p.database = rd->conf.database;
     p.client_name = rd->client_name;
+    p.tls = rd->tls;
     c->gen = rlaas_pool_generation(rd->pool);
     e = rlaas_conn_open(c, &p, g->deadline, detail);
     if (e == RLAAS_RERR_CONNECT && rd->resolver != NULL)
@@ -199,6 +242,21 @@ static void report(rlaas_redis_t *rd, const rlaas_outcome_t *out, int n)
     }
 }
 
+/* The master moved (Sentinel named another, DNS changed): every
+ * connection of this child is made again, to where it is now. */
+static void follow(rlaas_redis_t *rd)
+{
+    unsigned v;
+
+    if (rd->resolver == NULL)
+        return;
+    v = rlaas_resolver_version(rd->resolver);
+    if (v != __atomic_load_n(&rd->seen_version, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&rd->seen_version, v, __ATOMIC_RELAXED);
+        rlaas_pool_invalidate(rd->pool);
+    }
+}
+
 static void run_group(const group_t *g, rlaas_job_t **jobs, int n)
 {
     rlaas_redis_t *rd = g->rd;
@@ -208,6 +266,7 @@ static void run_group(const group_t *g, rlaas_job_t **jobs, int n)
     rlaas_rerr_e e;
     int dropped;
 
+    follow(rd);
     if (rlaas_pool_acquire(rd->pool, g->deadline, &c, &dropped) !=
         RLAAS_RERR_NONE) {
         fail_all(jobs, n, RLAAS_RERR_POOL,

@@ -18,6 +18,7 @@
 
 #include "rlaas_breaker.h"
 #include "rlaas_exchange.h"
+#include "rlaas_resolve.h"
 #include "rlaas_rerr.h"
 #include "rlaas_verdict.h"
 
@@ -35,6 +36,14 @@ typedef struct {
     int pipeline;         /* group concurrent calls on one connection */
     int circuit_failures; /* 0: no breaker */
     int circuit_cooldown_ms;
+    int tls;              /* talk TLS (Redis' tls-port) */
+    const char *tls_ca;   /* NULL: the system's CAs */
+    const char *tls_cert; /* client certificate, or NULL */
+    const char *tls_key;
+    const char *tls_server_name; /* NULL: host */
+    /* Redis Sentinel: where the master is (host and port unused), or
+     * NULL */
+    const rlaas_sentinel_conf_t *sentinel;
 } rlaas_redis_conf_t;
 
 typedef struct {

@@ -1,5 +1,6 @@
 /*
- * The strategy scripts, embedded at build time from the files in lua/ by
+ * The strategy scripts, embedded at build time from the joined files in
+ * build/lua/ (lua/prelude.lua + lua/<strategy>.lua) by
  * tools/embed-lua.sh (which also computes each SHA1, the name EVALSHA uses),
  * so that nothing is read from disk at run time.
  */

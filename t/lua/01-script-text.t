@@ -1,5 +1,6 @@
-# The production text of each script: what the build embeds and what the
-# fake-clock variant may differ in. Plus one real-TIME run of each.
+# The production text of each script: the prelude and the strategy's body
+# joined, byte for byte what the build embeds, and what the fake-clock
+# variant may differ in. Plus one real-TIME run of each.
 use strict;
 use warnings;
 use Test::More;
@@ -11,9 +12,28 @@ use Digest::SHA qw(sha1_hex);
 my $h = ScriptTest->new;
 my $r = $h->redis;
 
+# The SHA1s the module was built with (src/redis/rlaas_scripts.c).
+my %embedded;
+{
+    my $c = "$FindBin::Bin/../../src/redis/rlaas_scripts.c";
+    open my $fh, '<', $c or die "$c: $!";
+    local $/;
+    %embedded = (<$fh> =~ /\{"(\w+)", "([0-9a-f]{40})",/g);
+}
+my $prelude = source_text('prelude');
+like $prelude, qr/-- rlaas:clock/, 'the clock line is in the prelude';
+for my $name (qw(muldiv gcd s)) {
+    my @in = grep { source_text($_) =~ /local function \Q$name\E\(/ } STRATEGIES;
+    is_deeply \@in, [], "$name is defined once, in the prelude, not in a body";
+}
+
 for my $s (STRATEGIES) {
     my $t = lua_text($s);
     ok -f lua_path($s), "$s.lua exists";
+    is $t, $prelude . source_text($s), "$s: the prelude followed by lua/$s.lua"
+        unless $ENV{RLAAS_LUA_DIR};
+    is sha1_hex($t), $embedded{$s}, "$s: the bytes tested are the bytes embedded (SHA1)"
+        unless $ENV{RLAAS_LUA_DIR};
     unlike $t, qr/[^\x09\x0a\x20-\x7e]/, "$s: ASCII only, no CR or control bytes";
     unlike $t, qr/\A#/, "$s: no shebang or flags line";
     like $t, qr/\n\z/, "$s: ends with a newline";
@@ -51,6 +71,16 @@ for my $s (STRATEGIES) {
     $x = $h->run_real($s, $K, 3, 60000);
     is $x->[0], 0, "$s: 4th of 3 denied (real clock)";
     ok $x->[3] >= 1, "$s: retry >= 1 when denied";
+
+    # KEYS[1] is the whole key: nothing appended, but fixed's window.
+    my $whole = "rlaas:whole-$s:" . ($s eq 'fixed' ? '' : 'x');
+    $x = $r->cmd('EVALSHA', $h->{sha}{$s}, 1, $whole, 3, 60000);
+    my @written = @{ $r->cmd('KEYS', "rlaas:whole-$s:*") };
+    if ($s eq 'fixed') {
+        like "@written", qr/\A\Q$whole\E\d+\z/, "$s: writes KEYS[1] and the window number only (@written)";
+    } else {
+        is_deeply \@written, [$whole], "$s: writes exactly KEYS[1]";
+    }
 
     # Argument checks: a misconfigured caller gets an error, never a verdict.
     for my $bad ([0, 1000], [1, 0], [1e9 + 1, 1000], ['x', 1000], [1.5, 1000], [5]) {

@@ -82,9 +82,14 @@ subtest 'clock going back' => sub {
     # includes the 3 s until they were made.
     is_deeply hit($K, $L, $W, T0 + 17000), [0, 0, 13000, 13000], 'denied, retry covers the skew';
     is $h->pttl($K), 20000, 'TTL 2*W';
-    # 15 s back: the TTL must outlive the entries (newest + W - now = 25 s)
-    hit($K, $L, $W, T0 + 5000);
-    is $h->pttl($K), 25000, 'TTL covers entries ahead of the clock';
+    # 10 s back, exactly a window: still held, and the TTL must outlive the
+    # entries (newest + W - now = 20 s)
+    is hit($K, $L, $W, T0 + 10000)->[0], 0, 'a window back: held, denied';
+    is $h->pttl($K), 20000, 'TTL covers entries ahead of the clock';
+    # 15 s back: more than a window: no state, a fresh log
+    is_deeply hit($K, $L, $W, T0 + 5000), [1, 2, 10000, 0], '15 s back: fresh, allowed';
+    is $r->cmd('ZCARD', $K), 1, 'the entries ahead are gone; the new hit alone';
+    is $h->pttl($K), 20000, 'TTL 2*W again';
 };
 
 subtest 'limit lowered under existing entries' => sub {
@@ -93,6 +98,59 @@ subtest 'limit lowered under existing entries' => sub {
     # L=3 now: 5 entries, the 3rd (index 5-3=2, at +2000) must leave first
     is_deeply hit($K, 3, $W, T0 + 5000), [0, 0, 9000, 7000], 'retry after entry n-L';
     is_deeply hit($K, 3, $W, T0 + 12000), [1, 0, 10000, 1000], 'allowed exactly then';
+};
+
+# One client with a large limit can hold a huge log; when its hits age out
+# together, pruning them all in one call blocked Redis for 409 ms. One call
+# prunes at most 256 of the oldest dead members; counting and retry work by
+# score and rank, so the verdict is right with the dead ones still there.
+subtest 'bounded work per call: 100,000 dead members' => sub {
+    my ($K, $L, $W) = ('rlaas:rate_limit:huge-log', 3, 10000);
+    my $now = T0 + 500_000;
+    my $fill = <<'LUA';
+local base, n = tonumber(ARGV[1]), tonumber(ARGV[2])
+local args = {}
+for i = 1, n do
+  args[#args + 1] = base - i
+  args[#args + 1] = 'dead-' .. i
+  if #args >= 2000 or i == n then
+    redis.call('ZADD', KEYS[1], unpack(args))
+    args = {}
+  end
+end
+return redis.call('ZCARD', KEYS[1])
+LUA
+    is $r->cmd('EVAL', $fill, 1, $K, $now - $W, 100_000), 100_000, '100,000 members older than the window';
+    $r->cmd('ZADD', $K, $now - 5000, 'live-1', $now - 4000, 'live-2');
+    $r->cmd('PEXPIRE', $K, 10**9);
+    my $call = sub {
+        $r->cmd('EVALSHA', $h->{fake}{sliding_log}, 1, $K, $L, $W, int($_[0] / 1000), ($_[0] % 1000) * 1000);
+    };
+    # 2 live hits, limit 3: allowed; then full, and the oldest live hit
+    # (rank 100,000 before pruning) leaves 5 s from now
+    is_deeply $call->($now), [1, 0, $W, 5000], 'one call: right verdict, retry by the oldest live hit';
+    my $card = $r->cmd('ZCARD', $K);
+    cmp_ok 100_003 - $card, '<=', 256, 'at most 256 dead members pruned in the call (' . (100_003 - $card) . ')';
+    cmp_ok 100_003 - $card, '>', 0, 'but some are';
+    is $r->cmd('ZCOUNT', $K, '(' . ($now - $W), '+inf'), 3, 'the 3 live hits are all there';
+    my ($calls, @bad) = (0);
+    while ($r->cmd('ZCARD', $K) > 3 && $calls < 1000) {
+        my $x = $call->($now + 1);
+        push @bad, "@$x" unless "@$x" eq '0 0 9999 4999';
+        $calls++;
+    }
+    is_deeply \@bad, [], 'every further call: denied, same reset and retry';
+    is $r->cmd('ZCARD', $K), 3, "repeated calls drain the dead members ($calls calls)";
+    cmp_ok $calls, '>=', int(100_000 / 256), 'at most 256 per call';
+    # once the live hits age out, it is allowed again
+    is_deeply $call->($now + 5000), [1, 0, $W, 1000], 'the oldest live hit left: allowed, full again';
+};
+
+subtest 'members more than a window ahead: the log is no state' => sub {
+    my ($K, $L, $W) = ('rlaas:rate_limit:log-ahead', 2, 10000);
+    $r->cmd('ZADD', $K, T0 + 30000, 'a', T0 + 31000, 'b');
+    is_deeply hit($K, $L, $W, T0 + 15000), [1, 1, 10000, 0], '15 s ahead of a 10 s window: fresh';
+    is $r->cmd('ZCARD', $K), 1, 'the old members are gone (UNLINK)';
 };
 
 subtest 'large values' => sub {

@@ -104,10 +104,13 @@ subtest 'string fallback once a count reaches 2^24' => sub {
     # next window, e=500: prev 2^24 weighs 2^23
     is_deeply hit($K, $L, $W, T0 + 4500), [1, $L / 2 - 1, 1500, 0], 'next window: half weight';
     is $r->cmd('GET', "$K:sw"), ($i + 1) . ":$L:1", 'rolled over, still a string';
-    # clock back several windows: held at the stored window (exact index)
-    # R = L - 2, e1 = 1000 - floor(R * 1000 / L) = 1; plus 2500 ms of skew
-    is_deeply hit($K, $L, $W, T0 + 1500), [0, 0, 2500 + 2000, 2500 + 1],
-        'clock 2.5 s back: held, not reset';
+    # clock back into the window before: held at the stored window (exact
+    # index); R = L - 2, e1 = 1000 - floor(R * 1000 / L) = 1; plus 500 ms
+    is_deeply hit($K, $L, $W, T0 + 3500), [0, 0, 500 + 2000, 500 + 1],
+        'clock 1 s back: held, not reset';
+    # several windows back: the stored window is more than one ahead, no state
+    $r->cmd('SET', "$K-back:sw", ($i + 1) . ":$L:1", 'PX', 100000);
+    is_deeply hit("$K-back", $L, $W, T0 + 1500), [1, $L - 1, 1500, 0], 'clock 3 s back: fresh';
     # a packed value read under a big limit and a string under a small one
     $r->cmd('SET', "$K:sw", packed(0, 7, $i + 1), 'PX', 100000);
     is hit($K, $L, $W, T0 + 4500)->[1], $L - 8, 'packed state, L >= 2^24';

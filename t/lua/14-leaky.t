@@ -28,6 +28,29 @@ subtest 'HASH K:lb {level in ticks, ts}; an overflowing hit is not added' => sub
     is $r->cmd('HGET', "$K:lb", 'level'), 3500, 'level 3.5 hits';
 };
 
+# A bucket filled under one limit and read under a smaller one in the same
+# ms: L whole hits and a fraction of water, more than the bucket holds now.
+subtest 'limit or window changed while time stands still: remaining never negative' => sub {
+    my $K = 'rlaas:rate_limit:shrunk';
+    $h->run('leaky', $K, 2, 1000, T0) for 1 .. 2;     # level 2 of 2 (c = 500)
+    my $x = hit($K, 1, 999, T0);                      # c = 999: 1 hit + 1 tick
+    is $x->[0], 0, 'over the new limit: denied';
+    is $x->[1], 0, 'remaining 0, not -1';
+    ok $x->[3] >= 1, "retry >= 1 ($x->[3])";
+    # the same through many limit/window pairs, in one ms
+    my @neg;
+    my $n = 0;
+    for my $a ([5, 5000], [3, 7], [7, 3001], [2, 1000], [1, 999], [4, 7], [1, 1]) {
+        for my $b ([1, 999], [1, 1000], [2, 1001], [3, 6], [1, 3]) {
+            my $k = "$K-" . $n++;
+            hit($k, @$a, T0 + 5) for 1 .. $a->[0];
+            my $y = hit($k, @$b, T0 + 5);
+            push @neg, "@$a -> @$b: @$y" if grep { $_ < 0 } @$y;
+        }
+    }
+    is_deeply \@neg, [], 'no reply field below zero';
+};
+
 subtest 'L*c past 2^53: "n:f" and still exact' => sub {
     my ($K, $L, $W) = ('rlaas:rate_limit:prime', 999_999_937, 86_400_001);  # gcd 1
     $r->cmd('HSET', "$K:lb", 'level', "$L:0", 'ts', T0);

@@ -22,7 +22,7 @@ my $r = $h->redis;
 my $lc = ScriptTest::Local->new;
 my %engine = (
     lua => sub { $h->run(@_) },
-    c   => sub { scalar $lc->run(@_) },
+    c   => sub { my ($s, $K, @rest) = @_; scalar $lc->run($s, key_arg($s, $K), @rest) },
 );
 
 my @configs = ([1, 1000], [2, 1], [5, 5000], [3, 1000], [10, 1000],

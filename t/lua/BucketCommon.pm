@@ -71,16 +71,24 @@ sub bucket_common {
             'exactly full one window later';
     };
 
-    subtest "$s: clock going back mints nothing" => sub {
+    subtest "$s: clock going back up to a window mints nothing" => sub {
         my ($K, $L, $W) = ("$K0-f", 5, 5000);
         $hit->($K, $L, $W, T0 + 10000) for 1 .. 5;
-        # 10 s back: stored time stays, the retry counts the skew
-        is_deeply $hit->($K, $L, $W, T0), [0, 0, 15000, 11000], '10 s back: denied';
-        is_deeply $hit->($K, $L, $W, T0 + 5000), [0, 0, 10000, 6000], 'still before the stored time';
+        # 4 s back: stored time stays, the retry counts the skew
+        is_deeply $hit->($K, $L, $W, T0 + 6000), [0, 0, 9000, 5000], '4 s back: denied';
+        is_deeply $hit->($K, $L, $W, T0 + 8000), [0, 0, 7000, 3000], 'still before the stored time';
         is $hit->($K, $L, $W, T0 + 10999)->[0], 0, 'no refill before stored time + 1 s';
         is_deeply $hit->($K, $L, $W, T0 + 11000), [1, 0, 5000, 1000], 'then one token';
         # a small step back after that: still nothing extra
         is $hit->($K, $L, $W, T0 + 10500)->[0], 0, 'back again 500 ms: denied';
+    };
+
+    subtest "$s: clock going back more than a window: a new bucket" => sub {
+        my ($K, $L, $W) = ("$K0-f2", 5, 5000);
+        $hit->($K, $L, $W, T0 + 10000) for 1 .. 5;
+        is_deeply $hit->($K, $L, $W, T0 + 4999), [1, 4, 1000, 0], '5001 ms back: as a new client';
+        my $ok = grep { $hit->($K, $L, $W, T0 + 4999)->[0] } 1 .. 10;
+        is $ok, 4, 'a full bucket of 5, not more';
     };
 
     subtest "$s: L=1e9, W=1 d" => sub {

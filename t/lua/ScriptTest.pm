@@ -1,7 +1,9 @@
 package ScriptTest;
 # Shared by the t/lua/*.t files: loads the strategy scripts into a private
 # redis-server, in production form and with the clock line swapped for a
-# fake clock (ARGV[3] seconds, ARGV[4] microseconds).
+# fake clock (ARGV[3] seconds, ARGV[4] microseconds). The scripts are the
+# joined files the build embeds (build/lua/<s>.lua = lua/prelude.lua +
+# lua/<s>.lua), made fresh with `make lua` first.
 #
 # Every call run() makes of a script is made of the local engine too (the
 # C strategies and table, build/unit/rlaas_local_cli, through
@@ -19,7 +21,7 @@ use RLaaS::Redis;
 use Time::HiRes ();
 use Scalar::Util ();
 
-our @EXPORT = qw(STRATEGIES lua_path lua_text fake_text key_of T0);
+our @EXPORT = qw(STRATEGIES lua_path lua_text source_text fake_text key_of key_arg T0);
 our @STRATEGIES = qw(fixed sliding_log sliding token leaky gcra);
 sub STRATEGIES { @STRATEGIES }
 
@@ -27,15 +29,26 @@ sub STRATEGIES { @STRATEGIES }
 use constant T0 => 1_699_920_000_000;
 
 my $ROOT = File::Spec->rel2abs(dirname(__FILE__) . '/../..');
-# RLAAS_LUA_DIR: run the tests against other copies (mutation checks).
-sub lua_path { ($ENV{RLAAS_LUA_DIR} || "$ROOT/lua") . "/$_[0].lua" }
+# RLAAS_LUA_DIR: run the tests against other copies of the joined scripts
+# (mutation checks); otherwise the build's own, brought up to date here.
+unless ($ENV{RLAAS_LUA_DIR}) {
+    my $out = `make -s -C '$ROOT' lua 2>&1`;
+    die "make lua failed:\n$out" if $?;
+}
+sub lua_path { ($ENV{RLAAS_LUA_DIR} || "$ROOT/build/lua") . "/$_[0].lua" }
 
-sub lua_text {
-    my ($name) = @_;
-    open my $fh, '<:raw', lua_path($name) or die "$name: $!";
+sub _slurp {
+    my ($path) = @_;
+    open my $fh, '<:raw', $path or die "$path: $!";
     local $/;
     return scalar <$fh>;
 }
+
+# The joined script, as Redis runs it.
+sub lua_text { _slurp(lua_path($_[0])) }
+
+# A source file in lua/: a strategy's body, or 'prelude'.
+sub source_text { _slurp("$ROOT/lua/$_[0].lua") }
 
 # The harness' substitution: redis.call('TIME') -> {ARGV[3], ARGV[4]}
 # on the line carrying -- rlaas:clock, and only there.
@@ -50,6 +63,13 @@ sub fake_text {
     die "clock line not found" unless $n == 1;
     return join '', @l;
 }
+
+# The suffix the module appends to the identity's key K for each strategy
+# (src/core/rlaas_key.c): KEYS[1] is the whole key; fixed's ends in ':'
+# and the script appends only the window number.
+my %SUFFIX = (fixed => ':', sliding_log => '', sliding => ':sw',
+    token => ':tb', leaky => ':lb', gcra => ':gcra');
+sub key_arg { "$_[1]$SUFFIX{$_[0]}" }
 
 # The key each strategy writes for base key K at time now_ms.
 sub key_of {
@@ -105,7 +125,7 @@ sub _shadow {
         $self->{shadow_skipped}++;
         return;
     }
-    my ($got, $rkey, $rttl) = $lc->run($s, $K, $L, $W, $ms);
+    my ($got, $rkey, $rttl) = $lc->run($s, key_arg($s, $K), $L, $W, $ms);
     $self->{shadow_n}++;
     my $want = ref $rep ? "@$rep" : 'error';
     my $have = ref $got ? "@$got" : 'error';
@@ -172,7 +192,8 @@ end
 return out
 LUA
 
-# Runs strategy $s at fake time $ms (+ $us microseconds inside that ms).
+# Runs strategy $s for the identity's key $K (KEYS[1] = key_arg) at fake
+# time $ms (+ $us microseconds inside that ms).
 sub run {
     my ($self, $s, $K, $L, $W, $ms, $us) = @_;
     my $exp = $self->{exp} ||= {};
@@ -189,7 +210,7 @@ sub run {
         ($snap, $t1, $rep, $kt) = $self->{r}->pipeline(
             ['EVAL', $SNAP_LUA, 0, $K],
             ['TIME'],
-            ['EVALSHA', $self->{fake}{$s}, 1, $K, $L, $W, $sec, $usec],
+            ['EVALSHA', $self->{fake}{$s}, 1, key_arg($s, $K), $L, $W, $sec, $usec],
             ['EVAL', $KEYS_LUA, 0, $K]);
         die "keys: $kt" if RLaaS::Redis::is_error($kt);
         my @t2 = splice @$kt, -2;
@@ -235,7 +256,7 @@ sub no_ttl { @{ $_[0]{no_ttl} || [] } }
 sub run_real {
     my ($self, $s, $K, $L, $W) = @_;
     $self->{taint}{$K} = 1;
-    return $self->{r}->cmd('EVALSHA', $self->{sha}{$s}, 1, $K, $L, $W);
+    return $self->{r}->cmd('EVALSHA', $self->{sha}{$s}, 1, key_arg($s, $K), $L, $W);
 }
 
 # How many calls each helper compared, as a note at the end of the test.

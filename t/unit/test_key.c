@@ -1,4 +1,5 @@
-/* Key-safe segments: raw only for short safe values, hashed otherwise. */
+/* Value segments V(v): raw only for short safe values that can be nothing
+ * but themselves, hashed otherwise. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,9 +9,18 @@
 
 #include "rlaas_key.h"
 
+static size_t segk(char *out, const char *v, rlaas_val_kind_e kind)
+{
+    size_t n = rlaas_key_value(out, v, strlen(v), kind);
+
+    out[n] = '\0';
+    return n;
+}
+
 static size_t seg(char *out, const char *v, int cred)
 {
-    size_t n = rlaas_key_segment(out, v, strlen(v), cred);
+    size_t n = rlaas_key_value(out, v, strlen(v),
+                               cred ? RLAAS_VAL_SECRET : RLAAS_VAL_PLAIN);
 
     out[n] = '\0';
     return n;
@@ -23,8 +33,6 @@ static void safe_values_stay_raw(void **state)
     (void)state;
     assert_int_equal(seg(out, "alice", 0), 5);
     assert_string_equal(out, "alice");
-    seg(out, "203.0.113.9", 0);
-    assert_string_equal(out, "203.0.113.9");
     seg(out, "bob@example.org", 0);
     assert_string_equal(out, "bob@example.org");
 }
@@ -61,8 +69,8 @@ static void unsafe_values_are_hashed(void **state)
 static void binary_and_nul_bytes(void **state)
 {
     char a[RLAAS_SEG_MAX + 1], b[RLAAS_SEG_MAX + 1];
-    size_t na = rlaas_key_segment(a, "ab\0c", 4, 0);
-    size_t nb = rlaas_key_segment(b, "ab", 2, 0);
+    size_t na = rlaas_key_value(a, "ab\0c", 4, RLAAS_VAL_PLAIN);
+    size_t nb = rlaas_key_value(b, "ab", 2, RLAAS_VAL_PLAIN);
 
     (void)state;
     /* A NUL doesn't cut the value short: "ab\0c" and "ab" differ. */
@@ -77,9 +85,11 @@ static void length_bound(void **state)
 
     (void)state;
     memset(v, 'a', sizeof(v));
-    assert_int_equal(rlaas_key_segment(out, v, 64, 0), 64);
-    assert_int_equal(rlaas_key_segment(out, v, 65, 0), RLAAS_SEG_HASH_LEN);
-    assert_int_equal(rlaas_key_segment(out, v, 0, 0), RLAAS_SEG_HASH_LEN);
+    assert_int_equal(rlaas_key_value(out, v, 64, RLAAS_VAL_PLAIN), 64);
+    assert_int_equal(rlaas_key_value(out, v, 65, RLAAS_VAL_PLAIN),
+                     RLAAS_SEG_HASH_LEN);
+    assert_int_equal(rlaas_key_value(out, v, 0, RLAAS_VAL_PLAIN),
+                     RLAAS_SEG_HASH_LEN);
 }
 
 static void credentials_always_hashed(void **state)
@@ -117,10 +127,100 @@ static void fallback_cannot_be_forged(void **state)
     /* the same text sent by a client is hashed, not copied */
     seg(forged, "ip~198.51.100.7", 0);
     assert_string_not_equal(fb, forged);
-    /* IPv6 client addresses are hashed inside the fallback */
+    /* a grouped IPv6 network is raw in the fallback; an address in any
+     * other form (with ':') or none at all is hashed */
+    n = rlaas_key_fallback(fb, "2001-db8-1-2_64", 15);
+    fb[n] = '\0';
+    assert_string_equal(fb, "ip~2001-db8-1-2_64");
     n = rlaas_key_fallback(fb, "2001:db8::1", 11);
     assert_int_equal(n, 3 + RLAAS_SEG_HASH_LEN);
     assert_memory_equal(fb, "ip~~", 4);
+    n = rlaas_key_fallback(fb, "-", 1);
+    assert_int_equal(n, 3 + RLAAS_SEG_HASH_LEN);
+}
+
+/* No value ends an identity in another strategy's suffix or a window
+ * number: those are hashed, wherever they come from. */
+static void suffix_like_values_are_hashed(void **state)
+{
+    static const char *words[] = {"tb", "sw",    "lb",      "gcra",
+                                  "0",  "12345", "28332000"};
+    char out[RLAAS_SEG_MAX + 1];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        assert_true(rlaas_key_suffix_like(words[i], strlen(words[i])));
+        assert_int_equal(segk(out, words[i], RLAAS_VAL_PLAIN),
+                         RLAAS_SEG_HASH_LEN);
+        assert_int_equal(segk(out, words[i], RLAAS_VAL_ADDRESS),
+                         RLAAS_SEG_HASH_LEN);
+    }
+    /* near misses stay raw */
+    assert_string_equal((segk(out, "tbx", RLAAS_VAL_PLAIN), out), "tbx");
+    assert_string_equal((segk(out, "GCRA", RLAAS_VAL_PLAIN), out), "GCRA");
+    assert_string_equal((segk(out, "12a", RLAAS_VAL_PLAIN), out), "12a");
+    assert_false(rlaas_key_suffix_like("", 0));
+}
+
+/* A user name or header value never spells a client address, and the
+ * client address is raw only when it is one. */
+static void address_like_values(void **state)
+{
+    static const char *addr[] = {"203.0.113.9",
+                                 "1.2.3",
+                                 "..",
+                                 "0-0_32",
+                                 "2001-db8-1-2_64",
+                                 "ffff-ffff-ffff-ffff-0-0-0-0_128",
+                                 "2001-db8_999",
+                                 "a_1"};
+    static const char *not_addr[] = {
+        "2001-db8-1-2_",         "_64",           "2001--db8_64",
+        "2001-db8-_64",          "12345-1_64",    "2001-DB8_64",
+        "1-2-3-4-5-6-7-8-9_128", "2001-db8_1281", "g_64",
+        "2001-db8_6a",           "alice",         "1.2.3.4a"};
+    char out[RLAAS_SEG_MAX + 1];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(addr) / sizeof(addr[0]); i++) {
+        assert_true(rlaas_key_address_like(addr[i], strlen(addr[i])));
+        assert_int_equal(segk(out, addr[i], RLAAS_VAL_PLAIN),
+                         RLAAS_SEG_HASH_LEN);
+        assert_string_equal((segk(out, addr[i], RLAAS_VAL_ADDRESS), out),
+                            addr[i]);
+    }
+    for (i = 0; i < sizeof(not_addr) / sizeof(not_addr[0]); i++) {
+        assert_false(rlaas_key_address_like(not_addr[i], strlen(not_addr[i])));
+        assert_int_equal(segk(out, not_addr[i], RLAAS_VAL_ADDRESS),
+                         RLAAS_SEG_HASH_LEN);
+    }
+    assert_string_equal((segk(out, "alice", RLAAS_VAL_PLAIN), out), "alice");
+}
+
+static void sha1_hex_any_length(void **state)
+{
+    char out[41];
+
+    (void)state;
+    out[8] = '\0';
+    rlaas_key_sha1_hex(out, 8, "abc", 3);
+    assert_string_equal(out, "a9993e36");
+    out[40] = '\0';
+    rlaas_key_sha1_hex(out, 40, "abc", 3);
+    assert_string_equal(out, "a9993e364706816aba3e25717850c26c9cd0d89d");
+}
+
+static void strategy_suffixes(void **state)
+{
+    (void)state;
+    assert_string_equal(rlaas_key_suffix(RLAAS_STRATEGY_FIXED), ":");
+    assert_string_equal(rlaas_key_suffix(RLAAS_STRATEGY_SLIDING_LOG), "");
+    assert_string_equal(rlaas_key_suffix(RLAAS_STRATEGY_SLIDING), ":sw");
+    assert_string_equal(rlaas_key_suffix(RLAAS_STRATEGY_TOKEN), ":tb");
+    assert_string_equal(rlaas_key_suffix(RLAAS_STRATEGY_LEAKY), ":lb");
+    assert_string_equal(rlaas_key_suffix(RLAAS_STRATEGY_GCRA), ":gcra");
 }
 
 static void is_safe(void **state)
@@ -144,6 +244,10 @@ int main(void)
         cmocka_unit_test(distinct_values_distinct_segments),
         cmocka_unit_test(fallback_cannot_be_forged),
         cmocka_unit_test(is_safe),
+        cmocka_unit_test(suffix_like_values_are_hashed),
+        cmocka_unit_test(address_like_values),
+        cmocka_unit_test(sha1_hex_any_length),
+        cmocka_unit_test(strategy_suffixes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

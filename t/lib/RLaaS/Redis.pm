@@ -215,6 +215,7 @@ sub _argv {
     push @a, '--unixsocket', $self->{socket_path}, '--unixsocketperm', '700'
         if $self->{socket_path};
     push @a, '--requirepass', $opt->{requirepass} if defined $opt->{requirepass};
+    push @a, @{ $opt->{extra} } if $opt->{extra};
     if ($opt->{acl_user}) {
         my ($u, $p) = @{ $opt->{acl_user} };
         push @a, '--user', $u, 'on', ">$p", '~*', '&*', '+@all';
@@ -332,6 +333,38 @@ sub _wait_ready {
     }
     $self->_disconnect;
     croak "redis-server not ready after ${\($limit || 5)}s: $err";
+}
+
+# ---------------------------------------------------------------- TLS
+
+# make_tls_certs(DIR): a test CA (ca.crt), a server certificate for
+# localhost and 127.0.0.1 signed by it (server.crt, server.key), a client
+# certificate (client.crt, client.key), and an unrelated CA (other-ca.crt)
+# that signs nothing here. EC keys: quick to make.
+sub make_tls_certs {
+    my ($dir) = @_;
+    my $q = sub { system(@_, '-quiet') == 0 || system(@_) == 0 or croak "openssl @_ failed" };
+    my @key = ('-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes');
+    for my $ca (qw(ca other-ca)) {
+        system('openssl', 'req', '-x509', @key, '-keyout', "$dir/$ca.key",
+               '-out', "$dir/$ca.crt", '-days', 3650, '-subj', "/CN=mod_rlaas test $ca")
+            == 0 or croak "openssl: cannot make $ca";
+    }
+    for my $who (['server', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
+                 ['client', 'extendedKeyUsage=clientAuth']) {
+        my ($n, $ext) = @$who;
+        system('openssl', 'req', @key, '-keyout', "$dir/$n.key", '-out', "$dir/$n.csr",
+               '-subj', "/CN=mod_rlaas test $n") == 0 or croak "openssl: cannot make $n";
+        open my $fh, '>', "$dir/$n.ext" or croak "$dir/$n.ext: $!";
+        print $fh "$ext\n";
+        close $fh;
+        system('openssl', 'x509', '-req', '-in', "$dir/$n.csr", '-CA', "$dir/ca.crt",
+               '-CAkey', "$dir/ca.key", '-CAcreateserial', '-out', "$dir/$n.crt",
+               '-days', 3650, '-extfile', "$dir/$n.ext") == 0
+            or croak "openssl: cannot sign $n";
+    }
+    chmod 0644, glob("$dir/*");
+    return $dir;
 }
 
 # ---------------------------------------------------------------- attach

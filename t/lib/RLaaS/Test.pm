@@ -5,6 +5,7 @@ package RLaaS::Test;
 #   my $res = req('/rl/basic/x', h => {'X-User' => 'alice'}, vhost => 'rlaas_auth');
 #   my $r = redis();                 # the suite's main Redis (RLaaS::Redis)
 #   my $k = rkey('zone', 'alice');   # rlaas:rate_limit:zone:alice
+#   my $k = ukey('zone', 'alice');   # rlaas:rate_limit:zone:h.x-user=alice
 #   hseg('secret')                   # '~' . first 16 bytes of SHA-1, in hex
 use strict;
 use warnings;
@@ -19,7 +20,8 @@ use Time::HiRes qw(time sleep);
 use IO::Select ();
 
 our @EXPORT_OK = qw(
-    req codes hit hits_until_denied uid hseg seg fallback rkey prefix
+    req codes hit hits_until_denied uid hseg seg ipseg fallback tseg xtag
+    rkey ukey prefix suffix_like address_like
     redis redis_cmd redis_time_ms wait_fixed_window keys_like status_of
     httpd_config_test t_logs error_log_mark error_log_since wait_for
     log_lines_with basic_auth repo_top module_path mpm parallel_codes
@@ -167,17 +169,46 @@ sub parallel_requests {
 
 sub prefix { $PREFIX }
 
-# The segment a value becomes: raw when safe, else '~' + 32 hex digits.
+# The segment a value becomes (src/core/rlaas_key.h): raw when it is 1..64
+# safe bytes and neither suffix-like (all digits, tb, sw, lb, gcra) nor
+# address-like (digits and dots, or a grouped IPv6 network); else '~' + 32
+# hex digits of its SHA-1. Credentials always hashed.
 sub hseg { '~' . substr(sha1_hex($_[0]), 0, 32) }
+
+sub suffix_like { $_[0] =~ /\A(?:\d+|tb|sw|lb|gcra)\z/ }
+sub address_like {
+    $_[0] =~ /\A[\d.]+\z/ || $_[0] =~ /\A[0-9a-f]{1,4}(?:-[0-9a-f]{1,4}){0,7}_[0-9]{1,3}\z/;
+}
+sub _safe { length($_[0]) >= 1 && length($_[0]) <= 64 && $_[0] =~ /\A[A-Za-z0-9._\@-]+\z/ }
 
 sub seg {
     my ($v, $credential) = @_;
-    return hseg($v) if $credential;
-    return $v if length($v) >= 1 && length($v) <= 64 && $v =~ /\A[A-Za-z0-9._\@-]+\z/;
-    return hseg($v);
+    return hseg($v) if $credential || !_safe($v) || suffix_like($v) || address_like($v);
+    return $v;
 }
 
-sub fallback { 'ip~' . seg($_[0] // '127.0.0.1') }
+# The client address as a segment: raw when it is an address as the module
+# renders it, else "no address" (the hash of "-").
+sub ipseg {
+    my ($ip) = @_;
+    return $ip if _safe($ip) && address_like($ip) && !suffix_like($ip);
+    return hseg('-');
+}
+
+sub fallback { 'ip~' . ipseg($_[0] // '127.0.0.1') }
+
+# tseg(TAG, VALUE, CREDENTIAL, IP): one source's segment when a section
+# has several sources or one that is not ip or user: TAG=V(value), or
+# TAG=ip~<address> when the value is missing or empty. Tags: ip, user, key
+# (api_key), h.<header in lower case>, c.<cookie>, q.<query>, e.<env>,
+# x.<8 hex of SHA-1 of the expression>.
+sub tseg {
+    my ($tag, $v, $credential, $ip) = @_;
+    return "$tag=" . (defined $v && length $v ? seg($v, $credential) : fallback($ip));
+}
+
+# xtag(EXPR): the tag of an expr= source.
+sub xtag { 'x.' . substr(sha1_hex($_[0]), 0, 8) }
 
 # rkey(ZONE|undef, SEGMENTS...) with the default prefix.
 sub rkey {
@@ -185,6 +216,10 @@ sub rkey {
     return $PREFIX . (defined $zone && length $zone ? "$zone:" : '')
          . join(':', @segs);
 }
+
+# ukey(ZONE|undef, VALUE): K of a section keyed by header:X-User, the
+# suite's usual identity (VALUE undef or empty: the fallback).
+sub ukey { rkey($_[0], tseg('h.x-user', $_[1])) }
 
 # ---------------------------------------------------------------- Redis
 

@@ -1,0 +1,104 @@
+#include "rlaas_unit.h"
+
+#include "http_config.h"
+#include "http_log.h"
+
+APLOG_USE_MODULE(rlaas);
+
+static request_rec *initial(request_rec *r)
+{
+    while (r->prev != NULL)
+        r = r->prev;
+    return r;
+}
+
+rlaas_unit_t *rlaas_unit_find(request_rec *r)
+{
+    return ap_get_module_config(initial(r)->request_config, &rlaas_module);
+}
+
+rlaas_unit_t *rlaas_unit_get(request_rec *r)
+{
+    request_rec *first = initial(r);
+    rlaas_unit_t *u =
+        ap_get_module_config(first->request_config, &rlaas_module);
+
+    if (u == NULL) {
+        u = apr_pcalloc(first->pool, sizeof(*u));
+        u->decided = apr_array_make(first->pool, 2, sizeof(rlaas_unit_limit_t));
+        ap_set_module_config(first->request_config, &rlaas_module, u);
+    }
+    return u;
+}
+
+static int same_text(const char *a, const char *b)
+{
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static int same_source(const rlaas_key_source_t *a, const rlaas_key_source_t *b)
+{
+    return a->src.type == b->src.type && a->src.name_len == b->src.name_len &&
+           (a->src.name_len == 0 ||
+            memcmp(a->src.name, b->src.name, a->src.name_len) == 0);
+}
+
+/* Unset sources mean the client address, as a lone "ip" does. */
+static int is_default_sources(const apr_array_header_t *s)
+{
+    return s == NULL ||
+           (s->nelts == 1 &&
+            ((const rlaas_key_source_t *)s->elts)[0].src.type == RLAAS_SRC_IP);
+}
+
+static int same_sources(const apr_array_header_t *a,
+                        const apr_array_header_t *b)
+{
+    int i;
+
+    if (a == b || (is_default_sources(a) && is_default_sources(b)))
+        return 1;
+    if (a == NULL || b == NULL || a->nelts != b->nelts)
+        return 0;
+    for (i = 0; i < a->nelts; i++)
+        if (!same_source(&((const rlaas_key_source_t *)a->elts)[i],
+                         &((const rlaas_key_source_t *)b->elts)[i]))
+            return 0;
+    return 1;
+}
+
+/* Two sections define the same limit when they would count the same
+ * client's requests in the same counter: same zone, identity sources,
+ * strategy, limit and window. Headers, dry run and failure policy don't
+ * make another limit. The sources' values are not compared: the identity
+ * of a limit is the one taken where the client request first reached it,
+ * even if a later phase or redirect would compute another. */
+static int same_limit(const rlaas_dir_conf_t *a, const rlaas_dir_conf_t *b)
+{
+    return a == b || (a->limit == b->limit && same_text(a->zone, b->zone) &&
+                      rlaas_dir_strategy(a) == rlaas_dir_strategy(b) &&
+                      rlaas_dir_window_ms(a) == rlaas_dir_window_ms(b) &&
+                      same_sources(a->sources, b->sources));
+}
+
+rlaas_unit_limit_t *rlaas_unit_decided(const rlaas_unit_t *u,
+                                       const rlaas_dir_conf_t *d)
+{
+    rlaas_unit_limit_t *l = (rlaas_unit_limit_t *)u->decided->elts;
+    int i;
+
+    for (i = 0; i < u->decided->nelts; i++)
+        if (same_limit(l[i].d, d))
+            return &l[i];
+    return NULL;
+}
+
+rlaas_unit_limit_t *rlaas_unit_add(rlaas_unit_t *u, const rlaas_dir_conf_t *d,
+                                   const char *claimed)
+{
+    rlaas_unit_limit_t *l = apr_array_push(u->decided);
+
+    l->d = d;
+    l->claimed = claimed;
+    return l;
+}

@@ -1,0 +1,209 @@
+# The limit holds whatever the authorization set-up: "Satisfy Any" with
+# Order/Deny plus Basic authentication, "Require any", and mod_rlaas loaded
+# after mod_access_compat (the suite's own server, as Debian orders them)
+# or before it (a second server this test starts). A 429 goes through
+# httpd's error path: exactly "Rate limit exceeded" as text/plain, nothing
+# of the resource, Retry-After and the RateLimit fields kept, no
+# "100 Continue".
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use File::Spec::Functions qw(catfile);
+use File::Temp qw(tempdir);
+use IO::Socket::INET ();
+use Time::HiRes qw(sleep time);
+use RLaaS::Test qw(:all);
+
+plan skip_all => 'mod_rlaas is not loaded' unless have_module();
+
+my $BOB = ['bob', 'bob-pw'];
+
+# The attacker's sequence: limit 2, then three more tries. Returns the
+# responses.
+sub attack {
+    my ($path, %o) = @_;
+    return map { req($path, %o) } 1 .. 5;
+}
+
+sub clean_429 {
+    my ($res, $content, $name) = @_;
+    is($res->code, 429, "$name: 429");
+    is($res->content, 'Rate limit exceeded', "$name: the body is exactly 'Rate limit exceeded'");
+    unlike($res->content, qr/\Q$content\E/, "$name: nothing of the resource");
+    like($res->header('Content-Type') // '', qr{^text/plain\b}, "$name: text/plain");
+    like($res->header('Retry-After') // '', qr/^[1-9]\d*$/, "$name: Retry-After");
+    like($res->header('RateLimit') // '', qr/;r=0;/, "$name: RateLimit r=0");
+    is(status_of($res), 'denied', "$name: RLAAS_STATUS=denied (Header always)");
+}
+
+# Satisfy Any, Deny from all, Basic auth: the authenticated user over the
+# limit gets a clean 429. $base: URL prefix; %o: request options.
+sub satisfy_any_cases {
+    my ($label, $hp) = @_;
+    my $url = sub { $hp ? "http://$hp$_[0]" : $_[0] };
+    my $u = uid('sat');
+    my @r = attack($url->('/http-trust/satisfy/page.txt'), auth => $BOB, h => { 'X-User' => $u });
+    is(join(' ', map { $_->code } @r), '200 200 429 429 429',
+        "$label: Satisfy Any + Deny from all, authenticated: 2 served, then 429");
+    is($r[0]->content, "trust-satisfy-content\n", "$label: an allowed request gets the file");
+    clean_429($r[2], 'trust-satisfy-content', "$label, Satisfy Any, authenticated");
+
+    my $anon = req($url->('/http-trust/satisfy/page.txt'), h => { 'X-User' => $u });
+    ok($anon->code == 401 || $anon->code == 429,
+        "$label: over the limit without credentials: refused (" . $anon->code . ')');
+    unlike($anon->content, qr/trust-satisfy-content/, "$label: and nothing of the resource");
+
+    my $u2 = uid('satip');
+    my @ip = attack($url->('/http-trust/satisfy-ip/page.txt'), h => { 'X-User' => $u2 });
+    is(join(' ', map { $_->code } @ip), '200 200 429 429 429',
+        "$label: Satisfy Any, allowed by address without credentials: 2 served, then 429");
+    clean_429($ip[2], 'trust-satisfy-ip-content', "$label, Satisfy Any, by address");
+}
+
+# ------------------------------------------------ the suite's server:
+# mod_access_compat is loaded before mod_rlaas (Debian's order)
+satisfy_any_cases('access_compat first');
+
+# ------------------------------------------------ Require any
+{
+    my $u = uid('rany');
+    my @r = attack('/http-trust/requireany/page.txt', auth => $BOB, h => { 'X-User' => $u });
+    is(join(' ', map { $_->code } @r), '200 200 429 429 429',
+        'RequireAny (ip | valid-user), authenticated: 2 served, then 429');
+    clean_429($r[2], 'trust-requireany-content', 'RequireAny, authenticated');
+
+    my $u2 = uid('ranyip');
+    my @ip = attack('/http-trust/requireany-ip/page.txt', h => { 'X-User' => $u2 });
+    is(join(' ', map { $_->code } @ip), '200 200 429 429 429',
+        'RequireAny, granted by address: 2 served, then 429');
+    clean_429($ip[2], 'trust-requireany-ip-content', 'RequireAny, by address');
+    my $auth = req('/http-trust/requireany-ip/page.txt', auth => $BOB, h => { 'X-User' => $u2 });
+    clean_429($auth, 'trust-requireany-ip-content', 'RequireAny, by address and authenticated');
+}
+
+# ------------------------------------------------ HEAD and 100-continue
+{
+    my $u = uid('head');
+    my @r = map { req('/http-trust/satisfy/page.txt', method => 'HEAD', auth => $BOB,
+                      h => { 'X-User' => $u }) } 1 .. 3;
+    is(join(' ', map { $_->code } @r), '200 200 429', 'HEAD: 2 allowed, then 429');
+    is($r[2]->content, '', 'HEAD: the 429 has no body');
+    like($r[2]->header('Content-Type') // '', qr{^text/plain\b}, 'HEAD: the 429 is text/plain');
+}
+{
+    my $u = uid('expect');
+    req('/rl/basic/expect', h => { 'X-User' => $u }) for 1 .. 3;
+    my $cfg = Apache::Test::config();
+    my $s = IO::Socket::INET->new(PeerAddr => $cfg->{vars}{servername},
+                                  PeerPort => $cfg->{vars}{port}, Timeout => 10)
+        or die "connect: $!";
+    print $s "POST /rl/basic/expect HTTP/1.1\r\nHost: localhost\r\nX-User: $u\r\n"
+        . "Expect: 100-continue\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\n";
+    my $got = '';
+    my $end = time + 5;
+    while (time < $end && $got !~ /\r\n\r\n/) {
+        my $n = sysread $s, $got, 4096, length $got;
+        last unless $n;
+    }
+    like($got, qr{^HTTP/1\.1 429 }, 'Expect: 100-continue over the limit: the answer is the 429');
+    unlike($got, qr{^HTTP/1\.1 100}m, 'and no "100 Continue" was sent');
+    close $s;
+}
+
+# ------------------------------------------------ mod_rlaas loaded first
+SKIP: {
+    my ($srv, $why) = start_server();
+    skip "second server: $why", 1 unless $srv;
+    satisfy_any_cases('mod_rlaas first', $srv->{hp});
+    stop_server($srv);
+}
+
+# A second httpd, its own minimal configuration: the modules this test
+# needs, mod_rlaas loaded before mod_access_compat, the same Redis.
+sub start_server {
+    my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
+    chomp(my $libexec = `apxs -q LIBEXECDIR 2>/dev/null` || '');
+    $libexec ||= '/usr/lib/apache2/modules';
+    my $dir = tempdir('rlaas-order-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    my $top = repo_top();
+    my $port = do {
+        my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                      Listen => 1, ReuseAddr => 1) or return (undef, "no port: $!");
+        $l->sockport;
+    };
+    my $m = mpm();
+    my $load = join '', map { "LoadModule ${_}_module $libexec/mod_$_.so\n" }
+        qw(authz_core authn_core authn_file auth_basic authz_user access_compat headers);
+    my $conf = catfile($dir, 'httpd.conf');
+    open my $fh, '>', $conf or return (undef, "$conf: $!");
+    print $fh <<"EOC";
+ServerRoot "$dir"
+ServerName localhost
+Listen 127.0.0.1:$port
+PidFile "$dir/httpd.pid"
+ErrorLog "$dir/error_log"
+LogLevel info
+DefaultRunTimeDir "$dir"
+LoadModule mpm_${m}_module $libexec/mod_mpm_$m.so
+LoadModule rlaas_module @{[ module_path() ]}
+$load
+RLaaSRedis 127.0.0.1:$ENV{RLAAS_TEST_REDIS_PORT}
+RLaaSRedisTimeout 2s
+DocumentRoot "$top/t/htdocs"
+Header always set X-RLaaS-Status "%{RLAAS_STATUS}e" env=RLAAS_STATUS
+<Directory "$top/t/htdocs/http-trust/satisfy">
+    AuthType Basic
+    AuthName "rlaas trust"
+    AuthBasicProvider file
+    AuthUserFile "$top/t/conf/rlaas.htpasswd"
+    Require valid-user
+    Order deny,allow
+    Deny from all
+    Satisfy Any
+    RLaaSLimit 2
+    RLaaSWindow 1h
+    RLaaSZone trust-sat
+    RLaaSKeyBy header:X-User
+</Directory>
+<Directory "$top/t/htdocs/http-trust/satisfy-ip">
+    AuthType Basic
+    AuthName "rlaas trust"
+    AuthBasicProvider file
+    AuthUserFile "$top/t/conf/rlaas.htpasswd"
+    Require valid-user
+    Order deny,allow
+    Deny from all
+    Allow from 127.0.0.1
+    Satisfy Any
+    RLaaSLimit 2
+    RLaaSWindow 1h
+    RLaaSZone trust-sat-ip
+    RLaaSKeyBy header:X-User
+</Directory>
+EOC
+    close $fh or return (undef, "$conf: $!");
+    my $out = `'$httpd' -f '$conf' -k start 2>&1`;
+    return (undef, "did not start: $out") if $?;
+    my $up = wait_for(sub {
+        IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 1)
+    }, 10);
+    my $srv = { dir => $dir, conf => $conf, httpd => $httpd, hp => "127.0.0.1:$port" };
+    unless ($up) {
+        stop_server($srv);
+        return (undef, 'not listening');
+    }
+    return $srv;
+}
+
+sub stop_server {
+    my ($srv) = @_;
+    forget_connections();
+    my $pidfile = catfile($srv->{dir}, 'httpd.pid');
+    my $pid = -e $pidfile ? do { open my $fh, '<', $pidfile; my $p = <$fh>; $p } : undef;
+    system("'$srv->{httpd}' -f '$srv->{conf}' -k stop >/dev/null 2>&1");
+    wait_for(sub { !($pid && $pid =~ /(\d+)/ && kill 0, $1) }, 10) if $pid;
+}
+
+done_testing();

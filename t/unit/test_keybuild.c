@@ -1,0 +1,543 @@
+/* The whole key: its layout, its bound, and a property test that different
+ * (zone, sources, values, address, strategy, window) tuples never give the
+ * same Redis key. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rlaas_keybuild.h"
+
+#define P "rlaas:rate_limit:"
+
+/* A tuple: what a request's key is made of. */
+typedef struct {
+    const char *zone;
+    rlaas_strategy_e st;
+    long window; /* fixed only: the number the script appends */
+    const char *ip;
+    int n;
+    rlaas_source_t src[RLAAS_SOURCES_MAX];
+    const char *val[RLAAS_SOURCES_MAX];
+    size_t val_len[RLAAS_SOURCES_MAX];
+} tuple_t;
+
+static void source(tuple_t *t, const char *spec, const char *v)
+{
+    assert_null(rlaas_parse_source(spec, &t->src[t->n]));
+    t->val[t->n] = v;
+    t->val_len[t->n] = v ? strlen(v) : 0;
+    t->n++;
+}
+
+static void tuple(tuple_t *t, const char *zone, rlaas_strategy_e st,
+                  const char *ip)
+{
+    memset(t, 0, sizeof(*t));
+    t->zone = zone;
+    t->st = st;
+    t->ip = ip;
+}
+
+/* The key of a tuple as Redis sees it: for fixed, with the window number
+ * the script appends. Returns its length. */
+static size_t final_key(char *out, const tuple_t *t)
+{
+    rlaas_key_part_t parts[RLAAS_SOURCES_MAX];
+    rlaas_key_spec_t k;
+    size_t n;
+    int i;
+
+    for (i = 0; i < t->n; i++) {
+        parts[i].type = t->src[i].type;
+        parts[i].name = t->src[i].name;
+        parts[i].name_len = t->src[i].name_len;
+        parts[i].credential = t->src[i].credential;
+        parts[i].value = t->val[i];
+        parts[i].value_len = t->val_len[i];
+    }
+    k.prefix = P;
+    k.prefix_len = strlen(P);
+    k.zone = t->zone;
+    k.zone_len = t->zone ? strlen(t->zone) : 0;
+    k.ip = t->ip;
+    k.ip_len = t->ip ? strlen(t->ip) : 0;
+    k.strategy = t->st;
+    k.parts = parts;
+    k.nparts = t->n;
+    n = rlaas_key_build(out, &k);
+    assert_true(n > 0 && n <= RLAAS_KEY_MAX);
+    assert_int_equal(strlen(out), n);
+    if (t->st == RLAAS_STRATEGY_FIXED)
+        n += (size_t)sprintf(out + n, "%ld", t->window);
+    return n;
+}
+
+static const char *key_of(const tuple_t *t)
+{
+    static char out[RLAAS_KEY_MAX + 32];
+
+    final_key(out, t);
+    return out;
+}
+
+static char *hashed(const char *v)
+{
+    static char out[4][RLAAS_SEG_HASH_LEN + 1];
+    static int i;
+    char *o = out[i++ % 4];
+
+    o[0] = '~';
+    rlaas_key_sha1_hex(o + 1, 32, v, strlen(v));
+    o[RLAAS_SEG_HASH_LEN] = '\0';
+    return o;
+}
+
+/* ---------------------------------------------------------------- layout */
+
+static void default_forms_keep_the_seeds_layout(void **state)
+{
+    tuple_t t;
+
+    (void)state;
+    tuple(&t, NULL, RLAAS_STRATEGY_SLIDING_LOG, "203.0.113.9");
+    source(&t, "ip", NULL);
+    assert_string_equal(key_of(&t), P "203.0.113.9");
+    t.st = RLAAS_STRATEGY_FIXED;
+    t.window = 28332000;
+    assert_string_equal(key_of(&t), P "203.0.113.9:28332000");
+    t.st = RLAAS_STRATEGY_TOKEN;
+    assert_string_equal(key_of(&t), P "203.0.113.9:tb");
+
+    tuple(&t, NULL, RLAAS_STRATEGY_SLIDING_LOG, "203.0.113.9");
+    source(&t, "user", "alice");
+    assert_string_equal(key_of(&t), P "alice");
+    t.st = RLAAS_STRATEGY_GCRA;
+    assert_string_equal(key_of(&t), P "alice:gcra");
+    t.zone = "login";
+    t.st = RLAAS_STRATEGY_SLIDING;
+    assert_string_equal(key_of(&t), P "login:alice:sw");
+    t.val[0] = NULL; /* no user: the client address */
+    assert_string_equal(key_of(&t), P "login:ip~203.0.113.9:sw");
+    t.ip = "2001-db8-1-2_64";
+    t.st = RLAAS_STRATEGY_LEAKY;
+    assert_string_equal(key_of(&t), P "login:ip~2001-db8-1-2_64:lb");
+}
+
+static void tagged_forms(void **state)
+{
+    char want[256];
+    char x[9];
+    tuple_t t;
+
+    (void)state;
+    tuple(&t, NULL, RLAAS_STRATEGY_SLIDING_LOG, "127.0.0.1");
+    source(&t, "header:X-Client", "client-7");
+    assert_string_equal(key_of(&t), P "h.x-client=client-7");
+    /* a header holding an address is never the client with it */
+    t.val[0] = "127.0.0.1";
+    t.val_len[0] = 9;
+    snprintf(want, sizeof(want), P "h.x-client=%s", hashed("127.0.0.1"));
+    assert_string_equal(key_of(&t), want);
+
+    tuple(&t, "api", RLAAS_STRATEGY_TOKEN, "127.0.0.1");
+    source(&t, "header:X-A", "alice");
+    source(&t, "header:X-B", "tb");
+    snprintf(want, sizeof(want), P "api:h.x-a=alice:h.x-b=%s:tb", hashed("tb"));
+    assert_string_equal(key_of(&t), want);
+
+    tuple(&t, NULL, RLAAS_STRATEGY_SLIDING_LOG, "198.51.100.7");
+    source(&t, "ip", NULL);
+    source(&t, "user", "bob");
+    source(&t, "api_key", "k1");
+    source(&t, "cookie:sid", "s1");
+    source(&t, "query:tenant", "acme");
+    source(&t, "env:PLAN", NULL);
+    source(&t, "expr=%{HTTP_HOST}", "example.org");
+    source(&t, "header:Authorization", "Basic x");
+    rlaas_key_sha1_hex(x, 8, "%{HTTP_HOST}", 12);
+    x[8] = '\0';
+    snprintf(want, sizeof(want),
+             P "ip=198.51.100.7:user=bob:key=%s:c.sid=%s:q.tenant=acme:"
+               "e.PLAN=ip~198.51.100.7:x.%s=example.org:h.authorization=%s",
+             hashed("k1"), hashed("s1"), x, hashed("Basic x"));
+    assert_string_equal(key_of(&t), want);
+}
+
+static void single_non_default_source_is_tagged(void **state)
+{
+    char want[256];
+    tuple_t t;
+
+    (void)state;
+    tuple(&t, NULL, RLAAS_STRATEGY_FIXED, "127.0.0.1");
+    source(&t, "query:t", "alice");
+    t.window = 5;
+    assert_string_equal(key_of(&t), P "q.t=alice:5");
+    /* two ip sources are not the default form either; no address: "-" */
+    tuple(&t, NULL, RLAAS_STRATEGY_SLIDING_LOG, NULL);
+    source(&t, "ip", NULL);
+    source(&t, "ip", NULL);
+    snprintf(want, sizeof(want), P "ip=%s:ip=%s", hashed("-"), hashed("-"));
+    assert_string_equal(key_of(&t), want);
+}
+
+static void out_of_bounds_specs(void **state)
+{
+    char out[RLAAS_KEY_MAX + 1], pre[RLAAS_PREFIX_MAX + 2];
+    rlaas_key_part_t part = {RLAAS_SRC_HEADER, "X-A", 3, 0, "v", 1};
+    rlaas_key_spec_t k = {
+        P, strlen(P), NULL, 0, NULL, 0, RLAAS_STRATEGY_TOKEN, &part, 1};
+
+    (void)state;
+    assert_true(rlaas_key_build(out, &k) > 0);
+    k.zone = "a:b";
+    k.zone_len = 3;
+    assert_int_equal(rlaas_key_build(out, &k), 0);
+    k.zone = "a=b";
+    assert_int_equal(rlaas_key_build(out, &k), 0);
+    k.zone = NULL;
+    k.nparts = 0;
+    assert_int_equal(rlaas_key_build(out, &k), 0);
+    k.nparts = RLAAS_SOURCES_MAX + 1;
+    assert_int_equal(rlaas_key_build(out, &k), 0);
+    k.nparts = 1;
+    part.name = "X:A";
+    assert_int_equal(rlaas_key_build(out, &k), 0);
+    part.name = "X-A";
+    k.strategy = RLAAS_STRATEGY_COUNT;
+    assert_int_equal(rlaas_key_build(out, &k), 0);
+    k.strategy = RLAAS_STRATEGY_TOKEN;
+    memset(pre, 'p', sizeof(pre));
+    k.prefix = pre;
+    k.prefix_len = RLAAS_PREFIX_MAX + 1;
+    assert_int_equal(rlaas_key_build(out, &k), 0);
+}
+
+/* The bound is reached, not passed: the longest prefix and zone, eight
+ * sources with 64-byte names, each falling back to a 64-byte address. */
+static void worst_case_is_the_bound(void **state)
+{
+    char out[RLAAS_KEY_MAX + 1], pre[RLAAS_PREFIX_MAX], zone[RLAAS_NAME_MAX],
+        name[RLAAS_NAME_MAX], ip[RLAAS_SEG_RAW_MAX];
+    rlaas_key_part_t parts[RLAAS_SOURCES_MAX];
+    rlaas_key_spec_t k;
+    int i;
+
+    (void)state;
+    memset(pre, 'p', sizeof(pre));
+    memset(zone, 'z', sizeof(zone));
+    memset(name, 'N', sizeof(name));
+    memset(ip, '1', sizeof(ip));
+    ip[1] = '.'; /* address-like, so raw */
+    for (i = 0; i < RLAAS_SOURCES_MAX; i++) {
+        parts[i].type = RLAAS_SRC_HEADER;
+        parts[i].name = name;
+        parts[i].name_len = sizeof(name);
+        parts[i].credential = 0;
+        parts[i].value = NULL;
+        parts[i].value_len = 0;
+    }
+    k.prefix = pre;
+    k.prefix_len = sizeof(pre);
+    k.zone = zone;
+    k.zone_len = sizeof(zone);
+    k.ip = ip;
+    k.ip_len = sizeof(ip);
+    k.strategy = RLAAS_STRATEGY_GCRA;
+    k.parts = parts;
+    k.nparts = RLAAS_SOURCES_MAX;
+    assert_int_equal(rlaas_key_build(out, &k), RLAAS_KEY_MAX);
+    assert_int_equal(strlen(out), RLAAS_KEY_MAX);
+}
+
+/* ---------------------------------------------------------------- pairs
+ * The collisions issue 11 saw, each as a pair that must differ. */
+
+static void known_attacks_differ(void **state)
+{
+    char a[RLAAS_KEY_MAX + 32];
+    tuple_t t, u;
+
+    (void)state;
+    /* header:X-A header:X-B = alice, tb against alice's token bucket */
+    tuple(&t, "z", RLAAS_STRATEGY_SLIDING_LOG, "127.0.0.1");
+    source(&t, "header:X-A", "alice");
+    source(&t, "header:X-B", "tb");
+    tuple(&u, "z", RLAAS_STRATEGY_TOKEN, "127.0.0.1");
+    source(&u, "header:X-A", "alice");
+    final_key(a, &t);
+    assert_string_not_equal(a, key_of(&u));
+    /* a header holding 127.0.0.1 against the client 127.0.0.1 */
+    tuple(&t, NULL, RLAAS_STRATEGY_SLIDING_LOG, "10.0.0.1");
+    source(&t, "header:X-Client", "127.0.0.1");
+    tuple(&u, NULL, RLAAS_STRATEGY_SLIDING_LOG, "127.0.0.1");
+    source(&u, "ip", NULL);
+    final_key(a, &t);
+    assert_string_not_equal(a, key_of(&u));
+    /* a guessed window number against another identity's fixed key */
+    tuple(&t, "z", RLAAS_STRATEGY_SLIDING_LOG, "127.0.0.1");
+    source(&t, "header:X-A", "victim");
+    source(&t, "header:X-B", "28332000");
+    tuple(&u, "z", RLAAS_STRATEGY_FIXED, "127.0.0.1");
+    source(&u, "header:X-A", "victim");
+    u.window = 28332000;
+    final_key(a, &t);
+    assert_string_not_equal(a, key_of(&u));
+    /* a user named like a zone, at a window number, against that zone's
+     * numeric user; and against its user "tb" */
+    tuple(&t, NULL, RLAAS_STRATEGY_FIXED, "127.0.0.1");
+    source(&t, "user", "za");
+    t.window = 123;
+    tuple(&u, "za", RLAAS_STRATEGY_SLIDING_LOG, "127.0.0.1");
+    source(&u, "user", "123");
+    final_key(a, &t);
+    assert_string_not_equal(a, key_of(&u));
+    t.st = RLAAS_STRATEGY_TOKEN;
+    u.val[0] = "tb";
+    u.val_len[0] = 2;
+    final_key(a, &t);
+    assert_string_not_equal(a, key_of(&u));
+    /* a user spelling the fallback of a user-less request */
+    tuple(&t, NULL, RLAAS_STRATEGY_SLIDING_LOG, "127.0.0.1");
+    source(&t, "user", "ip~127.0.0.1");
+    tuple(&u, NULL, RLAAS_STRATEGY_SLIDING_LOG, "127.0.0.1");
+    source(&u, "user", NULL);
+    final_key(a, &t);
+    assert_string_not_equal(a, key_of(&u));
+    /* a user spelling an address against the ip source */
+    tuple(&t, NULL, RLAAS_STRATEGY_SLIDING_LOG, "10.0.0.1");
+    source(&t, "user", "127.0.0.1");
+    tuple(&u, NULL, RLAAS_STRATEGY_SLIDING_LOG, "127.0.0.1");
+    source(&u, "ip", NULL);
+    final_key(a, &t);
+    assert_string_not_equal(a, key_of(&u));
+}
+
+/* ---------------------------------------------------------------- property */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static unsigned pick(unsigned n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (unsigned)(rng % n);
+}
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const sources[] = {"ip",
+                                      "user",
+                                      "api_key",
+                                      "header:X-A",
+                                      "header:x-a",
+                                      "header:X-B",
+                                      "header:tb",
+                                      "header:ip",
+                                      "header:Authorization",
+                                      "cookie:sid",
+                                      "cookie:SID",
+                                      "cookie:user",
+                                      "query:tenant",
+                                      "query:t",
+                                      "env:PLAN",
+                                      "env:tb",
+                                      "expr=%{HTTP:X-A}",
+                                      "expr=%{REQUEST_METHOD}"};
+
+static const char *const zones[] = {NULL,    "za", "zb",   "tb",   "123",
+                                    "h.x-a", "ip", "user", "alice"};
+
+static const char *const ips[] = {"127.0.0.1",
+                                  "203.0.113.9",
+                                  "2001-db8-1-2_64",
+                                  "2001-db8-1-3_64",
+                                  "-",
+                                  NULL,
+                                  "",
+                                  "x y",
+                                  "1234",
+                                  "alice"};
+
+static char rnd_vals[64][8];
+
+static const char *const fixed_vals[] = {
+    NULL,
+    "",
+    "alice",
+    "bob",
+    "127.0.0.1",
+    "203.0.113.9",
+    "2001-db8-1-2_64",
+    "tb",
+    "sw",
+    "lb",
+    "gcra",
+    "0",
+    "12345",
+    "123",
+    "za",
+    "ip",
+    "user",
+    "-",
+    "ip~127.0.0.1",
+    "ip~2001-db8-1-2_64",
+    "~8c6976e5b5410415bde908bd4dee15df",
+    "a:b",
+    "x=y",
+    "a~b",
+    "h.x-a=alice",
+    "user=alice",
+    "za:alice",
+    "alice:tb",
+    "za:123",
+    "h.x-a=alice:h.x-b=tb",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+
+static const char *value(void)
+{
+    unsigned i = pick(COUNT(fixed_vals) + COUNT(rnd_vals));
+
+    return i < COUNT(fixed_vals) ? fixed_vals[i]
+                                 : rnd_vals[i - COUNT(fixed_vals)];
+}
+
+static void random_tuple(tuple_t *t)
+{
+    static const long windows[] = {0, 7, 123, 12345, 28332000};
+    int i, n = 1 + (int)pick(pick(4) == 0 ? RLAAS_SOURCES_MAX : 3);
+
+    tuple(t, zones[pick(COUNT(zones))], (rlaas_strategy_e)pick(6),
+          ips[pick(COUNT(ips))]);
+    t->window = windows[pick(COUNT(windows))];
+    for (i = 0; i < n; i++)
+        source(t, sources[pick(COUNT(sources))], value());
+}
+
+/* What a tuple means, in an unambiguous text: the parts that decide a
+ * request's counter, and nothing else (the address only where used;
+ * empty and missing values alike; header names in any case). */
+static size_t field(char *out, const char *s, size_t len)
+{
+    int n = sprintf(out, "%zu:", len);
+
+    memcpy(out + n, s, len);
+    return (size_t)n + len;
+}
+
+static char *meaning(const tuple_t *t)
+{
+    char *out = malloc(8192), name[RLAAS_NAME_MAX + 1];
+    /* an address that is none means "no address" */
+    const char *ip = t->ip && rlaas_key_address_like(t->ip, strlen(t->ip)) &&
+                             !rlaas_key_suffix_like(t->ip, strlen(t->ip))
+                         ? t->ip
+                         : "-";
+    size_t n = 0, j;
+    int i, uses_ip = 0;
+
+    assert_non_null(out);
+    n += field(out + n, t->zone ? t->zone : "", t->zone ? strlen(t->zone) : 0);
+    n += (size_t)sprintf(out + n, "|%d|%ld|%d|", (int)t->st,
+                         t->st == RLAAS_STRATEGY_FIXED ? t->window : -1, t->n);
+    for (i = 0; i < t->n; i++) {
+        const rlaas_source_t *s = &t->src[i];
+
+        for (j = 0; j < s->name_len; j++)
+            name[j] = s->type == RLAAS_SRC_HEADER && s->name[j] >= 'A' &&
+                              s->name[j] <= 'Z'
+                          ? (char)(s->name[j] + 32)
+                          : s->name[j];
+        n += (size_t)sprintf(out + n, "%d", (int)s->type);
+        n += field(out + n, name, s->name_len);
+        if (s->type == RLAAS_SRC_IP)
+            uses_ip = 1, n += field(out + n, "IP", 2);
+        else if (t->val_len[i] == 0)
+            uses_ip = 1, n += field(out + n, "MISSING", 7);
+        else
+            n += field(out + n, t->val[i], t->val_len[i]);
+    }
+    if (uses_ip)
+        n += field(out + n, ip, strlen(ip));
+    out[n] = '\0';
+    return out;
+}
+
+typedef struct {
+    char *key;
+    char *meaning;
+} entry_t;
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(((const entry_t *)a)->key, ((const entry_t *)b)->key);
+}
+
+#define TUPLES 200000
+
+static void different_tuples_never_share_a_key(void **state)
+{
+    static const char alphabet[] = "ab1.:=~-_@tg";
+    entry_t *e = calloc(TUPLES, sizeof(*e));
+    char key[RLAAS_KEY_MAX + 32];
+    size_t i, j, same = 0, distinct = 1;
+
+    (void)state;
+    assert_non_null(e);
+    for (i = 0; i < COUNT(rnd_vals); i++) {
+        size_t len = 1 + pick(6);
+        for (j = 0; j < len; j++)
+            rnd_vals[i][j] = alphabet[pick(sizeof(alphabet) - 1)];
+    }
+    for (i = 0; i < TUPLES; i++) {
+        tuple_t t;
+
+        random_tuple(&t);
+        final_key(key, &t);
+        e[i].key = strdup(key);
+        e[i].meaning = meaning(&t);
+    }
+    qsort(e, TUPLES, sizeof(*e), by_key);
+    for (i = 1; i < TUPLES; i++) {
+        if (strcmp(e[i].key, e[i - 1].key) != 0) {
+            distinct++;
+            continue;
+        }
+        same++;
+        if (strcmp(e[i].meaning, e[i - 1].meaning) != 0)
+            fail_msg("one key, two tuples: %s\n  %s\n  %s", e[i].key,
+                     e[i - 1].meaning, e[i].meaning);
+    }
+    /* the generator must make the same tuple twice now and then, or the
+     * comparison above never ran */
+    assert_true(same > 1000);
+    assert_true(distinct > TUPLES / 2);
+    for (i = 0; i < TUPLES; i++) {
+        free(e[i].key);
+        free(e[i].meaning);
+    }
+    free(e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(default_forms_keep_the_seeds_layout),
+        cmocka_unit_test(tagged_forms),
+        cmocka_unit_test(single_non_default_source_is_tagged),
+        cmocka_unit_test(out_of_bounds_specs),
+        cmocka_unit_test(worst_case_is_the_bound),
+        cmocka_unit_test(known_attacks_differ),
+        cmocka_unit_test(different_tuples_never_share_a_key),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
