@@ -35,14 +35,15 @@ CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
            src/core/rlaas_keybuild.c src/core/rlaas_log.c \
            src/core/rlaas_headers.c src/core/rlaas_verdict.c \
            src/core/rlaas_clock.c src/core/rlaas_ip.c \
-           src/core/rlaas_cookie.c src/core/rlaas_siphash.c $(ALGO_SRC) \
-           $(LOCAL_SRC) \
+           src/core/rlaas_cookie.c src/core/rlaas_slot.c \
+           src/core/rlaas_siphash.c $(ALGO_SRC) $(LOCAL_SRC) \
            src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
            src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \
            src/redis/rlaas_gate.c src/redis/rlaas_rerr.c \
            src/redis/rlaas_conn.c src/redis/rlaas_exchange.c \
            src/redis/rlaas_pool.c src/redis/rlaas_resolve.c \
-           src/redis/rlaas_tls.c src/redis/rlaas_redis.c
+           src/redis/rlaas_tls.c src/redis/rlaas_redis.c \
+           src/redis/rlaas_cluster.c
 HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_limit.c src/http/rlaas_metrics.c \
             src/http/rlaas_remote.c src/http/rlaas_unit.c \

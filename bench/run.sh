@@ -12,6 +12,8 @@
 #   <st>-slow     strategy <st>, 10,000 clients, Redis behind a relay
 #                 (bench/delay-proxy.pl) that holds every chunk of bytes for
 #                 BENCH_DELAY_MS (1) in each direction
+#   cluster-10k   gcra, 10,000 clients, a Redis Cluster of three masters
+#                 (RLaaSRedisCluster): Redis' CPU is the three nodes' sum
 #   local-<st>-1, local-<st>-10k, local-<st>-deny
 #                 the same with RLaaSBackend local: the state in httpd's
 #                 shared memory, no Redis
@@ -84,11 +86,15 @@ HTTP_PORT=$(free_port 18080)
 REDIS_PORT=$(free_port 16379)
 RELAY_PORT=$(free_port $((REDIS_PORT + 1)))
 rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
+CLUSTER_PORTS=""
 
 cleanup() {
     [ -f "$work/httpd.pid" ] && kill "$(cat "$work/httpd.pid")" 2>/dev/null || true
     [ -f "$work/relay.pid" ] && kill "$(cat "$work/relay.pid")" 2>/dev/null || true
     rcli shutdown nosave >/dev/null 2>&1 || true
+    for p in $CLUSTER_PORTS; do
+        redis-cli -p "$p" shutdown nosave >/dev/null 2>&1 || true
+    done
     sleep 0.5
     rm -rf "$work"
 }
@@ -113,6 +119,34 @@ for st in $STRATEGIES; do
     SLOW=1
     break
 done
+
+# The cluster case: three masters on loopback, slots spread by redis-cli.
+if [[ cluster-10k =~ $SELECT ]]; then
+    p=$((RELAY_PORT + 1))
+    for i in 1 2 3; do
+        p=$(free_port $((p + 1)))
+        bus=$(free_port $((p + 100)))
+        mkdir -p "$work/cluster-$p"
+        redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
+            --cluster-enabled yes --cluster-port "$bus" \
+            --cluster-config-file "$work/cluster-$p/nodes.conf" \
+            --dir "$work/cluster-$p" --daemonize yes \
+            --logfile "$work/cluster-$p/redis.log" \
+            --pidfile "$work/cluster-$p/redis.pid" >/dev/null
+        CLUSTER_PORTS="$CLUSTER_PORTS $p"
+    done
+    for p in $CLUSTER_PORTS; do
+        until redis-cli -p "$p" ping >/dev/null 2>&1; do sleep 0.1; done
+    done
+    # shellcheck disable=SC2046
+    redis-cli --cluster create $(printf '127.0.0.1:%s ' $CLUSTER_PORTS) \
+        --cluster-yes >/dev/null
+    for p in $CLUSTER_PORTS; do
+        until redis-cli -p "$p" cluster info | grep -q cluster_state:ok; do
+            sleep 0.1
+        done
+    done
+fi
 
 # wrk scripts: one client, or one of 10,000 per request.
 cat >"$work/one.lua" <<'LUA'
@@ -177,11 +211,13 @@ DOSBlockingPeriod 1
 CONF
             ;;
         *)
-            cat <<CONF
-LoadModule rlaas_module $work/mod_rlaas.so
-RLaaSRedis 127.0.0.1:$port
-RLaaSBackend $backend
-CONF
+            echo "LoadModule rlaas_module $work/mod_rlaas.so"
+            if [ "$port" = cluster ]; then
+                echo "RLaaSRedisCluster$(printf ' 127.0.0.1:%s' $CLUSTER_PORTS)"
+            else
+                echo "RLaaSRedis 127.0.0.1:$port"
+            fi
+            echo "RLaaSBackend $backend"
             ;;
         esac
         if [ "$limit" != - ]; then
@@ -220,9 +256,11 @@ stop_httpd() {
 }
 
 # Redis commands executed so far (every command counts, scripts' inner
-# calls included), and EVALSHA calls alone.
+# calls included), and EVALSHA calls alone; of every cluster node too.
 redis_calls() {
-    rcli info commandstats | tr -d '\r' | awk -F'[:=,]' '
+    { rcli info commandstats
+      for p in $CLUSTER_PORTS; do redis-cli -p "$p" info commandstats; done
+    } | tr -d '\r' | awk -F'[:=,]' '
         /^cmdstat_/ && $1 !~ /cmdstat_(info|config|flushall|memory|scan|dbsize|ping)/ {
             all += $3; if ($1 == "cmdstat_evalsha") ev += $3 }
         END { printf "%d %d\n", all, ev }'
@@ -250,8 +288,13 @@ idle_ticks() { awk '/^cpu / { print $5 + $6 }' /proc/stat; }
 run_case() {
     local name=$1 mode=$2 limit=$3 script=$4 backend=${5:-redis} port=$REDIS_PORT
     [[ $name == *-slow ]] && port=$RELAY_PORT
+    [[ $name == cluster-* ]] && port=cluster
     write_conf "$mode" "$limit" "$port" "$backend"
     rcli flushall >/dev/null
+    for p in $CLUSTER_PORTS; do
+        redis-cli -p "$p" flushall >/dev/null
+        redis-cli -p "$p" config resetstat >/dev/null
+    done
     start_httpd
     if [[ $name == *-deny ]]; then
         # use up the quota first, so that every measured request is a 429
@@ -265,12 +308,18 @@ run_case() {
     local hp rp h0 r0 i0 h1 r1 i1 wrk_s
     hp=$(pgrep -f "apache2 -f $work/httpd.conf" | tr '\n' ' ')
     rp=$(cat "$work/redis.pid")
-    h0=$(ticks $hp) r0=$(ticks "$rp") i0=$(idle_ticks)
+    for p in $CLUSTER_PORTS; do
+        rp="$rp $(cat "$work/cluster-$p/redis.pid")"
+        redis-cli -p "$p" config resetstat >/dev/null
+    done
+    # shellcheck disable=SC2086
+    h0=$(ticks $hp) r0=$(ticks $rp) i0=$(idle_ticks)
     TIMEFORMAT='%U %S'
     { time wrk -t1 -c"$CONNS" -d"${SECONDS_PER_CASE}s" --latency \
         -s "$work/$script" "http://127.0.0.1:$HTTP_PORT/index.html" \
         >"$work/wrk.out" 2>&1; } 2>"$work/wrk.time"
-    h1=$(ticks $hp) r1=$(ticks "$rp") i1=$(idle_ticks)
+    # shellcheck disable=SC2086
+    h1=$(ticks $hp) r1=$(ticks $rp) i1=$(idle_ticks)
     local calls
     calls=$(redis_calls)
     local mem="${MEM[$backend-$mode]:--}"
@@ -310,6 +359,7 @@ for st in $STRATEGIES; do
     add_case "$st-deny" "$st" 1 one.lua
     [ "$SLOW" = 1 ] && add_case "$st-slow" "$st" 1000000000 many.lua
 done
+[ -n "$CLUSTER_PORTS" ] && add_case cluster-10k gcra 1000000000 many.lua
 for st in $STRATEGIES; do
     add_case "local-$st-1" "$st" 1000000000 one.lua local
     add_case "local-$st-10k" "$st" 1000000000 many.lua local

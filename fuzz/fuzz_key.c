@@ -292,6 +292,7 @@ static size_t build(const ftuple_t *t, char *out)
     k.strategy = t->st;
     k.parts = t->parts;
     k.nparts = t->n;
+    k.hashtag = 0;
     n = rlaas_key_build(out, &k);
     if (n == 0)
         return 0;

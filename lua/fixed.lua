@@ -2,6 +2,16 @@
 -- the clock rule holds by the key's name: only now's window is read
 local idx = math.floor(now / W)
 local key = K .. s(idx)
+if string.sub(K, -1) ~= ':' then
+  -- Redis Cluster: the module declared the window's key itself (K ends in
+  -- its number), so that a slot being moved moves it too; when Redis'
+  -- clock reckons another window, nothing is written and the module sends
+  -- the call again for that one
+  key = K
+  if string.match(K, ':(%d+)$') ~= s(idx) then
+    return redis.error_reply('RLAASWINDOW ' .. s(idx))
+  end
+end
 local n = redis.call('INCR', key)
 if n == 1 then redis.call('PEXPIRE', key, s(W)) end
 -- the quota comes back when the bucket ends

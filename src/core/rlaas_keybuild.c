@@ -148,7 +148,11 @@ size_t rlaas_key_build(char *out, const rlaas_key_spec_t *k)
         n += put(out + n, spec.zone, spec.zone_len);
         out[n++] = ':';
     }
+    if (spec.hashtag)
+        out[n++] = '{';
     n += identity(out + n, &spec);
+    if (spec.hashtag)
+        out[n++] = '}';
     suffix = rlaas_key_suffix(spec.strategy);
     n += put(out + n, suffix, strlen(suffix));
     out[n] = '\0';

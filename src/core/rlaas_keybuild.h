@@ -66,6 +66,10 @@ typedef struct {
     rlaas_strategy_e strategy;
     const rlaas_key_part_t *parts; /* 1..RLAAS_SOURCES_MAX */
     int nparts;
+    /* Redis Cluster: the identity is written as a hash tag, "{" I "}", so
+     * that every key of one identity is on one node. Braces appear in no
+     * zone, tag or value: the grammar stays the same, wrapped. */
+    int hashtag;
 } rlaas_key_spec_t;
 
 /* Longest tagged segment: "h." + name, '=', then a fallback. */
@@ -76,7 +80,12 @@ typedef struct {
  * a strategy's suffix. */
 #define RLAAS_KEY_MAX                                                          \
     (RLAAS_PREFIX_MAX + RLAAS_NAME_MAX + 1 +                                   \
-     RLAAS_SOURCES_MAX * (RLAAS_TSEG_MAX + 1) - 1 + RLAAS_KEY_SUFFIX_MAX)
+     RLAAS_SOURCES_MAX * (RLAAS_TSEG_MAX + 1) - 1 + RLAAS_KEY_SUFFIX_MAX +     \
+     RLAAS_KEY_CLUSTER_MAX)
+
+/* Room for what cluster mode adds: the braces of the hash tag, and the
+ * window number the module declares for fixed (rlaas_identity.c). */
+#define RLAAS_KEY_CLUSTER_MAX (2 + 20)
 
 /* Writes the key into out (room for RLAAS_KEY_MAX + 1 bytes; NUL-terminated)
  * and returns its length; 0 if the spec is out of bounds (a zone or name

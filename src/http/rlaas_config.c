@@ -102,6 +102,16 @@ static rlaas_target_t *merge_target(apr_pool_t *p, const rlaas_target_t *base,
         t->sentinel_user = base->sentinel_user;
         t->sentinel_pass = base->sentinel_pass;
     }
+    if (add->cluster_n > 0) {
+        t->cluster_hosts = add->cluster_hosts;
+        t->cluster_ports = add->cluster_ports;
+        t->cluster_n = add->cluster_n;
+    }
+    else {
+        t->cluster_hosts = base->cluster_hosts;
+        t->cluster_ports = base->cluster_ports;
+        t->cluster_n = base->cluster_n;
+    }
     /* a certificate and its key travel together */
     if (add->tls_cert != NULL || add->tls_key != NULL) {
         t->tls_cert = add->tls_cert;
@@ -337,6 +347,35 @@ static const char *set_sentinel(cmd_parms *cmd, void *dummy, int argc,
         if (err != NULL || is_unix)
             return bad_value(cmd, argv[i], "a sentinel as host:port");
         t->sentinel_hosts[i - 1] = host;
+    }
+    return NULL;
+}
+
+/* "RLaaSRedisCluster host:port [host:port ...]": seed nodes */
+static const char *set_cluster(cmd_parms *cmd, void *dummy, int argc,
+                               char *const argv[])
+{
+    rlaas_target_t *t = target_for(cmd);
+    int i;
+
+    (void)dummy;
+    if (argc < 1 || argc > RLAAS_SENTINELS_MAX)
+        return apr_psprintf(cmd->pool,
+                            "%s: expected 1 to %d seed nodes as host:port, "
+                            "got %d",
+                            cmd->cmd->name, RLAAS_SENTINELS_MAX, argc);
+    t->cluster_n = argc;
+    t->cluster_hosts = apr_pcalloc(cmd->pool, sizeof(char *) * argc);
+    t->cluster_ports = apr_pcalloc(cmd->pool, sizeof(int) * argc);
+    for (i = 0; i < argc; i++) {
+        char *host = apr_palloc(cmd->pool, strlen(argv[i]) + 1);
+        int is_unix = 0;
+        const char *err = rlaas_parse_redis_addr(argv[i], host,
+                                                 &t->cluster_ports[i], &is_unix);
+
+        if (err != NULL || is_unix)
+            return bad_value(cmd, argv[i], "a cluster node as host:port");
+        t->cluster_hosts[i] = host;
     }
     return NULL;
 }
@@ -667,6 +706,8 @@ const command_rec rlaas_cmds[] = {
     AP_INIT_TAKE_ARGV(RLAAS_D_REDIS_SENTINEL, set_sentinel, NULL, RSRC_CONF,
                       "MASTER-NAME host:port ...: find the Redis master "
                       "through Redis Sentinel and follow its failovers"),
+    AP_INIT_TAKE_ARGV(RLAAS_D_REDIS_CLUSTER, set_cluster, NULL, RSRC_CONF,
+                      "host:port ...: seed nodes of a Redis Cluster"),
     AP_INIT_TAKE1(RLAAS_D_SENTINEL_USER, set_sentinel_user, NULL, RSRC_CONF,
                   "ACL user for the sentinels"),
     AP_INIT_TAKE1(RLAAS_D_SENTINEL_PASS, set_sentinel_pass, NULL, RSRC_CONF,
@@ -775,6 +816,11 @@ rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d)
 {
     return d->headers != RLAAS_HEADERS_UNSET ? (rlaas_headers_e)d->headers
                                              : RLAAS_HEADERS_DRAFT;
+}
+
+int rlaas_target_cluster(const rlaas_target_t *t)
+{
+    return t->cluster_n > 0;
 }
 
 int rlaas_target_pipeline(const rlaas_target_t *t)

@@ -46,6 +46,7 @@
 #define RLAAS_D_SENTINEL_USER     "RLaaSRedisSentinelUsername"
 #define RLAAS_D_SENTINEL_PASS     "RLaaSRedisSentinelPassword"
 #define RLAAS_SENTINELS_MAX       16
+#define RLAAS_D_REDIS_CLUSTER     "RLaaSRedisCluster"
 #define RLAAS_D_BACKEND           "RLaaSBackend"
 #define RLAAS_D_LOCAL_SIZE        "RLaaSLocalSize"
 #define RLAAS_D_LOCAL_DIVISOR     "RLaaSLocalDivisor"
@@ -105,6 +106,9 @@ typedef struct {
     int sentinel_n;
     const char *sentinel_user; /* Sentinel's own AUTH; NULL: none */
     const char *sentinel_pass; /* never logged */
+    const char **cluster_hosts; /* seed nodes of a Redis Cluster */
+    int *cluster_ports;
+    int cluster_n; /* 0: not a cluster */
     struct rlaas_redis_t *redis; /* the engine, made in each child */
 } rlaas_target_t;
 
@@ -161,6 +165,8 @@ rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d);
 int rlaas_target_circuit_failures(const rlaas_target_t *t);
 int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t);
 int rlaas_target_pipeline(const rlaas_target_t *t);
+/* 1 with RLaaSRedisCluster: keys carry their identity as a hash tag. */
+int rlaas_target_cluster(const rlaas_target_t *t);
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc);
 int rlaas_server_ipv6_prefix(const rlaas_server_conf_t *sc);
 int rlaas_target_timeout_ms(const rlaas_target_t *t);

@@ -6,6 +6,7 @@
 #include "rlaas_authuser.h"
 #include "rlaas_cookie.h"
 #include "rlaas_ip.h"
+#include "rlaas_verdict.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -115,7 +116,8 @@ static const char *source_value(request_rec *r, const rlaas_key_source_t *ks)
 }
 
 const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
-                               const rlaas_dir_conf_t *d, size_t *len)
+                               const rlaas_dir_conf_t *d, size_t *len,
+                               size_t *window_at)
 {
     static const rlaas_key_source_t ip_only = {
         {RLAAS_SRC_IP, NULL, 0, 0}, NULL, NULL};
@@ -146,6 +148,18 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
     k.ip = client_ip(r, sc);
     k.ip_len = strlen(k.ip);
     k.strategy = rlaas_dir_strategy(d);
+    k.hashtag = rlaas_target_cluster(sc->target);
     *len = rlaas_key_build(key, &k);
+    *window_at = 0;
+    /* Redis Cluster, fixed: the window's key is declared, so the module
+     * names the window (by its own clock; the script sends it back when
+     * Redis' clock reckons another) */
+    if (k.hashtag && k.strategy == RLAAS_STRATEGY_FIXED && *len > 0) {
+        int64_t w = rlaas_dir_window_ms(d);
+
+        *window_at = *len;
+        *len += rlaas_fmt_i64(key + *len, apr_time_as_msec(apr_time_now()) / w);
+        key[*len] = '\0';
+    }
     return key;
 }

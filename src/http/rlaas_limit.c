@@ -319,8 +319,12 @@ static int limit(request_rec *r, const rlaas_dir_conf_t *d, rlaas_unit_t *u)
     dc.have_verdict = 0;
     dc.u = u;
     call.strategy = dc.strategy;
-    call.key = dc.key = rlaas_identity_key(r, sc, d, &call.key_len);
-    dc.key_len = call.key_len;
+    call.key = dc.key =
+        rlaas_identity_key(r, sc, d, &call.key_len, &call.window_at);
+    call.asking = 0;
+    /* the local engine appends fixed's window number itself, by its own
+     * clock, to the key as it ends before one (Redis Cluster declares it) */
+    dc.key_len = call.window_at > 0 ? call.window_at : call.key_len;
     call.limit = d->limit_arg;
     call.window = rlaas_dir_window_arg(d);
     if (rlaas_server_local(sc)) {

@@ -135,6 +135,9 @@ static rlaas_redis_conf_t resolved(apr_pool_t *p, const rlaas_target_t *t)
     c.tls_key = t->tls_key;
     c.tls_server_name = t->tls_server_name;
     c.sentinel = sentinel_conf(p, t);
+    c.cluster_hosts = t->cluster_hosts;
+    c.cluster_ports = t->cluster_ports;
+    c.cluster_n = t->cluster_n;
     return c;
 }
 

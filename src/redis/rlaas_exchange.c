@@ -1,5 +1,7 @@
 #include "rlaas_exchange.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rlaas_clock.h"
@@ -14,6 +16,9 @@ static void set_detail(char *out, const char *text, size_t len)
     memcpy(out, text, len);
     out[len] = '\0';
 }
+
+/* Redis Cluster's ASKING, as the protocol writes it. */
+static const char ASKING[] = "*1\r\n$6\r\nASKING\r\n";
 
 static void fail(rlaas_job_t **jobs, int n, rlaas_rerr_e e, const char *text)
 {
@@ -34,6 +39,27 @@ static void lost(rlaas_outcome_t *out, rlaas_job_t **jobs, int n,
     set_detail(out->cause, detail, strlen(detail));
 }
 
+/* Where Redis Cluster sent the call instead (it did not run). */
+static void redirected(rlaas_job_t *j, const char *err, size_t len)
+{
+    j->redirect = rlaas_reply_redirect(err, len, &j->redirect_slot,
+                                       j->redirect_to, sizeof(j->redirect_to));
+}
+
+/* "RLAASWINDOW <n>": the fixed script reckons another window than the
+ * one in the declared key (the module's clock and Redis' differ near a
+ * boundary); nothing was written. */
+static int other_window(rlaas_job_t *j, const char *err, size_t len)
+{
+    static const char code[] = "RLAASWINDOW ";
+
+    if (j->call->window_at == 0 || len <= sizeof(code) - 1 ||
+        memcmp(err, code, sizeof(code) - 1) != 0)
+        return 0;
+    j->window = atoll(err + sizeof(code) - 1);
+    return j->window >= 0;
+}
+
 /* One reply into its job. An error about the call fails that request
  * alone; an error about the server fails it too and tells the group. */
 static void take_reply(rlaas_job_t *j, const rlaas_reply_sink_t *rep,
@@ -50,8 +76,11 @@ static void take_reply(rlaas_job_t *j, const rlaas_reply_sink_t *rep,
         return;
     case RLAAS_REPLY_ERROR:
         set_detail(j->detail, rep->err, rep->err_len);
+        if (other_window(j, rep->err, rep->err_len))
+            return;
         c = rlaas_reply_error_class(rep->err, rep->err_len);
         j->e = c == RLAAS_ERRC_CALL ? RLAAS_RERR_REPLY : RLAAS_RERR_SERVER;
+        redirected(j, rep->err, rep->err_len);
         if (c != RLAAS_ERRC_CALL && c >= out->errc) {
             out->e = RLAAS_RERR_SERVER;
             out->errc = c;
@@ -84,6 +113,10 @@ static void round_trip(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
 
         jobs[i]->e = RLAAS_RERR_NONE;
         jobs[i]->noscript = 0;
+        jobs[i]->redirect = RLAAS_REDIRECT_NONE;
+        jobs[i]->window = -1;
+        if (call->asking)
+            redisAppendFormattedCommand(c->ctx, ASKING, sizeof(ASKING) - 1);
         redisAppendFormattedCommand(c->ctx, cmd, len);
     }
     if ((e = rlaas_conn_flush(c, deadline, detail)) != RLAAS_RERR_NONE) {
@@ -97,6 +130,13 @@ static void round_trip(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
     for (i = 0; i < n; i++) {
         void *rep;
 
+        /* ASKING's own +OK (or error) comes first */
+        if (jobs[i]->call->asking &&
+            (e = rlaas_conn_read(c, deadline, &rep, detail)) !=
+                RLAAS_RERR_NONE) {
+            lost(out, jobs + i, n - i, e, detail);
+            return;
+        }
         rlaas_reply_sink_reset(&sink);
         if ((e = rlaas_conn_read(c, deadline, &rep, detail)) !=
             RLAAS_RERR_NONE) {
@@ -184,6 +224,43 @@ static void reload_and_retry(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
     }
 }
 
+/* Fixed calls whose declared window was not Redis': made again with the
+ * window Redis reckons, and sent once more (nothing was written). */
+static void other_windows(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
+                          int64_t deadline, rlaas_outcome_t *out)
+{
+    rlaas_job_t *again[RLAAS_PIPE_MAX_BATCH];
+    int m = 0, i;
+
+    for (i = 0; i < n; i++) {
+        rlaas_job_t *j = jobs[i];
+        size_t at = j->call->window_at;
+
+        if (j->window < 0)
+            continue;
+        if (c->ctx == NULL) {
+            fail(jobs + i, 1, out->e ? out->e : RLAAS_RERR_IO,
+                 out->e ? out->cause : "connection lost");
+            continue;
+        }
+        j->again = *j->call;
+        memcpy(j->again_key, j->call->key, at);
+        j->again.key_len =
+            at + (size_t)snprintf(j->again_key + at, sizeof(j->again_key) - at,
+                                  "%lld", j->window);
+        j->again.key = j->again_key;
+        j->again.window_at = 0; /* once */
+        j->call = &j->again;
+        again[m++] = j;
+    }
+    if (m > 0)
+        round_trip(c, again, m, deadline, out);
+    for (i = 0; i < m; i++) {
+        if (again[i]->window >= 0)
+            fail(again + i, 1, RLAAS_RERR_REPLY, "no agreement on the window");
+    }
+}
+
 void rlaas_exchange(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
                     int64_t deadline, rlaas_outcome_t *out)
 {
@@ -197,6 +274,7 @@ void rlaas_exchange(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
         noscript |= jobs[i]->noscript;
     if (noscript)
         reload_and_retry(c, jobs, n, deadline, out);
+    other_windows(c, jobs, n, deadline, out);
     /* After an error about the server this connection is not trusted:
      * NOAUTH, a master turned replica, a server still loading. */
     if (out->errc != RLAAS_ERRC_CALL)

@@ -25,7 +25,28 @@ typedef struct {
     size_t key_len;
     const char *limit;  /* decimal */
     const char *window; /* decimal milliseconds */
+    /* Redis Cluster: ASKING goes first (the key's slot is being imported
+     * by this node) */
+    int asking;
+    /* Redis Cluster, fixed: the key ends in the window number the module
+     * reckoned (a declared key, so that a slot being moved moves it too);
+     * it starts at this offset. 0: none. */
+    size_t window_at;
 } rlaas_call_t;
+
+/* Longest key a call may carry. */
+#ifndef RLAAS_CALL_KEY_MAX
+#define RLAAS_CALL_KEY_MAX 4096
+#endif
+
+/* Where Redis Cluster sent a call instead of running it. */
+typedef enum {
+    RLAAS_REDIRECT_NONE = 0,
+    RLAAS_REDIRECT_MOVED = 1, /* the slot lives there now */
+    RLAAS_REDIRECT_ASK = 2    /* this once, there (the slot is moving) */
+} rlaas_redirect_e;
+
+#define RLAAS_HOSTPORT_MAX 72
 
 /* One request's call and its outcome. */
 typedef struct {
@@ -34,6 +55,13 @@ typedef struct {
     rlaas_rerr_e e;
     int noscript;
     char detail[RLAAS_DETAIL_MAX];
+    rlaas_redirect_e redirect;            /* and to where: */
+    char redirect_to[RLAAS_HOSTPORT_MAX]; /* "host:port" */
+    int redirect_slot;
+    long long window;   /* the window the script reckoned, when it is not
+                           the one in the key; else -1 */
+    rlaas_call_t again; /* the call sent again for that window */
+    char again_key[RLAAS_CALL_KEY_MAX + 24];
 } rlaas_job_t;
 
 /* What the group tells about Redis itself. */
@@ -49,10 +77,5 @@ typedef struct {
  * gets its result; c is closed when it can't be trusted any more. */
 void rlaas_exchange(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
                     int64_t deadline, rlaas_outcome_t *out);
-
-/* Longest key a call may carry. */
-#ifndef RLAAS_CALL_KEY_MAX
-#define RLAAS_CALL_KEY_MAX 4096
-#endif
 
 #endif

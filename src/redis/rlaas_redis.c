@@ -8,6 +8,7 @@
 #include "apr_strings.h"
 
 #include "rlaas_clock.h"
+#include "rlaas_cluster.h"
 #include "rlaas_pipeline.h"
 #include "rlaas_pool.h"
 #include "rlaas_resolve.h"
@@ -37,7 +38,8 @@ struct rlaas_redis_t {
     rlaas_breaker_t breaker;
     pthread_mutex_t cause_mu; /* guards cause: written on failures only */
     char cause[RLAAS_DETAIL_MAX];
-    char client_name[32]; /* mod_rlaas-<pid> */
+    char client_name[32];     /* mod_rlaas-<pid> */
+    rlaas_cluster_t *cluster; /* a Redis Cluster: routed to node engines */
 };
 
 /* What the calls of a group share: the engine and the deadline of the
@@ -87,6 +89,12 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
     int max = c->pool_max > 0 ? c->pool_max : 1;
     int64_t budget_us = (int64_t)c->timeout_ms * 1000;
 
+    if (c->cluster_n > 0) {
+        /* a router only: each node gets an engine of its own */
+        rd->conf = *c;
+        rd->cluster = rlaas_cluster_create(p, c, ev);
+        return rd->cluster != NULL ? rd : NULL;
+    }
     rd->conf = *c;
     rd->conf.host = apr_pstrdup(p, c->host);
     snprintf(rd->client_name, sizeof(rd->client_name), "%s-%ld",
@@ -320,45 +328,59 @@ static rlaas_rerr_e circuit_open(rlaas_redis_t *rd, char *detail)
     return RLAAS_RERR_CIRCUIT;
 }
 
-rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *call,
-                              rlaas_verdict_t *v, char *detail)
+void rlaas_redis_run(rlaas_redis_t *rd, rlaas_job_t *job, int64_t deadline)
 {
-    int64_t now = rlaas_clock_us();
     group_t g;
-    rlaas_job_t job;
 
-    detail[0] = '\0';
-    if (call->key_len > RLAAS_CALL_KEY_MAX) {
-        apr_cpystrn(detail, "key too long", RLAAS_DETAIL_MAX);
-        return RLAAS_RERR_REPLY;
+    job->e = RLAAS_RERR_NONE;
+    job->noscript = 0;
+    job->redirect = RLAAS_REDIRECT_NONE;
+    job->detail[0] = '\0';
+    if (job->call->key_len > RLAAS_CALL_KEY_MAX) {
+        job->e = RLAAS_RERR_REPLY;
+        apr_cpystrn(job->detail, "key too long", RLAAS_DETAIL_MAX);
+        return;
     }
-    if (!rlaas_breaker_allow(&rd->breaker, now))
-        return circuit_open(rd, detail);
-    job.call = call;
-    job.v = v;
-    job.e = RLAAS_RERR_NONE;
-    job.noscript = 0;
-    job.detail[0] = '\0';
+    if (!rlaas_breaker_allow(&rd->breaker, rlaas_clock_us())) {
+        job->e = circuit_open(rd, job->detail);
+        return;
+    }
     g.rd = rd;
-    g.deadline = now + (int64_t)rd->conf.timeout_ms * 1000;
+    g.deadline = deadline;
     if (rd->pipe != NULL) {
         rlaas_pipe_job_t pj;
 
-        pj.data = &job;
+        pj.data = job;
         /* Not counted by the breaker: the group ahead, whose slowness
          * this is, counts for itself. */
         if (rlaas_pipe_submit(rd->pipe, &pj, g.deadline, run_pipe_group, &g) !=
             0) {
-            job.e = RLAAS_RERR_POOL;
-            apr_cpystrn(job.detail, "no turn to send within the timeout",
+            job->e = RLAAS_RERR_POOL;
+            apr_cpystrn(job->detail, "no turn to send within the timeout",
                         RLAAS_DETAIL_MAX);
         }
     }
     else {
-        rlaas_job_t *one = &job;
-
-        run_group(&g, &one, 1);
+        run_group(&g, &job, 1);
     }
+}
+
+int64_t rlaas_redis_deadline(const rlaas_redis_t *rd)
+{
+    return rlaas_clock_us() + (int64_t)rd->conf.timeout_ms * 1000;
+}
+
+rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *call,
+                              rlaas_verdict_t *v, char *detail)
+{
+    rlaas_job_t job;
+
+    if (rd->cluster != NULL)
+        return rlaas_cluster_eval(rd->cluster, call, v, detail);
+    job.call = call;
+    job.v = v;
+    rlaas_redis_run(rd, &job, rlaas_redis_deadline(rd));
+    detail[0] = '\0';
     if (job.e != RLAAS_RERR_NONE)
         memcpy(detail, job.detail, RLAAS_DETAIL_MAX);
     return job.e;

@@ -44,6 +44,10 @@ typedef struct {
     /* Redis Sentinel: where the master is (host and port unused), or
      * NULL */
     const rlaas_sentinel_conf_t *sentinel;
+    /* Redis Cluster: seed nodes (host and port unused), or 0 of them */
+    const char *const *cluster_hosts;
+    const int *cluster_ports;
+    int cluster_n;
 } rlaas_redis_conf_t;
 
 typedef struct {
@@ -61,6 +65,7 @@ typedef struct {
 } rlaas_redis_events_t;
 
 typedef struct rlaas_redis_t rlaas_redis_t;
+typedef struct rlaas_cluster_t rlaas_cluster_t;
 
 /* Made in child_init; lives and dies with p. Connections open lazily:
  * nothing about Redis is checked here. A host name is resolved here and
@@ -72,6 +77,11 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
  * bytes) says what happened, never containing secrets. */
 rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *call,
                               rlaas_verdict_t *v, char *detail);
+
+/* For the cluster router: runs one job on this engine (one node) by an
+ * absolute deadline of rlaas_clock_us(); the job tells a redirect. */
+void rlaas_redis_run(rlaas_redis_t *rd, rlaas_job_t *job, int64_t deadline);
+int64_t rlaas_redis_deadline(const rlaas_redis_t *rd);
 
 /* The name this module gives its connections, followed by "-<pid>" of the
  * child holding them: CLIENT LIST shows whose they are. */

@@ -186,3 +186,37 @@ rlaas_errc_e rlaas_reply_error_class(const char *err, size_t len)
         return RLAAS_ERRC_SERVER;
     return RLAAS_ERRC_CALL;
 }
+
+/* ---- Redis Cluster's redirections ---- */
+
+int rlaas_reply_redirect(const char *err, size_t len, int *slot, char *to,
+                         size_t size)
+{
+    const char *p, *end = err + len, *sp;
+    int kind;
+    long v = 0;
+    size_t hl;
+
+    if (len > 6 && memcmp(err, "MOVED ", 6) == 0) {
+        kind = 1;
+        p = err + 6;
+    }
+    else if (len > 4 && memcmp(err, "ASK ", 4) == 0) {
+        kind = 2;
+        p = err + 4;
+    }
+    else {
+        return 0;
+    }
+    for (sp = p; sp < end && *sp >= '0' && *sp <= '9' && v <= 16383; sp++)
+        v = v * 10 + (*sp - '0');
+    if (sp == p || sp >= end || *sp != ' ' || v > 16383)
+        return 0;
+    hl = (size_t)(end - sp - 1);
+    if (hl == 0 || hl >= size || memchr(sp + 1, ' ', hl) != NULL)
+        return 0;
+    memcpy(to, sp + 1, hl);
+    to[hl] = '\0';
+    *slot = (int)v;
+    return kind;
+}

@@ -72,4 +72,10 @@ typedef enum {
 
 rlaas_errc_e rlaas_reply_error_class(const char *err, size_t len);
 
+/* Redis Cluster's "MOVED 3999 127.0.0.1:6381" or "ASK 3999 [::1]:6381":
+ * 1 (MOVED) or 2 (ASK) with the slot and "host:port" (NUL-terminated, at
+ * most size - 1 bytes); 0 for any other error or a malformed one. */
+int rlaas_reply_redirect(const char *err, size_t len, int *slot, char *to,
+                         size_t size);
+
 #endif

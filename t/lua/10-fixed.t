@@ -66,4 +66,25 @@ subtest 'large values stay integers' => sub {
     is_deeply hit($K, 1, 1, $now), [0, 0, 1, 1], 'W=1 second hit denied';
 };
 
+# Redis Cluster: the module declares the window's key itself (it ends in
+# the window number); Redis' clock decides whether that is the window.
+subtest 'cluster: the declared window, or RLAASWINDOW and nothing written' => sub {
+    my ($K, $L, $W) = ('rlaas:rate_limit:{carol}', 2, 1000);
+    my $ms = T0 + 5250;
+    my $idx = int($ms / $W);
+    my ($sec, $usec) = (int($ms / 1000), ($ms % 1000) * 1000);
+    my $call = sub { $r->cmd('EVALSHA', $h->{fake}{fixed}, 1, "$K:$_[0]", $L, $W, $sec, $usec) };
+    is_deeply $call->($idx), [1, 1, 750, 0], 'the window Redis reckons: counted';
+    is $r->cmd('GET', "$K:$idx"), 1, 'in the declared key';
+    for my $other ($idx - 1, $idx + 1) {
+        my $e = $call->($other);
+        ok(RLaaS::Redis::is_error($e) && $e->message eq "RLAASWINDOW $idx",
+            "window $other declared: RLAASWINDOW $idx") or diag(explain $e);
+        ok(!$r->cmd('EXISTS', "$K:$other"), "and nothing written under window $other");
+    }
+    is $r->cmd('GET', "$K:$idx"), 1, 'the real window untouched';
+    is_deeply $call->($idx), [1, 0, 750, 750], 'the second: allowed, none left';
+    is_deeply $call->($idx), [0, 0, 750, 750], 'the third: denied';
+};
+
 done_testing;

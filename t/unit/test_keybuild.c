@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "rlaas_keybuild.h"
+#include "rlaas_slot.h"
 
 #define P "rlaas:rate_limit:"
 
@@ -70,6 +71,7 @@ static size_t final_key(char *out, const tuple_t *t)
     k.strategy = t->st;
     k.parts = parts;
     k.nparts = t->n;
+    k.hashtag = 0;
     n = rlaas_key_build(out, &k);
     assert_true(n > 0 && n <= RLAAS_KEY_MAX);
     assert_int_equal(strlen(out), n);
@@ -192,7 +194,7 @@ static void out_of_bounds_specs(void **state)
     char out[RLAAS_KEY_MAX + 1], pre[RLAAS_PREFIX_MAX + 2];
     rlaas_key_part_t part = {RLAAS_SRC_HEADER, "X-A", 3, 0, "v", 1};
     rlaas_key_spec_t k = {
-        P, strlen(P), NULL, 0, NULL, 0, RLAAS_STRATEGY_TOKEN, &part, 1};
+        P, strlen(P), NULL, 0, NULL, 0, RLAAS_STRATEGY_TOKEN, &part, 1, 0};
 
     (void)state;
     assert_true(rlaas_key_build(out, &k) > 0);
@@ -252,8 +254,54 @@ static void worst_case_is_the_bound(void **state)
     k.strategy = RLAAS_STRATEGY_GCRA;
     k.parts = parts;
     k.nparts = RLAAS_SOURCES_MAX;
-    assert_int_equal(rlaas_key_build(out, &k), RLAAS_KEY_MAX);
-    assert_int_equal(strlen(out), RLAAS_KEY_MAX);
+    k.hashtag = 0;
+    assert_int_equal(rlaas_key_build(out, &k),
+                     RLAAS_KEY_MAX - RLAAS_KEY_CLUSTER_MAX);
+    assert_int_equal(strlen(out), RLAAS_KEY_MAX - RLAAS_KEY_CLUSTER_MAX);
+    /* cluster: two braces more, and room for fixed's window number */
+    k.hashtag = 1;
+    assert_int_equal(rlaas_key_build(out, &k), RLAAS_KEY_MAX - 20);
+}
+
+/* Redis Cluster: the identity, and only it, between braces; every key of
+ * one identity (all strategies, every fixed window) on one slot, and two
+ * identities keyed apart as without the braces. */
+static void cluster_hash_tag(void **state)
+{
+    static const char *const expect[RLAAS_STRATEGY_COUNT] = {
+        "p:z:{h.x-user=alice}:",   "p:z:{h.x-user=alice}",
+        "p:z:{h.x-user=alice}:sw", "p:z:{h.x-user=alice}:tb",
+        "p:z:{h.x-user=alice}:lb", "p:z:{h.x-user=alice}:gcra"};
+    char out[RLAAS_KEY_MAX + 1];
+    rlaas_key_part_t part = {RLAAS_SRC_HEADER, "X-User", 6, 0, "alice", 5};
+    rlaas_key_spec_t k;
+    int st;
+
+    (void)state;
+    memset(&k, 0, sizeof(k));
+    k.prefix = "p:";
+    k.prefix_len = 2;
+    k.zone = "z";
+    k.zone_len = 1;
+    k.ip = "192.0.2.1";
+    k.ip_len = 9;
+    k.parts = &part;
+    k.nparts = 1;
+    k.hashtag = 1;
+    for (st = 0; st < RLAAS_STRATEGY_COUNT; st++) {
+        k.strategy = (rlaas_strategy_e)st;
+        assert_int_equal(rlaas_key_build(out, &k), strlen(expect[st]));
+        assert_string_equal(out, expect[st]);
+        assert_int_equal(rlaas_slot(out, strlen(out)),
+                         rlaas_slot("h.x-user=alice", 14));
+    }
+    /* the seeds' default form, wrapped */
+    part.type = RLAAS_SRC_USER;
+    k.zone = NULL;
+    k.zone_len = 0;
+    k.strategy = RLAAS_STRATEGY_SLIDING_LOG;
+    rlaas_key_build(out, &k);
+    assert_string_equal(out, "p:{alice}");
 }
 
 /* ---------------------------------------------------------------- pairs
@@ -535,6 +583,7 @@ int main(void)
         cmocka_unit_test(single_non_default_source_is_tagged),
         cmocka_unit_test(out_of_bounds_specs),
         cmocka_unit_test(worst_case_is_the_bound),
+        cmocka_unit_test(cluster_hash_tag),
         cmocka_unit_test(known_attacks_differ),
         cmocka_unit_test(different_tuples_never_share_a_key),
     };

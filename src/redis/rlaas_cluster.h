@@ -1,0 +1,36 @@
+/*
+ * A small Redis Cluster client for the remote engine (hiredis 0.14 has
+ * none, and no well-kept C cluster client is packaged for Debian 12). The
+ * slot map comes from CLUSTER SLOTS, fetched in a thread of the router's
+ * own (when the child starts, every 10 s, and soon after a MOVED); each
+ * node gets an engine of its own (rlaas_redis.h: its pool, pipeline and
+ * circuit breaker); a call goes to the node of its key's slot (the key
+ * carries the identity as a hash tag, rlaas_slot.h), follows MOVED (the
+ * map learns it at once) and ASK (ASKING, this once), at most twice, all
+ * within the request's one budget. A redirected call did not run: sending
+ * it again is safe. No httpd headers.
+ */
+#ifndef RLAAS_CLUSTER_H
+#define RLAAS_CLUSTER_H
+
+#include "apr_pools.h"
+
+#include "rlaas_redis.h"
+
+/* Nodes one child talks to, at most. */
+#define RLAAS_CLUSTER_NODES_MAX 64
+
+/* c: the target's settings, cluster_hosts its seed nodes; every node's
+ * engine takes the rest of them. Nothing is contacted here. */
+rlaas_cluster_t *rlaas_cluster_create(apr_pool_t *p,
+                                      const rlaas_redis_conf_t *c,
+                                      const rlaas_redis_events_t *ev);
+
+rlaas_rerr_e rlaas_cluster_eval(rlaas_cluster_t *cl, const rlaas_call_t *call,
+                                rlaas_verdict_t *v, char *detail);
+
+/* "host:port" or "[v6]:port", as Redis writes nodes, into host and port;
+ * 0 if it is not one. */
+int rlaas_cluster_hostport(const char *s, char *host, size_t size, int *port);
+
+#endif

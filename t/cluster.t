@@ -1,0 +1,124 @@
+# RLaaSRedisCluster: a three-master Redis Cluster made by this test. The
+# identity is the key's hash tag, so one identity's keys are on one node;
+# calls go to the node of their slot, follow MOVED and ASK; every strategy
+# stays exact across identities on different nodes; a slot moved by hand
+# (CLUSTER SETSLOT, MIGRATE) under load gives no wrong decision.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes qw(time sleep);
+use RLaaS::Test qw(:all);
+
+plan skip_all => 'mod_rlaas is not loaded' unless have_module();
+my @CP = map { $ENV{"RLAAS_TEST_CLUSTER${_}_PORT"} } 1 .. 3;
+plan skip_all => 'RLAAS_TEST_CLUSTER*_PORT are not set (t/TEST.PL)' if grep { !$_ } @CP;
+my $cli = (grep { -x } map { "$_/redis-cli" } split /:/, "$ENV{PATH}:/usr/bin")[0];
+plan skip_all => 'redis-cli is not installed' unless $cli;
+
+require RLaaS::Redis;
+my @N = map {
+    RLaaS::Redis->start(port => $_, extra => [
+        '--cluster-enabled', 'yes', '--cluster-port', free_port(),
+        '--cluster-node-timeout', 2000, '--cluster-config-file', "nodes-$_.conf"])
+} @CP;
+my $out = `$cli --cluster create @{[ map { "127.0.0.1:$_" } @CP ]} --cluster-yes 2>&1`;
+is($?, 0, 'redis-cli --cluster create: three masters') or diag($out);
+sub all_ok { !grep { ($_->cmd('CLUSTER', 'INFO') // '') !~ /cluster_state:ok/ } @N }
+my $t0 = time;
+sleep 0.1 until all_ok() || time - $t0 > 20;
+ok(all_ok(), sprintf('cluster_state:ok on every node (%.1fs)', time - $t0));
+
+my %ID = map { my $i = $N[$_]->cmd('CLUSTER', 'MYID'); ($CP[$_] => $i) } 0 .. 2;
+sub owner {
+    my ($slot) = @_;
+    for my $r (@{ $N[0]->cmd('CLUSTER', 'SLOTS') }) {
+        return $r->[2][1] if $slot >= $r->[0] && $slot <= $r->[1];
+    }
+    return 0;
+}
+sub slot_of_user { $N[0]->cmd('CLUSTER', 'KEYSLOT', "h.x-user=$_[0]") }
+sub st { my $res = shift; $res->code . ' ' . (status_of($res) // '-') }
+sub get { my ($p, $u) = @_; req($p, vhost => 'rlaas_cluster', h => { 'X-User' => $u }) }
+
+# the module serves once it knows where the slots are
+my $u0 = uid('cl0');
+my $first;
+for (1 .. 50) { $first = st(get('/cl/token/x', $u0)); last if $first eq '200 allowed'; sleep 0.1 }
+is($first, '200 allowed', 'decided through the cluster');
+my $slot = slot_of_user($u0);
+my ($on) = grep { $_->port == owner($slot) } @N;
+my @keys = grep { /\Q$u0\E/ } @{ $on->cmd('KEYS', '*cl-token*') };
+is_deeply(\@keys, [prefix() . "cl-token:{h.x-user=$u0}:tb"],
+    'the key carries the identity as a hash tag, on the node that owns its slot');
+
+# ---- exact across identities on different nodes, every strategy
+my @ids;
+{
+    my %per;
+    my $i = 0;
+    while (@ids < 12) {
+        my $u = uid('cl-id');
+        my $o = owner(slot_of_user($u));
+        next if ($per{$o} // 0) >= 4;
+        $per{$o}++;
+        push @ids, $u;
+    }
+    is(scalar(keys %per), 3, 'twelve identities, four on each node');
+}
+for my $s (qw(fixed sliding-window-algo sliding token leaky gcra)) {
+    # one client per identity, all at once, 25 requests each
+    my @r = run_clients(tag => uid("cl-$s"), keepalive => 1, clients => [
+        map { [{ path => "/cl/$s/x", vhost => 'rlaas_cluster', h => { 'X-User' => $_ }, n => 25 }] } @ids ]);
+    my %by;
+    $by{ $ids[ $_->{client} ] }{ $_->{code} }++ for @r;
+    my @wrong = grep { ($by{$_}{200} // 0) != 20 || ($by{$_}{429} // 0) != 5 } @ids;
+    is(scalar(@wrong), 0, "$s: 12 identities on 3 nodes, 25 requests each at once, limit 20: exactly 20 each")
+        or diag(join '; ', map { my $id = $_; "$id: " . join(',', map { "$_ x$by{$id}{$_}" } sort keys %{ $by{$id} }) } @wrong);
+}
+
+# ---- a slot moved under load
+sub migrate_under_load {
+    my ($path) = @_;
+    my $u = uid('cl-move');
+    my $s = slot_of_user($u);
+    my $from_port = owner($s);
+    my ($from) = grep { $_->port == $from_port } @N;
+    my ($to) = grep { $_->port != $from_port } @N;
+    my $tag = uid('cl-move-tid');
+    sub stat_of { my ($r, $sect, $name) = @_; my $i = $r->cmd('INFO', $sect);
+        $i =~ /^\Q$name\E:(?:calls|count)=(\d+)/m ? $1 : 0 }
+    my ($ask0, $moved0, $asking0) = (stat_of($from, 'errorstats', 'errorstat_ASK'),
+        stat_of($from, 'errorstats', 'errorstat_MOVED'), stat_of($to, 'commandstats', 'cmdstat_asking'));
+    my $start = time + 0.3;
+    my $h = start_clients(tag => $tag, keepalive => 1, clients => [
+        map { [{ path => $path, vhost => 'rlaas_cluster', h => { 'X-User' => $u },
+                 at => $start, n => 70, gap => 0.02 }] } 1 .. 3 ]);
+    sleep 0.8;
+    $to->cmd('CLUSTER', 'SETSLOT', $s, 'IMPORTING', $ID{ $from->port });
+    $from->cmd('CLUSTER', 'SETSLOT', $s, 'MIGRATING', $ID{ $to->port });
+    sleep 0.3;    # requests meet the MIGRATING slot
+    for (1 .. 3) {
+        my $k = $from->cmd('CLUSTER', 'GETKEYSINSLOT', $s, 100);
+        $from->cmd('MIGRATE', '127.0.0.1', $to->port, '', 0, 5000, 'KEYS', @$k) if @$k;
+        sleep 0.2;    # ... and ASK, once the keys have gone
+    }
+    $_->cmd('CLUSTER', 'SETSLOT', $s, 'NODE', $ID{ $to->port }) for $to, $from, grep { $_ != $to && $_ != $from } @N;
+    my @r = wait_clients($h);
+    my %c;
+    $c{"$_->{code} " . ($_->{status} // '-')}++ for @r;
+    is(scalar(@r), 210, "$path: 210 requests while slot $s moved from :$from_port to :" . $to->port);
+    is($c{'200 allowed'} // 0, 100, "$path: exactly 100 allowed (limit 100)")
+        or diag(join ', ', map { "$_ x$c{$_}" } sort keys %c);
+    is($c{'429 denied'} // 0, 110, "$path: the other 110 denied: no error, no wrong decision");
+    ok($to->cmd('CLUSTER', 'COUNTKEYSINSLOT', $s) >= 1, "$path: the state is on the new owner");
+    is($from->cmd('CLUSTER', 'COUNTKEYSINSLOT', $s), 0, "$path: and no longer on the old one");
+    cmp_ok(stat_of($from, 'errorstats', 'errorstat_ASK') - $ask0, '>', 0, "$path: the old owner answered ASK ...");
+    cmp_ok(stat_of($to, 'commandstats', 'cmdstat_asking') - $asking0, '>', 0, "$path: ... and the module sent ASKING to the new one");
+    cmp_ok(stat_of($from, 'errorstats', 'errorstat_MOVED') - $moved0, '>', 0, "$path: then MOVED, which it followed");
+}
+migrate_under_load('/cl/move/x');
+migrate_under_load('/cl/move-fixed/x');
+
+done_testing();
