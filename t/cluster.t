@@ -78,6 +78,15 @@ for my $s (qw(fixed sliding-window-algo sliding token leaky gcra)) {
         or diag(join '; ', map { my $id = $_; "$id: " . join(',', map { "$_ x$by{$id}{$_}" } sort keys %{ $by{$id} }) } @wrong);
 }
 
+# ---- metrics per node
+{
+    my $m = metrics();
+    for my $p (@CP) {
+        cmp_ok($m->{qq{rlaas_redis_node_calls_total{node="127.0.0.1:$p"}}} // 0, '>', 100,
+            "rlaas_redis_node_calls_total for node 127.0.0.1:$p");
+    }
+}
+
 # ---- a slot moved under load
 sub migrate_under_load {
     my ($path) = @_;

@@ -39,6 +39,17 @@ typedef struct {
     apr_uint32_t nslots; /* gauge slots that follow the counters */
 } rlaas_counters_t;
 
+/* One Redis node's counters (a cluster's nodes, a Sentinel master, or
+ * the one Redis). A slot is claimed by the first child that reports the
+ * node: state 0 free, 1 being named, 2 named. */
+#define NODE_NAME_MAX 96
+typedef struct {
+    apr_uint32_t state;
+    char name[NODE_NAME_MAX];
+    apr_uint64_t calls;
+    apr_uint64_t failures[RLAAS_RERR_COUNT];
+} rlaas_node_t;
+
 /* One child's gauges. A child claims a free slot (pid 0, or the pid of a
  * process that is gone) in child_init and clears it when it leaves; a
  * reader sums the slots whose process is alive, so a child killed with
@@ -53,6 +64,7 @@ typedef struct {
  * be made, which disables metrics and nothing else. */
 static rlaas_counters_t *counters;
 static rlaas_slot_t *slots;
+static rlaas_node_t *nodes; /* RLAAS_METRICS_NODES of them */
 /* This child's slot; NULL in the parent, or when every slot was taken. */
 static rlaas_slot_t *my_slot;
 
@@ -87,7 +99,8 @@ int rlaas_metrics_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     apr_pool_t *keep = s->process->pool;
     apr_shm_t *shm = NULL;
     apr_uint32_t n = slot_count();
-    apr_size_t size = sizeof(rlaas_counters_t) + n * sizeof(rlaas_slot_t);
+    apr_size_t size = sizeof(rlaas_counters_t) + n * sizeof(rlaas_slot_t) +
+                      RLAAS_METRICS_NODES * sizeof(rlaas_node_t);
     apr_status_t rv;
 
     (void)pconf;
@@ -102,6 +115,7 @@ int rlaas_metrics_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                          "metrics; metrics are disabled");
             counters = NULL;
             slots = NULL;
+            nodes = NULL;
             return OK;
         }
         memset(apr_shm_baseaddr_get(shm), 0, size);
@@ -110,6 +124,7 @@ int rlaas_metrics_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     counters = apr_shm_baseaddr_get(shm);
     counters->nslots = n;
     slots = (rlaas_slot_t *)(counters + 1);
+    nodes = (rlaas_node_t *)(slots + n);
     return OK;
 }
 
@@ -215,6 +230,41 @@ void rlaas_metrics_connection(int opened)
         apr_atomic_dec32(&my_slot->connections);
 }
 
+static rlaas_node_t *node_slot(const char *name)
+{
+    size_t len = strlen(name);
+    int i;
+
+    if (nodes == NULL || len >= NODE_NAME_MAX)
+        return NULL;
+    for (i = 0; i < RLAAS_METRICS_NODES; i++) {
+        rlaas_node_t *nd = &nodes[i];
+        apr_uint32_t st = apr_atomic_read32(&nd->state);
+
+        if (st == 2 && strcmp(nd->name, name) == 0)
+            return nd;
+        if (st == 0 && apr_atomic_cas32(&nd->state, 1, 0) == 0) {
+            memcpy(nd->name, name, len + 1);
+            apr_atomic_set32(&nd->state, 2);
+            return nd;
+        }
+        /* state 1: another child is naming it, maybe this very node: a
+         * second slot for it is harmless (the exposition sums them) */
+    }
+    return NULL;
+}
+
+void rlaas_metrics_node(const char *node, rlaas_rerr_e e, int calls)
+{
+    rlaas_node_t *nd = node_slot(node);
+
+    if (nd == NULL)
+        return;
+    apr_atomic_add64(&nd->calls, (apr_uint64_t)calls);
+    if (e > RLAAS_RERR_NONE && e < RLAAS_RERR_COUNT)
+        apr_atomic_inc64(&nd->failures[e]);
+}
+
 void rlaas_metrics_script_load(void)
 {
     if (counters != NULL)
@@ -273,6 +323,37 @@ static void write_decisions(request_rec *r, rlaas_counters_t *c)
                fail_open);
 }
 
+/* Per node: calls, and the groups that failed by kind. */
+static void write_nodes(request_rec *r)
+{
+    int i, e;
+
+    help(r, "rlaas_redis_node_calls_total", "counter",
+         "Script calls sent to each Redis node.");
+    for (i = 0; nodes != NULL && i < RLAAS_METRICS_NODES; i++) {
+        if (apr_atomic_read32(&nodes[i].state) == 2)
+            ap_rprintf(r,
+                       "rlaas_redis_node_calls_total{node=\"%s\"} "
+                       "%" APR_UINT64_T_FMT "\n",
+                       nodes[i].name, rd(&nodes[i].calls));
+    }
+    help(r, "rlaas_redis_node_failures_total", "counter",
+         "Groups of calls a Redis node failed, by kind.");
+    for (i = 0; nodes != NULL && i < RLAAS_METRICS_NODES; i++) {
+        if (apr_atomic_read32(&nodes[i].state) != 2)
+            continue;
+        for (e = 1; e < RLAAS_RERR_COUNT; e++) {
+            apr_uint64_t n = rd(&nodes[i].failures[e]);
+
+            if (n > 0)
+                ap_rprintf(r,
+                           "rlaas_redis_node_failures_total{node=\"%s\","
+                           "kind=\"%s\"} %" APR_UINT64_T_FMT "\n",
+                           nodes[i].name, rlaas_rerr_name(e), n);
+        }
+    }
+}
+
 static void write_redis(request_rec *r, rlaas_counters_t *c)
 {
     apr_uint64_t cum = 0;
@@ -311,6 +392,7 @@ static void write_redis(request_rec *r, rlaas_counters_t *c)
     help(r, "rlaas_circuit_open", "gauge",
          "Circuit breakers currently open (one per child and Redis).");
     ap_rprintf(r, "rlaas_circuit_open %u\n", GAUGE(circuits));
+    write_nodes(r);
     help(r, "rlaas_circuit_opened_total", "counter",
          "Times a circuit breaker opened.");
     ap_rprintf(r, "rlaas_circuit_opened_total %" APR_UINT64_T_FMT "\n",

@@ -46,6 +46,11 @@ void rlaas_metrics_latency(apr_interval_time_t t);
 void rlaas_metrics_child_init(apr_pool_t *pchild, server_rec *s);
 void rlaas_metrics_connection(int opened); /* +1 opened, -1 closed */
 void rlaas_metrics_script_load(void);
+/* One group of calls on the Redis node named (host:port, ...): its calls,
+ * and the failure of Redis if it failed (else RLAAS_RERR_NONE). Kept per
+ * node for the first RLAAS_METRICS_NODES nodes seen. */
+#define RLAAS_METRICS_NODES 64
+void rlaas_metrics_node(const char *node, rlaas_rerr_e e, int calls);
 void rlaas_metrics_circuit(int opened); /* +1 opened, -1 closed */
 
 int rlaas_metrics_handler(request_rec *r);

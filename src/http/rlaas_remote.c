@@ -48,7 +48,7 @@ static void on_script_load(void *baton, const char *file, int ok)
 
 /* Each change of the circuit is logged once, with the cause in Redis' own
  * words (NOAUTH, READONLY, Connection refused, ...). */
-static void on_circuit(void *baton, rlaas_breaker_event_e ev,
+static void on_circuit(void *baton, const char *node, rlaas_breaker_event_e ev,
                        const rlaas_breaker_t *b, rlaas_rerr_e e,
                        const char *cause)
 {
@@ -59,37 +59,40 @@ static void on_circuit(void *baton, rlaas_breaker_event_e ev,
         rlaas_metrics_circuit(1);
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s,
                      "RLAAS0040: circuit opened after %u consecutive Redis "
-                     "failures (last: %s: %s); requests get the fail-open "
-                     "policy without trying Redis for %" APR_TIME_T_FMT "ms",
-                     b->threshold, rlaas_rerr_name(e), cause,
+                     "failures (last: %s: %s) of %s; requests get the "
+                     "fail-open policy without trying it for "
+                     "%" APR_TIME_T_FMT "ms",
+                     b->threshold, rlaas_rerr_name(e), cause, node,
                      apr_time_as_msec(b->cooldown));
         break;
     case RLAAS_BREAKER_REOPENED:
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
-                     "RLAAS0041: circuit probe failed (%s: %s); circuit "
-                     "stays open",
-                     rlaas_rerr_name(e), cause);
+                     "RLAAS0041: circuit probe failed (%s: %s) of %s; "
+                     "circuit stays open",
+                     rlaas_rerr_name(e), cause, node);
         break;
     case RLAAS_BREAKER_CLOSED:
         rlaas_metrics_circuit(-1);
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
-                     "RLAAS0042: circuit closed: Redis answers again");
+                     "RLAAS0042: circuit closed: Redis answers again (%s)",
+                     node);
         break;
     case RLAAS_BREAKER_SAME:
         break;
     }
 }
 
-static void on_failover(void *baton, const char *cause)
+static void on_failover(void *baton, const char *node, const char *cause)
 {
     long dropped = rlaas_log_gate_pass(&gate_failover, rlaas_clock_us(), 1);
 
     if (dropped < 0)
         return;
     ap_log_error(APLOG_MARK, APLOG_WARNING, 0, baton,
-                 "RLAAS0043: Redis is not the master here (%s); this "
-                 "child's connections are made again%s",
-                 cause, dropped > 0 ? " (and again since the last line)" : "");
+                 "RLAAS0043: Redis is not the master here (%s, at %s); "
+                 "this child's connections are made again%s",
+                 cause, node,
+                 dropped > 0 ? " (and again since the last line)" : "");
 }
 
 /* Sentinel settings as the engine takes them, in the child's pool. */
@@ -111,6 +114,12 @@ static const rlaas_sentinel_conf_t *sentinel_conf(apr_pool_t *p,
     sc->timeout_ms =
         rlaas_target_timeout_ms(t) < 500 ? 500 : rlaas_target_timeout_ms(t);
     return sc;
+}
+
+static void on_group(void *baton, const char *node, rlaas_rerr_e e, int calls)
+{
+    (void)baton;
+    rlaas_metrics_node(node, e, calls);
 }
 
 static rlaas_redis_conf_t resolved(apr_pool_t *p, const rlaas_target_t *t)
@@ -147,7 +156,8 @@ void rlaas_remote_child_init(apr_pool_t *pchild, server_rec *s)
         rlaas_target_t *t = rlaas_server_conf(s)->target;
         rlaas_redis_conf_t c;
         rlaas_redis_events_t ev = {NULL,           on_connection, on_latency,
-                                   on_script_load, on_circuit,    on_failover};
+                                   on_script_load, on_circuit,    on_failover,
+                                   on_group};
 
         if (t->redis != NULL)
             continue; /* shared with the main server */

@@ -116,8 +116,9 @@ static struct timeval tv_us(int64_t us)
     return tv;
 }
 
-/* One CLUSTER SLOTS reply into the map. */
-static int apply_slots(rlaas_cluster_t *cl, const redisReply *rep)
+/* One CLUSTER SLOTS reply (asked of node `from`) into the map. */
+static int apply_slots(rlaas_cluster_t *cl, const redisReply *rep,
+                       const node_t *from)
 {
     size_t i;
 
@@ -139,7 +140,10 @@ static int apply_slots(rlaas_cluster_t *cl, const redisReply *rep)
             continue;
         a = e->element[0]->integer;
         b = e->element[1]->integer;
-        nd = node_for(cl, m->element[0]->str, (int)m->element[1]->integer);
+        /* an empty address: the node asked ("same host as you used") */
+        nd = node_for(cl,
+                      m->element[0]->len > 0 ? m->element[0]->str : from->host,
+                      (int)m->element[1]->integer);
         for (s = a; nd >= 0 && s <= b && s < RLAAS_SLOTS && s >= 0; s++)
             set_slot(cl, (int)s, nd);
     }
@@ -190,7 +194,7 @@ static void refresh(rlaas_cluster_t *cl)
             continue;
         rep = redisCommand(ctx, "CLUSTER SLOTS");
         if (rep != NULL) {
-            ok = apply_slots(cl, rep);
+            ok = apply_slots(cl, rep, &cl->nodes[i]);
             freeReplyObject(rep);
         }
         redisFree(ctx);

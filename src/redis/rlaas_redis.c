@@ -38,7 +38,8 @@ struct rlaas_redis_t {
     rlaas_breaker_t breaker;
     pthread_mutex_t cause_mu; /* guards cause: written on failures only */
     char cause[RLAAS_DETAIL_MAX];
-    char client_name[32];     /* mod_rlaas-<pid> */
+    char client_name[32];               /* mod_rlaas-<pid> */
+    char node[RLAAS_HOSTPORT_MAX + 16]; /* for labels and log lines */
     rlaas_cluster_t *cluster; /* a Redis Cluster: routed to node engines */
 };
 
@@ -99,6 +100,15 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
     rd->conf.host = apr_pstrdup(p, c->host);
     snprintf(rd->client_name, sizeof(rd->client_name), "%s-%ld",
              RLAAS_REDIS_CLIENT_NAME, (long)getpid());
+    if (c->sentinel != NULL)
+        snprintf(rd->node, sizeof(rd->node), "sentinel:%.60s",
+                 c->sentinel->master);
+    else if (c->is_unix)
+        snprintf(rd->node, sizeof(rd->node), "unix:%.80s", c->host);
+    else
+        snprintf(rd->node, sizeof(rd->node),
+                 strchr(c->host, ':') ? "[%.64s]:%d" : "%.64s:%d", c->host,
+                 c->port);
     rd->ev = *ev;
     pthread_mutex_init(&rd->cause_mu, NULL);
     rlaas_breaker_init(&rd->breaker, (unsigned)c->circuit_failures,
@@ -145,10 +155,15 @@ static void get_cause(rlaas_redis_t *rd, char *out)
 
 /* Once per group: the circuit counts what Redis did, not what each call
  * of the group did, and never an error about one call's key. */
-static void group_done(rlaas_redis_t *rd, rlaas_rerr_e e, const char *cause)
+static void group_done(rlaas_redis_t *rd, rlaas_rerr_e e, const char *cause,
+                       int calls)
 {
     rlaas_breaker_event_e ev;
 
+    if (rd->ev.group != NULL)
+        rd->ev.group(rd->ev.baton, rd->node,
+                     rlaas_rerr_is_redis_failure(e) ? e : RLAAS_RERR_NONE,
+                     calls);
     if (rlaas_rerr_is_redis_failure(e)) {
         set_cause(rd, cause);
         ev = rlaas_breaker_failure(&rd->breaker, rlaas_clock_us());
@@ -157,7 +172,7 @@ static void group_done(rlaas_redis_t *rd, rlaas_rerr_e e, const char *cause)
         ev = rlaas_breaker_success(&rd->breaker);
     }
     if (ev != RLAAS_BREAKER_SAME && rd->ev.circuit != NULL)
-        rd->ev.circuit(rd->ev.baton, ev, &rd->breaker, e, cause);
+        rd->ev.circuit(rd->ev.baton, rd->node, ev, &rd->breaker, e, cause);
 }
 
 /* ---- a group on one connection ---- */
@@ -246,7 +261,7 @@ static void report(rlaas_redis_t *rd, const rlaas_outcome_t *out, int n)
         if (rd->resolver != NULL)
             rlaas_resolver_poke(rd->resolver);
         if (rd->ev.failover != NULL)
-            rd->ev.failover(rd->ev.baton, out->cause);
+            rd->ev.failover(rd->ev.baton, rd->node, out->cause);
     }
 }
 
@@ -279,7 +294,7 @@ static void run_group(const group_t *g, rlaas_job_t **jobs, int n)
         RLAAS_RERR_NONE) {
         fail_all(jobs, n, RLAAS_RERR_POOL,
                  "no pooled connection became free in time");
-        group_done(rd, RLAAS_RERR_POOL, jobs[0]->detail);
+        group_done(rd, RLAAS_RERR_POOL, jobs[0]->detail, n);
         return;
     }
     /* A connection the peer closed while it sat in the pool is found out
@@ -292,7 +307,7 @@ static void run_group(const group_t *g, rlaas_job_t **jobs, int n)
         closed(rd);
     if (c->ctx == NULL && (e = open_conn(g, c, detail)) != RLAAS_RERR_NONE) {
         fail_all(jobs, n, e, detail);
-        group_done(rd, e, detail);
+        group_done(rd, e, detail, n);
         rlaas_pool_release(rd->pool, c);
         return;
     }
@@ -301,7 +316,7 @@ static void run_group(const group_t *g, rlaas_job_t **jobs, int n)
         closed(rd);
     rlaas_pool_release(rd->pool, c);
     report(rd, &out, n);
-    group_done(rd, out.e, out.cause);
+    group_done(rd, out.e, out.cause, n);
 }
 
 static void run_pipe_group(void *baton, rlaas_pipe_job_t **pjobs, int n)

@@ -52,16 +52,21 @@ typedef struct {
 
 typedef struct {
     void *baton;
+    /* node: the Redis this engine talks to ("host:port", "unix:/path",
+     * "sentinel:NAME"), for labels and log lines */
     void (*connection)(void *baton, int delta); /* +1 opened, -1 closed */
     void (*latency)(void *baton, int64_t us, int calls);
     void (*script_load)(void *baton, const char *file, int ok);
     /* a change of the circuit; cause: the last failure, Redis' words */
-    void (*circuit)(void *baton, rlaas_breaker_event_e ev,
+    void (*circuit)(void *baton, const char *node, rlaas_breaker_event_e ev,
                     const rlaas_breaker_t *b, rlaas_rerr_e e,
                     const char *cause);
     /* every connection is being made again: the server said it is not
      * the master (any more) */
-    void (*failover)(void *baton, const char *cause);
+    void (*failover)(void *baton, const char *node, const char *cause);
+    /* once per group of calls: what Redis did with them (NONE, or a
+     * failure of Redis itself) */
+    void (*group)(void *baton, const char *node, rlaas_rerr_e e, int calls);
 } rlaas_redis_events_t;
 
 typedef struct rlaas_redis_t rlaas_redis_t;
