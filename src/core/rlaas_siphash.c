@@ -1,13 +1,22 @@
 #include "rlaas_siphash.h"
 
+#include <endian.h>
+#include <string.h>
+
 #define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
 
-/* Little-endian whatever the host, as the algorithm defines its words. */
+/* Little-endian whatever the host, as the algorithm defines its words;
+ * whole words in one load (a third of the hash's instructions byte by
+ * byte, callgrind). */
 static uint64_t le64(const uint8_t *p, size_t n)
 {
     uint64_t v = 0;
     size_t i;
 
+    if (n == 8) {
+        memcpy(&v, p, 8);
+        return le64toh(v);
+    }
     for (i = 0; i < n; i++)
         v |= (uint64_t)p[i] << (8 * i);
     return v;
