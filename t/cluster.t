@@ -12,28 +12,54 @@ use Time::HiRes qw(time sleep);
 use RLaaS::Test qw(:all);
 
 plan skip_all => 'mod_rlaas is not loaded' unless have_module();
+# A topology of several Redis processes takes seconds to set up: tested
+# under one MPM (the threaded one, with the pipeline) unless asked for more.
+my @TOPO_MPMS = split ' ', ($ENV{RLAAS_TEST_TOPOLOGY_MPMS} || 'event');
+plan skip_all => 'Redis topologies run under ' . join(' ', @TOPO_MPMS)
+    . ' (RLAAS_TEST_TOPOLOGY_MPMS)' unless grep { $_ eq mpm() } @TOPO_MPMS;
 my @CP = map { $ENV{"RLAAS_TEST_CLUSTER${_}_PORT"} } 1 .. 3;
 plan skip_all => 'RLAAS_TEST_CLUSTER*_PORT are not set (t/TEST.PL)' if grep { !$_ } @CP;
 my $cli = (grep { -x } map { "$_/redis-cli" } split /:/, "$ENV{PATH}:/usr/bin")[0];
 plan skip_all => 'redis-cli is not installed' unless $cli;
 
 require RLaaS::Redis;
-my @N = map {
-    RLaaS::Redis->start(port => $_, extra => [
-        '--cluster-enabled', 'yes', '--cluster-port', free_port(),
-        '--cluster-node-timeout', 2000, '--cluster-config-file', "nodes-$_.conf"])
-} @CP;
-my $out = `$cli --cluster create @{[ map { "127.0.0.1:$_" } @CP ]} --cluster-yes 2>&1`;
+# three masters on the ports httpd knows, then a replica for each
+sub node { RLaaS::Redis->start(port => $_[0], extra => [
+    '--cluster-enabled', 'yes', '--cluster-port', free_port(),
+    '--cluster-node-timeout', 1500, '--repl-diskless-sync-delay', 0,
+    '--cluster-config-file', "nodes-$_[0].conf"]) }
+my @N = map { node($_) } @CP;
+my $out = `$cli --cluster create @{[ map { "127.0.0.1:" . $_->port } @N ]} --cluster-yes 2>&1`;
 is($?, 0, 'redis-cli --cluster create: three masters') or diag($out);
-sub all_ok { !grep { ($_->cmd('CLUSTER', 'INFO') // '') !~ /cluster_state:ok/ } @N }
+my @ALL = @N;
+for my $m (@N) {
+    my $r = node(free_port());
+    push @ALL, $r;
+    $out = `$cli --cluster add-node 127.0.0.1:@{[ $r->port ]} 127.0.0.1:@{[ $N[0]->port ]} --cluster-slave --cluster-master-id @{[ $m->cmd('CLUSTER', 'MYID') ]} 2>&1`;
+    is($?, 0, 'a replica for :' . $m->port) or diag($out);
+}
+# the nodes that own slots
+sub masters {
+    my %m = map { ($_->[2][1] => 1) } @{ $ALL[0]->cmd('CLUSTER', 'SLOTS') };
+    return grep { $m{ $_->port } } @ALL;
+}
+sub synced { !grep { ($_->cmd('INFO', 'replication') // '') !~ /master_link_status:up/ } @ALL[3 .. 5] }
+sub all_ok { !grep { ($_->cmd('CLUSTER', 'INFO') // '') !~ /cluster_state:ok/ } @ALL }
 my $t0 = time;
 sleep 0.1 until all_ok() || time - $t0 > 20;
 ok(all_ok(), sprintf('cluster_state:ok on every node (%.1fs)', time - $t0));
+sleep 0.1 until synced() || time - $t0 > 20;
+ok(synced(), 'the replicas are in sync');
 
-my %ID = map { my $i = $N[$_]->cmd('CLUSTER', 'MYID'); ($CP[$_] => $i) } 0 .. 2;
+@N = masters();
+is(scalar(@N), 3, 'three masters');
+my %ID = map { ($_->port => $_->cmd('CLUSTER', 'MYID')) } @ALL;
 sub owner {
     my ($slot) = @_;
-    for my $r (@{ $N[0]->cmd('CLUSTER', 'SLOTS') }) {
+    my $slots = $N[0]->cmd('CLUSTER', 'SLOTS');
+    die "CLUSTER SLOTS: " . (ref $slots eq 'ARRAY' ? '?' : $slots->message) . "\n"
+        unless ref $slots eq 'ARRAY';
+    for my $r (@$slots) {
         return $r->[2][1] if $slot >= $r->[0] && $slot <= $r->[1];
     }
     return 0;
@@ -49,6 +75,7 @@ for (1 .. 50) { $first = st(get('/cl/token/x', $u0)); last if $first eq '200 all
 is($first, '200 allowed', 'decided through the cluster');
 my $slot = slot_of_user($u0);
 my ($on) = grep { $_->port == owner($slot) } @N;
+BAIL_OUT("no master owns slot $slot") unless $on;
 my @keys = grep { /\Q$u0\E/ } @{ $on->cmd('KEYS', '*cl-token*') };
 is_deeply(\@keys, [prefix() . "cl-token:{h.x-user=$u0}:tb"],
     'the key carries the identity as a hash tag, on the node that owns its slot');
@@ -81,7 +108,7 @@ for my $s (qw(fixed sliding-window-algo sliding token leaky gcra)) {
 # ---- metrics per node
 {
     my $m = metrics();
-    for my $p (@CP) {
+    for my $p (map { $_->port } @N) {
         cmp_ok($m->{qq{rlaas_redis_node_calls_total{node="127.0.0.1:$p"}}} // 0, '>', 100,
             "rlaas_redis_node_calls_total for node 127.0.0.1:$p");
     }
@@ -129,5 +156,37 @@ sub migrate_under_load {
 }
 migrate_under_load('/cl/move/x');
 migrate_under_load('/cl/move-fixed/x');
+
+# ---- a master dies: its replica takes over
+{
+    @N = masters();
+    my $u = uid('cl-fo');
+    my $victim_port = owner(slot_of_user($u));
+    my ($victim) = grep { $_->port == $victim_port } @N;
+    my $tag = uid('cl-fo-tid');
+    my $start = time + 0.3;
+    my $h = start_clients(tag => $tag, keepalive => 1, clients => [
+        (map { [{ path => '/cl/big/x', vhost => 'rlaas_cluster', h => { "X-User" => $u },
+                  at => $start, until => $start + 9, gap => 0.02 }] } 1 .. 2),
+        (map { [{ path => '/cl/open/x', vhost => 'rlaas_cluster', h => { "X-User" => $u },
+                  at => $start, until => $start + 9, gap => 0.02 }] } 1 .. 2),
+    ]);
+    sleep 1.3;
+    my $tk = time;
+    kill 'KILL', $victim->pid;
+    my @r = wait_clients($h);
+    my @closed = grep { $_->{client} < 2 } @r;
+    my @open = grep { $_->{client} >= 2 } @r;
+    my @err = grep { $_->{code} == 500 } @closed;
+    my $last = (sort { $b <=> $a } map { $_->{t1} } @err)[0] // $tk;
+    ok(@err, sprintf('fail closed: 500 while the master was gone (%d)', scalar(@err)));
+    is(scalar(grep { $_->{code} != 200 && $_->{code} != 500 } @closed), 0, 'nothing else');
+    cmp_ok($last - $tk, '<', 7, sprintf('and no more %.1fs after it was killed (node timeout 1.5s)', $last - $tk));
+    my @after = grep { $_->{t0} > $last } @closed;
+    cmp_ok(scalar(@after), '>', 20, 'then requests ...');
+    is(scalar(grep { ($_->{status} // '') ne 'allowed' } @after), 0, '... are decided by the promoted replica');
+    is(scalar(grep { $_->{code} != 200 } @open), 0, 'fail open: no 500 at all (' . scalar(@open) . ' requests)');
+    diag(sprintf 'cluster failover: errors for %.1fs after the master was killed', $last - $tk) if @err;
+}
 
 done_testing();

@@ -16,6 +16,11 @@ use POSIX ();
 use RLaaS::Test qw(:all);
 
 plan skip_all => 'mod_rlaas is not loaded' unless have_module();
+# A topology of several Redis processes takes seconds to set up: tested
+# under one MPM (the threaded one, with the pipeline) unless asked for more.
+my @TOPO_MPMS = split ' ', ($ENV{RLAAS_TEST_TOPOLOGY_MPMS} || 'event');
+plan skip_all => 'Redis topologies run under ' . join(' ', @TOPO_MPMS)
+    . ' (RLAAS_TEST_TOPOLOGY_MPMS)' unless grep { $_ eq mpm() } @TOPO_MPMS;
 my @SP = map { $ENV{"RLAAS_TEST_SENTINEL${_}_PORT"} } 1 .. 3;
 plan skip_all => 'RLAAS_TEST_SENTINEL*_PORT are not set (t/TEST.PL)' if grep { !$_ } @SP;
 my $bin = (grep { -x } map { "$_/redis-sentinel" } split /:/, "$ENV{PATH}:/usr/bin:/usr/sbin")[0];

@@ -13,6 +13,8 @@
 #
 # Environment:
 #   RLAAS_TEST_MPMS   MPMs to run the suite under (default "event prefork worker")
+#   RLAAS_TEST_TOPOLOGY_MPMS  MPMs for the tests that build Redis topologies
+#                     (t/cluster.t, t/sentinel.t; default "event")
 #   RLAAS_TEST_USER   the unprivileged user when started as root (rlaas-test)
 #   RLAAS_TEST_KEEP=1 keep the temporary copy even when everything passed
 #   RLAAS_TEST_TMPDIR where the temporary copy goes (default /tmp)

@@ -309,6 +309,10 @@ rlaas_rerr_e rlaas_cluster_eval(rlaas_cluster_t *cl, const rlaas_call_t *call,
 
         job.call = &hop;
         rlaas_redis_run(cl->nodes[nd].rd, &job, deadline);
+        /* a node that fails (gone, its circuit open) may have been
+         * replaced by its replica: ask for the map again soon */
+        if (rlaas_rerr_is_redis_failure(job.e) || job.e == RLAAS_RERR_CIRCUIT)
+            poke(cl);
         if (job.redirect == RLAAS_REDIRECT_NONE || k == REDIRECTS_MAX)
             break;
         if (!rlaas_cluster_hostport(job.redirect_to, host, sizeof(host),

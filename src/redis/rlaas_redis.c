@@ -71,8 +71,8 @@ static apr_status_t engine_cleanup(void *data)
 {
     rlaas_redis_t *rd = data;
 
-    /* A child leaving with its circuit open takes its share of the
-     * gauge: the metrics keep one per child. */
+    /* the resolver's thread is joined here, before the pool's memory
+     * goes; a child's gauges go with its metrics slot */
     rlaas_pipe_destroy(rd->pipe);
     rd->pipe = NULL;
     rlaas_resolver_destroy(rd->resolver);
