@@ -103,4 +103,18 @@ my $u2 = uid('lo-fo-up');
     is_deeply(\@c, [], 'no child crashed');
 }
 
+# Leave no circuit open for the tests that follow (t/redis_trust.t reads
+# rlaas_circuit_open): a child whose circuit opened while Redis was down
+# closes it on its next request, a probe, now that Redis answers.
+{
+    my $closed = wait_for(sub {
+        for (1 .. 4) {
+            req_close('/lo/fo', vhost => $V, h => { 'X-User' => uid('lo-fo-c') });
+            req_close('/lo/fo2', vhost => 'rlaas_local_fo2', h => { 'X-User' => uid('lo-fo-c') });
+        }
+        (metrics()->{rlaas_circuit_open} // 0) == 0;
+    }, 10, 0.35);
+    note($closed ? 'no circuit left open' : 'circuits still open: ' . metrics()->{rlaas_circuit_open});
+}
+
 done_testing();
