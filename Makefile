@@ -2,7 +2,9 @@
 #   make          build the module (.libs/mod_rlaas.so) with apxs
 #   make test     unit tests and the Apache::Test suite (drops root itself)
 #   make demo     a private redis-server and httpd showing limiting live
-#   make install  install the module with apxs (as root)
+#   make install  install the module with apxs and the test kit for
+#                 Apache::Test suites (perl/lib) into Perl's library
+#                 (as root; DESTDIR=/staging/root installs under it)
 
 APXS ?= apxs
 CC ?= gcc
@@ -60,7 +62,7 @@ APR_CFLAGS := $(shell apr-1-config --cppflags --includes 2>/dev/null) \
 APR_LIBS := $(shell apu-1-config --link-ld 2>/dev/null) \
             $(shell apr-1-config --link-ld 2>/dev/null)
 
-.PHONY: all test unit demo install clean format lua
+.PHONY: all test unit demo install install-module install-perl clean format lua
 
 all: $(MODULE)
 
@@ -115,8 +117,33 @@ test:
 demo:
 	sh tools/demo.sh
 
-install: $(MODULE)
+# The module where apxs says modules go; with DESTDIR, under it (apxs -i
+# knows no DESTDIR: its LIBEXECDIR is moved instead).
+LIBEXECDIR = $(shell $(APXS) -q LIBEXECDIR)
+# The test kit (perl/lib) into Perl's site library, or the vendor one with
+# PERL_INSTALLDIRS=vendor (a distribution's package); PERL_LIBDIR=DIR
+# anywhere else (then PERL5LIB=DIR for the suites that use it).
+PERL ?= perl
+PERL_INSTALLDIRS ?= site
+PERL_LIBDIR = $(shell $(PERL) -MConfig -e 'print $$Config{install$(PERL_INSTALLDIRS)lib}')
+KIT_PM = perl/lib/Apache/TestRLaaS.pm perl/lib/Apache/TestRunRLaaS.pm
+KIT_SUB_PM = $(wildcard perl/lib/Apache/TestRLaaS/*.pm)
+
+install: install-module install-perl
+
+install-module: $(MODULE)
+ifeq ($(DESTDIR),)
 	$(APXS) -i -n rlaas mod_rlaas.la
+else
+	install -d $(DESTDIR)$(LIBEXECDIR)
+	$(APXS) -i -S LIBEXECDIR=$(DESTDIR)$(LIBEXECDIR) -n rlaas mod_rlaas.la
+endif
+
+install-perl:
+	@test -n "$(PERL_LIBDIR)" || { echo "no Perl library directory (PERL_LIBDIR)"; exit 1; }
+	install -d $(DESTDIR)$(PERL_LIBDIR)/Apache/TestRLaaS
+	install -m 644 $(KIT_PM) $(DESTDIR)$(PERL_LIBDIR)/Apache/
+	install -m 644 $(KIT_SUB_PM) $(DESTDIR)$(PERL_LIBDIR)/Apache/TestRLaaS/
 
 format:
 	clang-format -i mod_rlaas.c $(filter-out $(GEN_SRC),$(SRC)) $(HDR) t/unit/*.c

@@ -32,6 +32,7 @@ for my $vh (qw(rlaas_tls rlaas_tls_name)) {
 my $clients = $r->cmd('CLIENT', 'LIST');
 like($clients, qr/name=mod_rlaas-\d+/, 'the module is connected (CLIENT LIST)');
 
+next_mono_second();    # a fresh second of the log gate
 my $m = log_mark('rlaas_tls_error_log');
 is(st(get('rlaas_tls_wrongca', '/tls/x', uid('bad'))), '500 error', 'a CA that did not sign the server: 500 (fail closed)');
 is(st(get('rlaas_tls_wrongca', '/tls/open/x', uid('bad'))), '200 fail_open', 'fail open: allowed, as with Redis down');

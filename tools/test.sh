@@ -1,9 +1,12 @@
 #!/bin/sh
 # tools/test.sh - the whole test suite; `make test` runs it, and so does CI.
 #
-#   build (make), unit tests (make unit), Lua script tests (prove t/lua), then
-#   the Apache::Test suite once per MPM (event, prefork, worker), each run with
-#   its own private redis-servers and free ports.
+#   build (make), unit tests (make unit), Lua script tests (prove t/lua), the
+#   test kit's own tests (prove perl/t), then the Apache::Test suite once per
+#   MPM (event, prefork, worker), each run with its own private redis-servers
+#   and free ports, and last the example suite of the kit
+#   (examples/apache-test) as a user runs it: module and kit installed, the
+#   suite copied elsewhere, `perl Makefile.PL && make test`.
 #
 # Apache::Test refuses to run as root (httpd would not keep its children as
 # root). Run as root, this script creates the system user $RLAAS_TEST_USER
@@ -62,7 +65,7 @@ fi
 # --------------------------------------------------------------- as a user
 cd "$top" || exit 1
 export PATH="$PATH:/usr/sbin:/sbin"
-export PERL5LIB="$top/t/lib${PERL5LIB:+:$PERL5LIB}"
+export PERL5LIB="$top/t/lib:$top/perl/lib${PERL5LIB:+:$PERL5LIB}"
 
 results=$(mktemp "${TMPDIR:-/tmp}/rlaas-results.XXXXXX") || exit 1
 trap 'rm -f "$results" "$results".out' EXIT
@@ -133,6 +136,39 @@ apache_suite() {
     return "$rc"
 }
 
+# example_suite: the example as a user runs it. `make install` under a
+# DESTDIR (the module and the kit), a copy of examples/apache-test in a
+# directory of its own, pointed at that module, with only the installed kit
+# on PERL5LIB; `perl Makefile.PL && make test`, then t/TEST once more on the
+# local backend (which skips, saying so, where the module has none).
+example_suite() {
+    ex=$(mktemp -d "${TMPDIR:-/tmp}/rlaas-example.XXXXXX") || return 1
+    rc=0
+    if make -s install DESTDIR="$ex/root" >"$ex/install.log" 2>&1; then
+        plib="$ex/root$(perl -MConfig -e 'print $Config{installsitelib}')"
+        mod="$ex/root$(apxs -q LIBEXECDIR)/mod_rlaas.so"
+        cp -R examples/apache-test "$ex/suite" &&
+        (
+            cd "$ex/suite" &&
+            export PERL5LIB="$plib" RLAAS_MODULE="$mod" &&
+            echo "== kit from $plib, module $mod" &&
+            perl Makefile.PL >/dev/null &&
+            make test &&
+            echo "== the same suite on the local backend" &&
+            RLAAS_KIT_BACKEND=local t/TEST
+        ) || rc=1
+    else
+        cat "$ex/install.log"
+        rc=1
+    fi
+    if [ "$rc" != 0 ] && [ -f "$ex/suite/t/logs/error_log" ]; then
+        echo "---------------- example error_log (last 100 lines) ----------------"
+        tail -n 100 "$ex/suite/t/logs/error_log"
+    fi
+    rm -rf "$ex"
+    return "$rc"
+}
+
 echo "mod_rlaas tests as $(id -un) in $top (CI=${CI:-})"
 
 if ! stage "build (make)" make; then
@@ -148,9 +184,13 @@ if ls t/lua/*.t >/dev/null 2>&1; then
     stage "Lua script tests (prove -I t/lib t/lua)" prove -I t/lib t/lua
 fi
 
+stage "test kit (prove perl/t)" prove perl/t
+
 for mpm in ${RLAAS_TEST_MPMS:-event prefork worker}; do
     stage "Apache::Test suite, $mpm MPM" apache_suite "$mpm"
 done
+
+stage "example suite (examples/apache-test) with the installed kit" example_suite
 
 header "summary"
 if [ -n "$failed_stages" ]; then

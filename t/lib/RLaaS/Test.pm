@@ -18,6 +18,20 @@ use Digest::SHA qw(sha1_hex);
 use MIME::Base64 qw(encode_base64);
 use Time::HiRes qw(time sleep);
 use IO::Select ();
+# the test kit of this checkout (perl/lib), not one installed on the machine
+use lib catfile(dirname(dirname(dirname(dirname(rel2abs(__FILE__))))), 'perl', 'lib');
+use Apache::TestRLaaS ();
+
+# The generic helpers are the test kit's (Apache::TestRLaaS, which users'
+# suites get with make install), under the names this suite has used.
+BEGIN {
+    no strict 'refs';
+    *{$_} = \&{"Apache::TestRLaaS::$_"} for qw(
+        uid basic_auth codes hit hits_until_denied parallel_codes
+        parallel_requests forget_connections wait_for free_port);
+    *req = \&Apache::TestRLaaS::send_request;
+    *_hostport = \&Apache::TestRLaaS::hostport;
+}
 
 our @EXPORT_OK = qw(
     req codes hit hits_until_denied uid hseg seg ipseg fallback tseg xtag
@@ -47,122 +61,11 @@ sub have_module { $ENV{RLAAS_TEST_NO_MODULE} ? 0 : -e module_path() }
 
 # ---------------------------------------------------------------- requests
 
-# A unique, key-safe identity for one test: tag-pid-n.
-my $uid_n = 0;
-sub uid {
-    my $tag = shift || 'id';
-    $uid_n++;
-    return "$tag-$$-$uid_n-" . int(rand 1e6);
-}
-
-sub _hostport {
-    my $vhost = shift;
-    require Apache::Test;
-    my $cfg = Apache::Test::config();
-    if ($vhost && $vhost ne 'default') {
-        my $hp = $cfg->{vhosts}{$vhost}{hostport}
-            or die "no vhost '$vhost' in the Apache::Test config\n";
-        return $hp;
-    }
-    return join ':', $cfg->{vars}{servername}, $cfg->{vars}{port};
-}
-
-sub basic_auth {
-    my ($user, $pw) = @_;
-    return 'Basic ' . encode_base64("$user:$pw", '');
-}
-
-# req(PATH, h => {headers} | [headers], vhost => NAME, method => 'GET')
-# Returns the HTTP::Response. Redirects are not followed.
-my $UA;
-sub req {
-    my ($path, %o) = @_;
-    require LWP::UserAgent;
-    require HTTP::Request;
-    $UA ||= LWP::UserAgent->new(keep_alive => 4, timeout => 30,
-                                max_redirect => 0, agent => 'rlaas-test');
-    my $url = $path =~ m{^https?://} ? $path
-            : 'http://' . _hostport($o{vhost}) . $path;
-    my @h = ref $o{h} eq 'HASH' ? %{ $o{h} } : @{ $o{h} || [] };
-    push @h, Authorization => basic_auth(@{ $o{auth} }) if $o{auth};
-    my $rq = HTTP::Request->new($o{method} || 'GET', $url, \@h);
-    return $UA->request($rq);
-}
-
 # The RLAAS_STATUS the server saw, echoed by mod_headers as X-RLaaS-Status
 # (absent when the variable was not set, i.e. the request was not limited).
 sub status_of {
     my $res = shift;
     return $res->header('X-RLaaS-Status');
-}
-
-# codes(N, PATH, %opts): the status codes of N sequential requests.
-sub codes {
-    my ($n, $path, %o) = @_;
-    return map { req($path, %o)->code } 1 .. $n;
-}
-
-sub hit { req(@_)->code }
-
-# forget_connections(): closes the keep-alive connections req() holds
-# (a graceful stop waits for them).
-sub forget_connections {
-    $UA->conn_cache->drop if $UA && $UA->conn_cache;
-}
-
-# Number of requests allowed (2xx) before the first 429, at most $max.
-sub hits_until_denied {
-    my ($max, $path, %o) = @_;
-    for my $i (0 .. $max) {
-        my $c = req($path, %o)->code;
-        return $i if $c == 429;
-        return "unexpected status $c after $i" if $c != 200;
-    }
-    return "no 429 within " . ($max + 1) . " requests";
-}
-
-# parallel_codes(N, PATH, %opts): N requests in N forked clients at once;
-# returns the sorted status codes.
-sub parallel_codes {
-    my ($n, $path, %o) = @_;
-    return sort { $a cmp $b } parallel_requests(map { [$path, %o] } 1 .. $n);
-}
-
-# parallel_requests([PATH, %opts], ...): one forked client per request, all
-# released at the same moment; returns the status codes in request order.
-sub parallel_requests {
-    my @specs = @_;
-    my $go = time + 0.2 + 0.02 * @specs;
-    my @pipes;
-    for my $spec (@specs) {
-        my ($path, %o) = @$spec;
-        my $url = 'http://' . _hostport($o{vhost}) . $path;
-        my @h = ref $o{h} eq 'HASH' ? %{ $o{h} } : @{ $o{h} || [] };
-        pipe(my $r, my $w) or die "pipe: $!";
-        my $pid = fork;
-        die "fork: $!" unless defined $pid;
-        if (!$pid) {
-            close $r;
-            require HTTP::Tiny;
-            my $ua = HTTP::Tiny->new(timeout => 30, max_redirect => 0);
-            my $d = $go - time; sleep $d if $d > 0;
-            my $res = $ua->get($url, { headers => { @h } });
-            print $w $res->{status};
-            close $w;
-            require POSIX; POSIX::_exit(0);
-        }
-        close $w;
-        push @pipes, [$pid, $r];
-    }
-    my @codes;
-    for my $p (@pipes) {
-        my $fh = $p->[1];
-        my $c = <$fh>;
-        waitpid $p->[0], 0;
-        push @codes, defined $c ? $c : 'none';
-    }
-    $? = 0;
-    return @codes;
 }
 
 # ---------------------------------------------------------------- keys
@@ -237,39 +140,11 @@ sub redis_cmd {
     return $r;
 }
 
-sub redis_time_ms {
-    my $t = redis_cmd('TIME');
-    return int($t->[0] * 1000 + $t->[1] / 1000);
-}
-
-# For fixed-window tests: make sure at least $need_ms remain in the
-# current window of $window_ms (by Redis time), sleeping into the next one
-# otherwise. Returns the window index now current.
-sub wait_fixed_window {
-    my ($window_ms, $need_ms) = @_;
-    my $now = redis_time_ms();
-    my $left = $window_ms - $now % $window_ms;
-    if ($left < $need_ms) {
-        sleep(($left + 50) / 1000);
-        $now = redis_time_ms();
-    }
-    return int($now / $window_ms);
-}
-
-# Keys matching a glob (SCAN, so it works whatever KEYS is renamed to).
-sub keys_like {
-    my ($pattern, $client) = @_;
-    $client ||= redis();
-    my ($cursor, %k) = (0);
-    do {
-        my $r = $client->cmd('SCAN', $cursor, 'MATCH', $pattern, 'COUNT', 1000);
-        die "SCAN: " . $r->message . "\n" if ref $r ne 'ARRAY';
-        $cursor = $r->[0];
-        $k{$_} = 1 for @{ $r->[1] || [] };
-    } while ($cursor ne '0');
-    my @k = sort keys %k;
-    return wantarray ? @k : scalar @k;
-}
+# The limiter's clock, a fixed window's boundary and SCAN by glob: the
+# kit's, on the suite's main Redis.
+sub redis_time_ms { Apache::TestRLaaS::now_ms(redis()) }
+sub wait_fixed_window { Apache::TestRLaaS::wait_fixed_window($_[0], $_[1], redis()) }
+sub keys_like { Apache::TestRLaaS::keys_like($_[0], $_[1] || redis()) }
 
 # ---------------------------------------------------------------- logs
 
@@ -308,18 +183,6 @@ sub log_lines_with {
         return @l >= $want;
     }, $timeout);
     return @l;
-}
-
-sub wait_for {
-    my ($cond, $timeout, $step) = @_;
-    $timeout ||= 5; $step ||= 0.1;
-    my $end = time + $timeout;
-    while (1) {
-        my $ok = $cond->();
-        return $ok if $ok;
-        return 0 if time > $end;
-        sleep $step;
-    }
 }
 
 # ---------------------------------------------------------------- httpd -t
@@ -652,16 +515,6 @@ sub spare_redis {
 }
 
 # ---------------------------------------------------------------- a private httpd
-
-# free_port(): a port where nothing listens now.
-sub free_port {
-    require IO::Socket::INET;
-    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 1)
-        or die "bind: $!";
-    my $p = $s->sockport;
-    close $s;
-    return $p;
-}
 
 # private_httpd(SNIPPET, env => {VAR => value}, shim => 1): an httpd of the
 # test's own (one child, the suite's MPM, the module loaded) with SNIPPET
