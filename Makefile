@@ -28,15 +28,21 @@ LUA_BODIES = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
 LUA = $(patsubst lua/%,build/lua/%,$(LUA_BODIES)) build/lua/multi.lua
 
 # Source folders (see LAYOUT in the README): dependencies point down only,
-# http -> redis -> core. core/ and the pure parts of redis/ need no httpd
-# headers: they are unit-tested and fuzzed on their own.
-SRC_DIRS = src/core src/redis src/http
+# http -> local, redis -> core. core/, local/ and the pure parts of redis/
+# need no httpd headers: they are unit-tested and fuzzed on their own.
+SRC_DIRS = src/core src/local src/redis src/http
+ALGO_SRC = src/core/rlaas_algo.c src/core/rlaas_algo_fixed.c \
+           src/core/rlaas_algo_sliding_log.c src/core/rlaas_algo_sliding.c \
+           src/core/rlaas_algo_token.c src/core/rlaas_algo_leaky.c \
+           src/core/rlaas_algo_gcra.c
+LOCAL_SRC = src/local/rlaas_table.c src/local/rlaas_local.c
 CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
            src/core/rlaas_keybuild.c src/core/rlaas_log.c \
            src/core/rlaas_headers.c src/core/rlaas_verdict.c \
            src/core/rlaas_clock.c src/core/rlaas_ip.c \
            src/core/rlaas_cookie.c src/core/rlaas_slot.c \
            src/core/rlaas_policy.c \
+           src/core/rlaas_siphash.c $(ALGO_SRC) $(LOCAL_SRC) \
            src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
            src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \
            src/redis/rlaas_gate.c src/redis/rlaas_rerr.c \
@@ -47,7 +53,8 @@ CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
 HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_limit.c src/http/rlaas_metrics.c \
             src/http/rlaas_remote.c src/http/rlaas_unit.c \
-            src/http/rlaas_authuser.c src/http/rlaas_policies.c
+            src/http/rlaas_authuser.c src/http/rlaas_policies.c \
+            src/http/rlaas_backend.c
 GEN_SRC = src/redis/rlaas_scripts.c
 SRC = mod_rlaas.c $(HTTPD_SRC) $(CORE_SRC) $(GEN_SRC)
 HDR = $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.h))
@@ -103,7 +110,15 @@ build/unit/test_pipeline_portable: UNIT_DEFS = -DRLAAS_PIPE_PORTABLE
 build/unit/test_pipeline_portable: t/unit/test_pipeline.c $(CORE_SRC) $(GEN_SRC) $(HDR)
 	$(UNIT_BUILD)
 
-unit: $(UNIT_TESTS)
+# The table with its test hook (a process dying inside a change).
+build/unit/test_table: UNIT_DEFS = -DRLAAS_TABLE_TESTING
+
+# The local engine on standard input, driven by t/lua (ScriptTest.pm).
+LOCAL_CLI = build/unit/rlaas_local_cli
+$(LOCAL_CLI): t/unit/rlaas_local_cli.c $(CORE_SRC) $(GEN_SRC) $(HDR)
+	$(UNIT_BUILD)
+
+unit: $(UNIT_TESTS) $(LOCAL_CLI)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
 
 test:

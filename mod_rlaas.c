@@ -29,6 +29,7 @@
 #include "http_request.h"
 #include "mod_status.h"
 
+#include "rlaas_backend.h"
 #include "rlaas_config.h"
 #include "rlaas_limit.h"
 #include "rlaas_metrics.h"
@@ -63,6 +64,7 @@ static void rlaas_register_hooks(apr_pool_t *p)
     ap_hook_child_init(rlaas_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_pre_config(rlaas_config_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(rlaas_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_post_config(rlaas_backend_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(rlaas_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);
     APR_OPTIONAL_HOOK(ap, status_hook, rlaas_metrics_status_hook, NULL, NULL,
                       APR_HOOK_MIDDLE);

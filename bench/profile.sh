@@ -9,12 +9,14 @@
 # Also runs the same without the module, for the baseline.
 #
 # Environment: PROFILE_STRATEGY (gcra), PROFILE_REQUESTS (3000),
-# PROFILE_OUT (build/profile).
+# PROFILE_OUT (build/profile), PROFILE_BACKEND (redis, or local: the local
+# engine decides, no Redis).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 STRATEGY=${PROFILE_STRATEGY:-gcra}
+BACKEND=${PROFILE_BACKEND:-redis}
 N=${PROFILE_REQUESTS:-3000}
 OUT=${PROFILE_OUT:-$top/build/profile}
 
@@ -71,6 +73,7 @@ EOF
             cat <<EOF
 LoadModule rlaas_module $work/mod_rlaas.so
 RLaaSRedis 127.0.0.1:$REDIS_PORT
+RLaaSBackend $BACKEND
 <Location "/">
     RLaaSLimit 1000000000
     RLaaSWindow 60s
@@ -106,13 +109,14 @@ profile without
 profile with
 base=$(per_request "$OUT/callgrind.without.out" "ap_process_async_request")
 with=$(per_request "$OUT/callgrind.with.out" "ap_process_async_request")
-echo "== instructions per request (callgrind, $N keep-alive requests, strategy $STRATEGY)"
+echo "== instructions per request (callgrind, $N keep-alive requests, strategy $STRATEGY, backend $BACKEND)"
 printf "  %-44s %8s\n" "request processing, httpd without the module" "$base"
 printf "  %-44s %8s\n" "request processing, with the module" "$with"
 for fn in rlaas_limit_access_checker rlaas_identity_key rlaas_redis_eval \
     rlaas_pipe_submit rlaas_resp_evalsha redisAppendFormattedCommand \
     rlaas_conn_read rlaas_conn_is_stale rlaas_reply_verdict apr_reslist_acquire apr_reslist_release \
-    rlaas_fmt_policy rlaas_fmt_ratelimit apr_table_set; do
+    rlaas_fmt_policy rlaas_fmt_ratelimit apr_table_set \
+    rlaas_backend_eval rlaas_table_update rlaas_siphash rlaas_algo_hit; do
     printf "  %-44s %8s\n" "$fn" "$(per_request "$OUT/callgrind.with.out" "$fn")"
 done
 echo "(user-space instructions only: system calls and waiting for Redis are"

@@ -17,14 +17,21 @@
 #                 script: -1, -10k, -deny and -slow as above
 #   cluster-10k   gcra, 10,000 clients, a Redis Cluster of three masters
 #                 (RLaaSRedisCluster): Redis' CPU is the three nodes' sum
+#   local-<st>-1, local-<st>-10k, local-<st>-deny, local-two-1, local-two-10k
+#                 the same with RLaaSBackend local: the state in httpd's
+#                 shared memory, no Redis
+#   mod_qos, mod_evasive
+#                 the Debian packages' modules (when installed) limiting per
+#                 client address with limits never reached, for comparison
 # Every case runs BENCH_ROUNDS times, the cases alternating, and the median
 # is reported: requests per second; its ratio to the baseline (the median
 # over rounds of the case's rate over the baseline's rate in the same
 # round, so that a machine drifting between rounds does not tilt it);
 # p50/p99 latency; CPU time per request of httpd, Redis and wrk, and the
 # CPUs' idle time per request (from /proc); Redis commands per request
-# (INFO commandstats); and Redis memory per client (MEMORY USAGE of every
-# key). It also prints what one Redis round trip and one thread wake-up
+# (INFO commandstats); and memory per client: Redis' (MEMORY USAGE of
+# every key), or the local engine's table (rlaas_local_bytes over
+# rlaas_local_identities). It also prints what one Redis round trip and one thread wake-up
 # (bench/wake.c) cost on this machine: the floor under a limited request.
 #
 # Environment: BENCH_SECONDS (5), BENCH_ROUNDS (5), BENCH_CONNS (32),
@@ -156,10 +163,11 @@ request = function()
 end
 LUA
 
-# httpd.conf for one case: $1 = none | loaded | <strategy> | two (two
-# policies), $2 = limit, $3 = the Redis port
+# httpd.conf for one case: $1 = none | loaded | qos | evasive | <strategy>
+# | two (two policies), $2 = limit, $3 = the Redis port, $4 = redis |
+# local (the backend)
 write_conf() {
-    local mode=$1 limit=${2:--} port=${3:-$REDIS_PORT}
+    local mode=$1 limit=${2:--} port=${3:-$REDIS_PORT} backend=${4:-redis}
     {
         cat <<CONF
 ServerRoot "$work"
@@ -181,14 +189,41 @@ MaxKeepAliveRequests 0
 KeepAliveTimeout 30
 CONF
         [ "$(id -u)" -eq 0 ] && printf 'User www-data\nGroup www-data\n'
-        if [ "$mode" != none ]; then
+        case $mode in
+        none) ;;
+        qos)
+            # per client address: every request a QS_Event, counted against
+            # a rate per second it never reaches
+            cat <<CONF
+LoadFile $(ls /usr/lib/x86_64-linux-gnu/libpcre.so.3 /lib/x86_64-linux-gnu/libpcre.so.3 2>/dev/null | head -1)
+LoadModule qos_module $MODDIR/mod_qos.so
+LoadModule setenvif_module $MODDIR/mod_setenvif.so
+QS_ClientEntries 50000
+SetEnvIf Request_URI "^/" QS_Event=yes
+QS_ClientEventPerSecLimit 1000000
+CONF
+            ;;
+        evasive)
+            cat <<CONF
+LoadModule evasive20_module $MODDIR/mod_evasive20.so
+DOSHashTableSize 16384
+DOSPageCount 1000000000
+DOSPageInterval 1
+DOSSiteCount 1000000000
+DOSSiteInterval 1
+DOSBlockingPeriod 1
+CONF
+            ;;
+        *)
             echo "LoadModule rlaas_module $work/mod_rlaas.so"
             if [ "$port" = cluster ]; then
                 echo "RLaaSRedisCluster$(printf ' 127.0.0.1:%s' $CLUSTER_PORTS)"
             else
                 echo "RLaaSRedis 127.0.0.1:$port"
             fi
-        fi
+            echo "RLaaSBackend $backend"
+            ;;
+        esac
         if [ "$limit" != - ] && [ "$mode" = two ]; then
             cat <<CONF
 RLaaSPolicy per-minute $limit 60s strategy=fixed key="header:X-Client"
@@ -204,6 +239,10 @@ CONF
     RLaaSWindow 60s
     RLaaSStrategy $mode
     RLaaSKeyBy header:X-Client
+</Location>
+<Location "/rlaas-metrics">
+    RLaaSEngine off
+    SetHandler rlaas-metrics
 </Location>
 CONF
         fi
@@ -259,10 +298,10 @@ idle_ticks() { awk '/^cpu / { print $5 + $6 }' /proc/stat; }
 # One case, one round: prints "name rps p50_ms p99_ms cmds evalsha mem
 # requests non2xx httpd_us redis_us wrk_us idle_us"
 run_case() {
-    local name=$1 mode=$2 limit=$3 script=$4 port=$REDIS_PORT
+    local name=$1 mode=$2 limit=$3 script=$4 backend=${5:-redis} port=$REDIS_PORT
     [[ $name == *-slow ]] && port=$RELAY_PORT
     [[ $name == cluster-* ]] && port=cluster
-    write_conf "$mode" "$limit" "$port"
+    write_conf "$mode" "$limit" "$port" "$backend"
     rcli flushall >/dev/null
     for p in $CLUSTER_PORTS; do
         redis-cli -p "$p" flushall >/dev/null
@@ -295,7 +334,7 @@ run_case() {
     h1=$(ticks $hp) r1=$(ticks $rp) i1=$(idle_ticks)
     local calls
     calls=$(redis_calls)
-    local mem="${MEM[$mode]:--}"
+    local mem="${MEM[$backend-$mode]:--}"
     stop_httpd
     awk -v name="$name" -v calls="$calls" -v mem="$mem" -v tck="$TCK" \
         -v h=$((h1 - h0)) -v r=$((r1 - r0)) -v idle=$((i1 - i0)) \
@@ -337,6 +376,15 @@ add_case two-10k two 1000000000 many.lua
 add_case two-deny two 1 one.lua
 [ "$SLOW" = 1 ] && add_case two-slow two 1000000000 many.lua
 [ -n "$CLUSTER_PORTS" ] && add_case cluster-10k gcra 1000000000 many.lua
+for st in $STRATEGIES; do
+    add_case "local-$st-1" "$st" 1000000000 one.lua local
+    add_case "local-$st-10k" "$st" 1000000000 many.lua local
+    add_case "local-$st-deny" "$st" 1 one.lua local
+done
+add_case local-two-1 two 1000000000 one.lua local
+add_case local-two-10k two 1000000000 many.lua local
+[ -f "$MODDIR/mod_qos.so" ] && add_case mod_qos qos - one.lua
+[ -f "$MODDIR/mod_evasive20.so" ] && add_case mod_evasive evasive - one.lua
 
 # Redis memory per idle client, per strategy: clients that made one request
 # under a limit of 5 per minute (so every key still lives), MEMORY USAGE of
@@ -349,7 +397,21 @@ for st in $STRATEGIES; do
     start_httpd
     wrk -t1 -c8 -d1s -s "$work/many.lua" \
         "http://127.0.0.1:$HTTP_PORT/index.html" >/dev/null 2>&1
-    MEM[$st]=$(memory_per_client "$(rcli dbsize)")
+    MEM[redis-$st]=$(memory_per_client "$(rcli dbsize)")
+    stop_httpd
+done
+# The same for the local engine: the bytes of its table holding records
+# (whole 64-byte chunks) over the identities held, and the hash buckets'
+# share (4 bytes for every two chunks of the table).
+for st in $STRATEGIES; do
+    [[ "local-$st-10k" =~ $SELECT ]] || continue
+    write_conf "$st" 5 "$REDIS_PORT" local
+    start_httpd
+    wrk -t1 -c8 -d1s -s "$work/many.lua" \
+        "http://127.0.0.1:$HTTP_PORT/index.html" >/dev/null 2>&1
+    MEM[local-$st]=$(curl -s "http://127.0.0.1:$HTTP_PORT/rlaas-metrics" | awk '
+        /^rlaas_local_bytes / { b = $2 } /^rlaas_local_identities / { n = $2 }
+        END { if (n > 0) printf "%.0f", b * 33 / 32 / n; else print "-" }')
     stop_httpd
 done
 
@@ -414,7 +476,7 @@ awk '
     }' "$raw" >"$OUT/results.txt"
 
 {
-    printf "| case | req/s | × baseline | p50 ms | p99 ms | Redis cmds/req | EVALSHA/req | Redis bytes per idle client | CPU us/req: httpd | Redis | wrk | idle | non-2xx |\n"
+    printf "| case | req/s | × baseline | p50 ms | p99 ms | Redis cmds/req | EVALSHA/req | bytes per idle client (Redis, or the local table) | CPU us/req: httpd | Redis | wrk | idle | non-2xx |\n"
     printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     awk '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
         $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 }' "$OUT/results.txt"

@@ -33,7 +33,7 @@ for my $file (@files) {
     if ($text =~ /^ServerRoot/m) {
         # a whole configuration, with its own variables
         mkdir catfile($dir, 'htdocs');
-        local %ENV = (%ENV, RLAAS_DEMO_DIR => $dir, RLAAS_DEMO_PORT => 1, RLAAS_DEMO_REDIS_PORT => 6379,
+        local %ENV = (%ENV, RLAAS_DEMO_DIR => $dir, RLAAS_DEMO_PORT => 1, RLAAS_DEMO_REDIS_PORT => 6379, RLAAS_DEMO_LOCAL_PORT => 2,
                       RLAAS_MODDIR => $libexec, RLAAS_MODULE => module_path());
         $out = `'$httpd' -t -f '$file' 2>&1`;
         $rc = $? >> 8;

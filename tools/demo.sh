@@ -1,6 +1,7 @@
 #!/bin/sh
 # make demo: build the module, start a private redis-server and an httpd with
-# conf/demo.conf on localhost, show a burst turning from 200 to 429, then
+# conf/demo.conf on localhost, show a burst turning from 200 to 429 on a
+# Redis-backed port and on one decided by the local engine (no Redis), then
 # keep serving until Ctrl-C. Both servers are stopped on exit.
 set -eu
 
@@ -40,11 +41,12 @@ free_port() {
 
 RLAAS_DEMO_DIR=$(mktemp -d /tmp/rlaas-demo.XXXXXX)
 RLAAS_DEMO_PORT=$(free_port 8080)
+RLAAS_DEMO_LOCAL_PORT=$(free_port $((RLAAS_DEMO_PORT + 1)))
 RLAAS_DEMO_REDIS_PORT=$(free_port 6390)
 RLAAS_MODDIR=$(apxs -q LIBEXECDIR)
 RLAAS_MODULE="$top/.libs/mod_rlaas.so"
-export RLAAS_DEMO_DIR RLAAS_DEMO_PORT RLAAS_DEMO_REDIS_PORT RLAAS_MODDIR \
-    RLAAS_MODULE
+export RLAAS_DEMO_DIR RLAAS_DEMO_PORT RLAAS_DEMO_LOCAL_PORT \
+    RLAAS_DEMO_REDIS_PORT RLAAS_MODDIR RLAAS_MODULE
 mkdir -p "$RLAAS_DEMO_DIR/htdocs/api" "$RLAAS_DEMO_DIR/htdocs/login" \
     "$RLAAS_DEMO_DIR/htdocs/static"
 echo "hello from the API" >"$RLAAS_DEMO_DIR/htdocs/api/index.html"
@@ -77,7 +79,8 @@ redis-server --port "$RLAAS_DEMO_REDIS_PORT" --bind 127.0.0.1 --save '' \
     --appendonly no --dir "$RLAAS_DEMO_DIR" --daemonize yes \
     --logfile "$RLAAS_DEMO_DIR/redis.log" >/dev/null
 
-echo "== httpd on http://127.0.0.1:$RLAAS_DEMO_PORT/ (conf/demo.conf)"
+echo "== httpd on http://127.0.0.1:$RLAAS_DEMO_PORT/ (Redis) and" \
+    "http://127.0.0.1:$RLAAS_DEMO_LOCAL_PORT/ (local engine), conf/demo.conf"
 # shellcheck disable=SC2086
 apache2 -f "$top/conf/demo.conf" $defines -k start
 i=0
@@ -119,7 +122,19 @@ printf "   "
 curl -s -H "X-API-Key: demo-key-1" "http://127.0.0.1:$RLAAS_DEMO_PORT/api/"
 echo
 echo
-echo "-- what Redis holds (keys and their types):"
+echo "-- the same API on port $RLAAS_DEMO_LOCAL_PORT, decided by the local engine" \
+    "(RLaaSBackend local: shared memory, no Redis); 8 quick requests:"
+for n in 1 2 3 4 5 6 7 8; do
+    printf "   request %d: " "$n"
+    show -H "X-API-Key: demo-key-1" "http://127.0.0.1:$RLAAS_DEMO_LOCAL_PORT/api/"
+done
+echo
+echo "-- the local engine's table (rlaas-metrics):"
+curl -s "http://127.0.0.1:$RLAAS_DEMO_LOCAL_PORT/rlaas-metrics" |
+    grep -E '^rlaas_local_(identities|bytes|capacity_bytes|evictions_total) ' |
+    sed 's/^/   /'
+echo
+echo "-- what Redis holds (keys and their types; nothing of the local engine):"
 redis-cli -p "$RLAAS_DEMO_REDIS_PORT" --scan --pattern 'rlaas:*' |
     while read -r k; do
         printf "   %s  %s  ttl=%sms\n" "$k" \
@@ -127,8 +142,10 @@ redis-cli -p "$RLAAS_DEMO_REDIS_PORT" --scan --pattern 'rlaas:*' |
             "$(redis-cli -p "$RLAAS_DEMO_REDIS_PORT" pttl "$k")"
     done
 echo
-echo "Serving on http://127.0.0.1:$RLAAS_DEMO_PORT/ until Ctrl-C. Try:"
+echo "Serving on http://127.0.0.1:$RLAAS_DEMO_PORT/ (Redis) and" \
+    "http://127.0.0.1:$RLAAS_DEMO_LOCAL_PORT/ (local engine) until Ctrl-C. Try:"
 echo "  curl -i -H 'X-API-Key: mine' http://127.0.0.1:$RLAAS_DEMO_PORT/api/"
+echo "  curl -i -H 'X-API-Key: mine' http://127.0.0.1:$RLAAS_DEMO_LOCAL_PORT/api/"
 echo "  curl -i http://127.0.0.1:$RLAAS_DEMO_PORT/login/"
 echo "Access log: $RLAAS_DEMO_DIR/access_log"
 while :; do

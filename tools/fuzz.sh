@@ -8,6 +8,8 @@
 #   resp    the hand-written EVALSHA command, against hiredis' formatter
 #   headers the hand-built RateLimit header values, against snprintf
 #   cookie  the cookie finder: client Cookie headers, against a reference
+#   local   the local engine: the strategies in C and the shared table,
+#           under any sequence of calls and clock steps
 #
 # Each target is built with clang -fsanitize=fuzzer,address,undefined and
 # runs for FUZZ_SECONDS (so `make fuzz` ends by itself), starting from the
@@ -25,7 +27,7 @@
 # Environment:
 #   FUZZ_SECONDS   time per target (default 30)
 #   FUZZ_TARGETS   targets to run (default "parse key reply resp headers
-#                  cookie")
+#                  cookie local")
 #   FUZZ_CC        a clang with libFuzzer (default clang)
 #   FUZZ_FLAGS     extra libFuzzer flags, e.g. "-jobs=2 -workers=2"
 set -u
@@ -34,7 +36,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 
 seconds=${FUZZ_SECONDS:-30}
-targets=${FUZZ_TARGETS:-parse key reply resp headers cookie}
+targets=${FUZZ_TARGETS:-parse key reply resp headers cookie local}
 cc=${FUZZ_CC:-clang}
 mode=fuzz
 [ "${1:-}" = "--replay" ] && mode=replay
@@ -53,6 +55,10 @@ sources() {
     resp) echo src/redis/rlaas_resp.c src/core/rlaas_verdict.c ;;
     headers) echo src/core/rlaas_headers.c src/core/rlaas_verdict.c ;;
     cookie) echo src/core/rlaas_cookie.c ;;
+    local) echo src/core/rlaas_algo*.c src/core/rlaas_siphash.c \
+        src/core/rlaas_clock.c src/core/rlaas_verdict.c \
+        src/core/rlaas_parse.c src/local/rlaas_table.c \
+        src/local/rlaas_local.c ;;
     esac
 }
 
@@ -66,7 +72,8 @@ apr_libs="$(apu-1-config --link-ld) $(apr-1-config --link-ld)"
 # -O1 and frame pointers: readable stacks at nearly full speed. UB aborts
 # (no recovery), so libFuzzer sees it as a crash and keeps the input.
 cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
--fno-sanitize-recover=undefined -Wall -Wextra -I src/core -I src/redis $apr_cflags"
+-fno-sanitize-recover=undefined -Wall -Wextra -I src/core -I src/local \
+-I src/redis $apr_cflags"
 
 mkdir -p "$out"
 # Sanitizer reports with whole stacks; leaks in a target are bugs too.

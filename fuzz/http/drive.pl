@@ -203,6 +203,13 @@ my @gen_faults = (
                req('GET', pick('/rl/x', '/rl/open'), 'X-User: f' . int rand 5)] }],
     [2, sub { [pick('acl', 'unix'),
                req('GET', '/rl/x', 'X-User: ' . hostile(500))] }],
+    # RLaaSFailOpen local: the local engine's table, full and evicting
+    [3, sub { ['refused', req('GET', '/rl/local/' . pick(@strategies),
+               'X-User: ' . (rand() < 0.5 ? 'l' . int rand 5 : hostile(200)))] }],
+    [1, sub {
+        my @h = map { "X-$_: " . (rand() < 0.5 ? safe_str(64) : hostile(500)) }
+            qw(A B C D E F H);
+        ['refused', req('GET', '/rl/local-big?q=' . safe_str(rand() < 0.5 ? 5 : 64), @h)] }],
 );
 my @gen_junk = (
     [1, sub { ['junk', req('GET', pick('/rl/x', '/rl/open'),

@@ -209,18 +209,19 @@ ck_fault_phases() {
 }
 
 # Every key the module sent to Redis (EVALSHA's key argument, as MONITOR
-# saw it) must be key text the SPEC allows: only [A-Za-z0-9.-_@~:], and
-# at most RLAAS_KEY_MAX = 737 bytes (prefix 128, zone 64 and ':', eight
-# segments of at most 67 bytes joined by ':'; the
-# strategy's suffix is added by the script). redis-cli shows other bytes as
-# \xNN escapes and quotes as \", which the pattern refuses.
+# saw it) must be key text the key builder makes (src/core/rlaas_keybuild.h):
+# only [A-Za-z0-9.-_@~:={}] (sources tagged "h.name=", a cluster's hash tag
+# in braces), and at most RLAAS_KEY_MAX = 1299 bytes (prefix 128, zone 64
+# and ':', eight tagged segments of at most 134 bytes joined by ':', the
+# strategy's suffix, a cluster's braces and window number). redis-cli shows
+# other bytes as \xNN escapes and quotes as \", which the pattern refuses.
 ck_check_keys() {
     cat "$CK_DIR"/redis/monitor.*.log 2>/dev/null |
         sed -n 's/.*"EVALSHA" "[0-9a-f]*" "1" "\([^"]*\)".*/\1/p' |
         LC_ALL=C sort -u >"$CK_DIR/keys.txt"
     _ck_nkeys=$(wc -l <"$CK_DIR/keys.txt")
     _ck_evals=$(cat "$CK_DIR"/redis/monitor.*.log 2>/dev/null | grep -c '"EVALSHA"')
-    _ck_bad=$(LC_ALL=C awk 'length($0) > 737 || $0 !~ /^[A-Za-z0-9.@_~:-]+$/' \
+    _ck_bad=$(LC_ALL=C awk 'length($0) > 1299 || $0 !~ /^[A-Za-z0-9.@_~:={}-]+$/' \
         "$CK_DIR/keys.txt" | head -5)
     _ck_longest=$(LC_ALL=C awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' \
         "$CK_DIR/keys.txt")

@@ -321,3 +321,40 @@ int rlaas_parse_word(const char **s, char *out)
     *s = p;
     return quote != 0 ? -1 : 1;
 }
+
+const char *rlaas_parse_size(const char *s, int64_t min, int64_t max,
+                             int64_t *out)
+{
+    static const char accepted[] =
+        "a size: a number of bytes, or followed by K, M or G (64K, 10M, 1G)";
+    int64_t v, unit = 1;
+    int n = read_digits(s, INT64_MAX >> 30, &v);
+
+    if (n <= 0)
+        return accepted;
+    switch (s[n]) {
+    case '\0':
+        break;
+    case 'k':
+    case 'K':
+        unit = 1 << 10;
+        break;
+    case 'm':
+    case 'M':
+        unit = 1 << 20;
+        break;
+    case 'g':
+    case 'G':
+        unit = 1 << 30;
+        break;
+    default:
+        return accepted;
+    }
+    if (unit > 1 && s[n + 1] != '\0')
+        return accepted;
+    v *= unit;
+    if (v < min || v > max)
+        return accepted;
+    *out = v;
+    return NULL;
+}

@@ -70,6 +70,11 @@ int rlaas_parse_word(const char **s, char *out);
 const char *rlaas_parse_redis_addr(const char *s, char *host, int *port,
                                    int *is_unix);
 
+/* A memory size: bytes, or a number followed by K, M or G (powers of 1024),
+ * from min to max bytes (RLaaSLocalSize). */
+const char *rlaas_parse_size(const char *s, int64_t min, int64_t max,
+                             int64_t *out);
+
 /* Canonical name of a strategy, as used in logs and metrics. */
 const char *rlaas_strategy_name(rlaas_strategy_e st);
 

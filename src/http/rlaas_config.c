@@ -69,6 +69,9 @@ void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s)
     sc->target = new_target(p);
     sc->ipv6_prefix = -1;
     sc->limit_max = -1;
+    sc->backend = RLAAS_BACKEND_UNSET;
+    sc->local_divisor = -1;
+    sc->local_size = -1;
     return sc;
 }
 
@@ -178,6 +181,9 @@ void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
         sc->enforce = apr_array_append(p, base->enforce, add->enforce);
     else
         sc->enforce = add->enforce ? add->enforce : base->enforce;
+    sc->backend = PICK(backend, RLAAS_BACKEND_UNSET);
+    sc->local_divisor = PICK(local_divisor, -1);
+    sc->local_size = PICK(local_size, -1);
     return sc;
 }
 
@@ -771,6 +777,56 @@ static const char *set_limit_max(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
+static const char *set_backend(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
+
+    (void)dummy;
+    if (ap_cstr_casecmp(arg, "redis") == 0)
+        sc->backend = RLAAS_BACKEND_REDIS;
+    else if (ap_cstr_casecmp(arg, "local") == 0)
+        sc->backend = RLAAS_BACKEND_LOCAL;
+    else
+        return bad_value(cmd, arg,
+                         "redis (state in Redis, shared by every server) or "
+                         "local (state in this server's shared memory)");
+    return NULL;
+}
+
+/* One table for the whole server, made before any virtual host is read
+ * from: the size is the main server's alone, as an nginx zone's. */
+static const char *set_local_size(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    const char *err = ap_check_cmd_context(cmd, GLOBAL_ONLY);
+    int64_t v;
+
+    (void)dummy;
+    if (err != NULL)
+        return err;
+    if (rlaas_parse_size(arg, RLAAS_LOCAL_SIZE_MIN, RLAAS_LOCAL_SIZE_MAX, &v) !=
+        NULL)
+        return bad_value(cmd, arg,
+                         "a size from 64K to 4G: a number of bytes, or "
+                         "followed by K, M or G (64K, 10M, 1G)");
+    rlaas_server_conf(cmd->server)->local_size = v;
+    return NULL;
+}
+
+static const char *set_local_divisor(cmd_parms *cmd, void *dummy,
+                                     const char *arg)
+{
+    int64_t v;
+
+    (void)dummy;
+    if (rlaas_parse_nonneg_int(arg, RLAAS_LOCAL_DIVISOR_MAX, &v) != NULL ||
+        v < 1)
+        return bad_value(cmd, arg,
+                         "an integer from 1 to 1000: the number of servers "
+                         "sharing the limit");
+    rlaas_server_conf(cmd->server)->local_divisor = (int)v;
+    return NULL;
+}
+
 /* ---- directory scope ---- */
 
 void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
@@ -781,7 +837,7 @@ void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
     d->limit = -1;
     d->window_ms = -1;
     d->strategy = RLAAS_STRATEGY_UNSET;
-    d->fail_open = -1;
+    d->fail_open = RLAAS_FAIL_UNSET;
     d->engine = -1;
     d->headers = RLAAS_HEADERS_UNSET;
     d->dry_run = -1;
@@ -853,6 +909,8 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     }
     d->strategy = PICK(strategy, RLAAS_STRATEGY_UNSET);
     d->fail_open = PICK(fail_open, -1);
+    d->fail_open = PICK(fail_open, RLAAS_FAIL_UNSET);
+    d->zone = PICK(zone, NULL);
     d->engine = PICK(engine, -1);
     d->headers = PICK(headers, RLAAS_HEADERS_UNSET);
     d->dry_run = PICK(dry_run, -1);
@@ -1067,10 +1125,20 @@ static const char *set_zone(cmd_parms *cmd, void *dv, const char *arg)
     return NULL;
 }
 
-static const char *set_fail_open(cmd_parms *cmd, void *dv, int on)
+static const char *set_fail_open(cmd_parms *cmd, void *dv, const char *arg)
 {
-    (void)cmd;
-    ((rlaas_dir_conf_t *)dv)->fail_open = on;
+    rlaas_dir_conf_t *d = dv;
+
+    if (ap_cstr_casecmp(arg, "on") == 0)
+        d->fail_open = RLAAS_FAIL_OPEN;
+    else if (ap_cstr_casecmp(arg, "off") == 0)
+        d->fail_open = RLAAS_FAIL_CLOSED;
+    else if (ap_cstr_casecmp(arg, "local") == 0)
+        d->fail_open = RLAAS_FAIL_LOCAL;
+    else
+        return bad_value(cmd, arg,
+                         "on (allow), off (refuse with 500) or local "
+                         "(decide with this server's local engine)");
     return NULL;
 }
 
@@ -1174,6 +1242,13 @@ const command_rec rlaas_cmds[] = {
     AP_INIT_TAKE1(RLAAS_D_LIMIT_MAX, set_limit_max, NULL, RSRC_CONF,
                   "The highest limit a .htaccess may set, and the bound of "
                   "a limit read per request"),
+    AP_INIT_TAKE1(RLAAS_D_BACKEND, set_backend, NULL, RSRC_CONF,
+                  "Where limits are decided: redis (the default) or local"),
+    AP_INIT_TAKE1(RLAAS_D_LOCAL_SIZE, set_local_size, NULL, RSRC_CONF,
+                  "Shared memory of the local engine, e.g. 10M (default)"),
+    AP_INIT_TAKE1(RLAAS_D_LOCAL_DIVISOR, set_local_divisor, NULL, RSRC_CONF,
+                  "With RLaaSFailOpen local: the number of servers the "
+                  "limit is shared out among (default 1)"),
     AP_INIT_TAKE1(RLAAS_D_WINDOW, set_window, NULL, DIR_SCOPE,
                   "Window length: 500ms, 30s, 1m, 1h, 1d"),
     AP_INIT_TAKE1(RLAAS_D_STRATEGY, set_strategy, NULL, DIR_SCOPE,
@@ -1181,8 +1256,9 @@ const command_rec rlaas_cmds[] = {
     AP_INIT_TAKE_ARGV(RLAAS_D_KEY_BY, set_key_by, NULL, DIR_SCOPE,
                       "Client identity: ip, user, api_key, header:NAME, "
                       "cookie:NAME, query:NAME, env:NAME, expr=EXPR"),
-    AP_INIT_FLAG(RLAAS_D_FAIL_OPEN, set_fail_open, NULL, DIR_SCOPE,
-                 "Allow requests when Redis can't decide (default Off)"),
+    AP_INIT_TAKE1(RLAAS_D_FAIL_OPEN, set_fail_open, NULL, DIR_SCOPE,
+                  "When Redis can't decide: on (allow), off (500, the "
+                  "default) or local (decide with the local engine)"),
     AP_INIT_TAKE1(RLAAS_D_ZONE, set_zone, NULL, DIR_SCOPE,
                   "Name separating this section's counters from others"),
     AP_INIT_FLAG(RLAAS_D_ENGINE, set_engine, NULL, DIR_SCOPE,
@@ -1238,7 +1314,12 @@ rlaas_strategy_e rlaas_dir_strategy(const rlaas_dir_conf_t *d)
 
 int rlaas_dir_fail_open(const rlaas_dir_conf_t *d)
 {
-    return d->fail_open == 1;
+    return d->fail_open == RLAAS_FAIL_OPEN;
+}
+
+int rlaas_dir_fail_local(const rlaas_dir_conf_t *d)
+{
+    return d->fail_open == RLAAS_FAIL_LOCAL;
 }
 
 rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d)
@@ -1317,4 +1398,19 @@ void rlaas_config_post_config(apr_pool_t *pconf, server_rec *s)
                                    rlaas_key_namespace(ns, host, strlen(host)));
         }
     }
+}
+
+int rlaas_server_local(const rlaas_server_conf_t *sc)
+{
+    return sc->backend == RLAAS_BACKEND_LOCAL;
+}
+
+int rlaas_server_local_divisor(const rlaas_server_conf_t *sc)
+{
+    return sc->local_divisor > 0 ? sc->local_divisor : 1;
+}
+
+int64_t rlaas_server_local_size(const rlaas_server_conf_t *sc)
+{
+    return sc->local_size > 0 ? sc->local_size : RLAAS_DEFAULT_LOCAL_SIZE;
 }

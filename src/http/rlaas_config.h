@@ -55,6 +55,9 @@
 #define RLAAS_D_ENFORCE           "RLaaSEnforce"
 #define RLAAS_D_LIMIT_MAX         "RLaaSLimitMax"
 #define RLAAS_D_COST              "RLaaSCost"
+#define RLAAS_D_BACKEND           "RLaaSBackend"
+#define RLAAS_D_LOCAL_SIZE        "RLaaSLocalSize"
+#define RLAAS_D_LOCAL_DIVISOR     "RLaaSLocalDivisor"
 
 #define RLAAS_DEFAULT_HOST                "127.0.0.1"
 #define RLAAS_DEFAULT_PORT                6379
@@ -64,6 +67,25 @@
 #define RLAAS_DEFAULT_STRATEGY            RLAAS_STRATEGY_SLIDING_LOG
 #define RLAAS_DEFAULT_CIRCUIT_FAILURES    5
 #define RLAAS_DEFAULT_CIRCUIT_COOLDOWN_MS 500
+#define RLAAS_DEFAULT_LOCAL_SIZE          (10LL << 20)
+#define RLAAS_LOCAL_SIZE_MIN              (64LL << 10)
+#define RLAAS_LOCAL_SIZE_MAX              (4LL << 30)
+#define RLAAS_LOCAL_DIVISOR_MAX           1000
+
+/* Where a server's limits are decided: RLaaSBackend. */
+typedef enum {
+    RLAAS_BACKEND_UNSET = -1,
+    RLAAS_BACKEND_REDIS = 0,
+    RLAAS_BACKEND_LOCAL = 1
+} rlaas_backend_e;
+
+/* RLaaSFailOpen: what a section does when Redis can't decide. */
+typedef enum {
+    RLAAS_FAIL_UNSET = -1,
+    RLAAS_FAIL_CLOSED = 0, /* off: 500 */
+    RLAAS_FAIL_OPEN = 1,   /* on: allowed */
+    RLAAS_FAIL_LOCAL = 2   /* local: decided by the local engine */
+} rlaas_fail_e;
 
 struct rlaas_redis_t;
 
@@ -136,7 +158,10 @@ typedef struct {
     /* RLaaSEnforce: of rlaas_apply_op_t, ref the rlaas_policy_t; the main
      * server's and this host's own (merged); NULL: none */
     apr_array_header_t *enforce;
-    int64_t limit_max; /* -1: unset (RLAAS_LIMIT_MAX) */
+    int64_t limit_max;  /* -1: unset (RLAAS_LIMIT_MAX) */
+    int backend;        /* RLAAS_BACKEND_UNSET (redis) */
+    int local_divisor;  /* -1: unset (1) */
+    int64_t local_size; /* -1: unset; the main server's only */
 } rlaas_server_conf_t;
 
 typedef struct {
@@ -149,7 +174,7 @@ typedef struct {
     int strategy;                /* RLAAS_STRATEGY_UNSET */
     apr_array_header_t *sources; /* of rlaas_key_source_t; NULL: unset */
     int sources_need_user;       /* decide after authentication */
-    int fail_open;               /* -1: unset (off) */
+    int fail_open;               /* RLAAS_FAIL_UNSET (off) */
     const char *zone;            /* NULL: unset */
     int engine;                  /* -1: unset (on) */
     int headers;                 /* RLAAS_HEADERS_UNSET (draft) */
@@ -191,6 +216,7 @@ int64_t rlaas_dir_window_ms(const rlaas_dir_conf_t *d);
 const char *rlaas_dir_window_arg(const rlaas_dir_conf_t *d);
 rlaas_strategy_e rlaas_dir_strategy(const rlaas_dir_conf_t *d);
 int rlaas_dir_fail_open(const rlaas_dir_conf_t *d);
+int rlaas_dir_fail_local(const rlaas_dir_conf_t *d);
 rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d);
 int rlaas_target_circuit_failures(const rlaas_target_t *t);
 int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t);
@@ -204,5 +230,8 @@ int64_t rlaas_server_limit_max(const rlaas_server_conf_t *sc);
 /* The section's settings at the level of r's virtual host (its
  * lookup_defaults): what enforced policies follow on failure. */
 const rlaas_dir_conf_t *rlaas_server_dir_conf(const request_rec *r);
+int rlaas_server_local(const rlaas_server_conf_t *sc);
+int rlaas_server_local_divisor(const rlaas_server_conf_t *sc);
+int64_t rlaas_server_local_size(const rlaas_server_conf_t *sc);
 
 #endif

@@ -9,6 +9,7 @@
 #include "apr_strings.h"
 
 #include "rlaas_authuser.h"
+#include "rlaas_backend.h"
 #include "rlaas_clock.h"
 #include "rlaas_config.h"
 #include "rlaas_headers.h"
@@ -28,6 +29,12 @@ APLOG_USE_MODULE(rlaas);
 #define RLAAS_ENV_POLICY    "RLAAS_POLICY"
 #define RLAAS_BODY_429      "Rate limit exceeded"
 #define RLAAS_FILTER_429    "RLAAS_429_TYPE"
+
+/* The mode bits mean the same to both engines. */
+typedef char same_mode[RLAAS_MODE_LIMIT_VARIES == RLAAS_ALGO_LIMIT_VARIES &&
+                               RLAAS_MODE_DRY_RUN == RLAAS_ALGO_DRY_RUN
+                           ? 1
+                           : -1];
 
 /* One gate per kind of line, per child: at most one line a second. */
 static rlaas_log_gate_t gate_error;
@@ -171,10 +178,11 @@ static void remember(const decision_t *dc, int have_v)
 
 /* Each policy's row: allowed when the request was, denied (or would have
  * been, in a dry run) where it denied; a policy that would have allowed a
- * request another denied is not counted. */
+ * request another denied is not counted. The local engine's verdicts in
+ * Redis' place count as its own (local, local_denied). */
 static void count_policies(const decision_t *dc, rlaas_outcome_e o)
 {
-    int i;
+    int local = o == RLAAS_OUT_LOCAL || o == RLAAS_OUT_LOCAL_DENIED, i;
 
     for (i = 0; i < dc->n; i++) {
         const rlaas_item_t *it = &dc->it[i];
@@ -184,9 +192,11 @@ static void count_policies(const decision_t *dc, rlaas_outcome_e o)
         else if (!it->v.allowed)
             rlaas_metrics_policy(it->metric, it->dry_run
                                                  ? RLAAS_OUT_DRY_RUN_DENIED
-                                                 : RLAAS_OUT_DENIED);
-        else if (o != RLAAS_OUT_DENIED)
-            rlaas_metrics_policy(it->metric, RLAAS_OUT_ALLOWED);
+                                             : local ? RLAAS_OUT_LOCAL_DENIED
+                                                     : RLAAS_OUT_DENIED);
+        else if (o != RLAAS_OUT_DENIED && o != RLAAS_OUT_LOCAL_DENIED)
+            rlaas_metrics_policy(it->metric,
+                                 local ? RLAAS_OUT_LOCAL : RLAAS_OUT_ALLOWED);
     }
 }
 
@@ -238,12 +248,12 @@ static int refusal_response(request_rec *r, const rlaas_unit_t *u)
 }
 
 /* Retry-After: the longest wait of the policies that denied (the shown
- * one: rlaas_policy_pick). */
-static int deny(decision_t *dc, int shown)
+ * one: rlaas_policy_pick). o: denied, or local_denied. */
+static int deny(decision_t *dc, int shown, rlaas_outcome_e o)
 {
     request_rec *r = dc->r;
 
-    record(dc, RLAAS_OUT_DENIED, HTTP_TOO_MANY_REQUESTS, 1, shown);
+    record(dc, o, HTTP_TOO_MANY_REQUESTS, 1, shown);
     dc->u->retry_after =
         num(r->pool, rlaas_retry_after_s(dc->it[shown].v.retry_ms));
     return refusal_response(r, dc->u);
@@ -341,34 +351,21 @@ static const char *lets_through(const rlaas_dir_conf_t *d, rlaas_rerr_e e,
     return NULL;
 }
 
-/* The limiter could not decide (e: why, NONE when it was no fault of
- * Redis'): the section's failure policy says what happens, and where an
- * enforced policy takes part, the host's as well (a .htaccess can't fail
- * it open, a dry run doesn't count). */
-static int undecided(decision_t *dc, rlaas_rerr_e e, const char *detail)
+/* Whether the request goes through all the same, and why (NULL: it
+ * doesn't): the section's failure policy, and where an enforced policy
+ * takes part, the host's as well (a .htaccess can't fail it open, a dry
+ * run doesn't count). */
+static const char *open_anyway(const decision_t *dc, rlaas_rerr_e e, int *level)
 {
-    const char *kind =
-        e != RLAAS_RERR_NONE
-            ? apr_pstrcat(dc->r->pool, "Redis ", rlaas_rerr_name(e), NULL)
-            : "limit";
-    const char *why;
-    int level, level2, i, enforced = 0;
+    const char *why = lets_through(dc->d, e, 1, level);
+    int level2, i, enforced = 0;
 
-    if (e != RLAAS_RERR_NONE)
-        rlaas_metrics_redis_error(e);
     for (i = 0; i < dc->n; i++)
         enforced |= dc->it[i].enforced;
-    why = lets_through(dc->d, e, 1, &level);
     if (why != NULL && enforced &&
         lets_through(rlaas_server_dir_conf(dc->r), e, 0, &level2) == NULL)
         why = NULL;
-    if (why != NULL) {
-        log_error(dc, kind, detail, why, level);
-        return record(dc, RLAAS_OUT_FAIL_OPEN, DECLINED, 0, 0);
-    }
-    log_error(dc, kind, detail, "refused with 500 (RLaaSFailOpen off)",
-              APLOG_ERR);
-    return record(dc, RLAAS_OUT_ERROR, HTTP_INTERNAL_SERVER_ERROR, 0, 0);
+    return why;
 }
 
 static void trace(const decision_t *dc)
@@ -385,6 +382,123 @@ static void trace(const decision_t *dc)
             it->name, rlaas_strategy_name(it->call.strategy), it->call.key,
             it->v.allowed, it->v.remaining, it->v.reset_ms, it->v.retry_ms);
     }
+}
+
+/* The verdicts, from either engine: the request is refused where a policy
+ * that counts denied (the shown one gives Retry-After), else it goes on,
+ * counted as allowed or denied by that engine. */
+static int decided(decision_t *dc, rlaas_outcome_e allowed,
+                   rlaas_outcome_e denied)
+{
+    rlaas_policy_outcome_t o[RLAAS_POLICIES_MAX];
+    rlaas_pick_e why;
+    int i, shown;
+
+    trace(dc);
+    for (i = 0; i < dc->n; i++) {
+        o[i].v = dc->it[i].v;
+        o[i].dry_run = dc->it[i].dry_run;
+    }
+    shown = rlaas_policy_pick(o, dc->n, &why);
+    switch (why) {
+    case RLAAS_PICK_DENIED:
+        log_denied(dc, &dc->it[shown], 0);
+        return deny(dc, shown, denied);
+    case RLAAS_PICK_DRY_RUN_DENIED:
+        log_denied(dc, &dc->it[shown], 1);
+        return record(dc, RLAAS_OUT_DRY_RUN_DENIED, DECLINED, 1, shown);
+    case RLAAS_PICK_ALLOWED:
+        break;
+    }
+    return record(dc, allowed, DECLINED, 1, shown);
+}
+
+/* The local engine decides every policy of the decision together, each
+ * limit shared out among divisor servers (at least 1 each, a cost at most
+ * that). */
+static rlaas_lerr_e decide_local(decision_t *dc, int divisor)
+{
+    rlaas_local_call_t calls[RLAAS_POLICIES_MAX];
+    rlaas_verdict_t v[RLAAS_POLICIES_MAX];
+    rlaas_lerr_e e;
+    int64_t cost;
+    int i;
+
+    for (i = 0; i < dc->n; i++) {
+        const rlaas_item_t *it = &dc->it[i];
+        rlaas_local_call_t *c = &calls[i];
+
+        c->strategy = it->call.strategy;
+        c->key = it->call.key;
+        /* the local engine appends fixed's window number itself, by its
+         * own clock, to the key as it ends before one (Redis Cluster
+         * declares it) */
+        c->key_len =
+            it->call.window_at > 0 ? it->call.window_at : it->call.key_len;
+        c->limit = it->limit / divisor > 0 ? it->limit / divisor : 1;
+        c->window_ms = it->window_ms;
+        if (it->call.cost == NULL ||
+            rlaas_parse_nonneg_int(it->call.cost, RLAAS_LIMIT_MAX, &cost))
+            cost = 1;
+        c->cost = cost < c->limit ? cost : c->limit;
+        c->mode = it->call.mode;
+    }
+    e = rlaas_backend_eval(dc->r, calls, dc->n, v);
+    if (e != RLAAS_LERR_NONE)
+        rlaas_metrics_local_error(e);
+    for (i = 0; e == RLAAS_LERR_NONE && i < dc->n; i++)
+        dc->it[i].v = v[i];
+    return e;
+}
+
+/* The local engine could not decide (RLaaSBackend local, or in Redis'
+ * place): allowed as the failure policy says (open_anyway), else 500. */
+static int local_undecided(decision_t *dc, rlaas_lerr_e e)
+{
+    request_rec *r = dc->r;
+    int level;
+    const char *open = open_anyway(dc, RLAAS_RERR_NONE, &level);
+    long dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);
+
+    if (dropped >= 0)
+        ap_log_rerror(APLOG_MARK, open ? APLOG_WARNING : APLOG_ERR, 0, r,
+                      "RLAAS0063: the local engine could not decide (%s); "
+                      "request %s%s",
+                      rlaas_lerr_name(e), open ? "allowed" : "refused with 500",
+                      suppressed(r, dropped));
+    return open ? record(dc, RLAAS_OUT_FAIL_OPEN, DECLINED, 0, 0)
+                : record(dc, RLAAS_OUT_ERROR, HTTP_INTERNAL_SERVER_ERROR, 0, 0);
+}
+
+/* The limiter could not decide (e: why, NONE when it was no fault of
+ * Redis'): with RLaaSFailOpen local the local engine decides in Redis'
+ * place; else the failure policy says what happens (open_anyway). */
+static int undecided(decision_t *dc, rlaas_rerr_e e, const char *detail)
+{
+    const rlaas_server_conf_t *sc = rlaas_server_conf(dc->r->server);
+    const char *kind =
+        e != RLAAS_RERR_NONE
+            ? apr_pstrcat(dc->r->pool, "Redis ", rlaas_rerr_name(e), NULL)
+            : "limit";
+    const char *why;
+    int level;
+
+    if (e != RLAAS_RERR_NONE)
+        rlaas_metrics_redis_error(e);
+    if (e != RLAAS_RERR_NONE && rlaas_dir_fail_local(dc->d) &&
+        decide_local(dc, rlaas_server_local_divisor(sc)) == RLAAS_LERR_NONE) {
+        log_error(dc, kind, detail,
+                  "decided by the local engine (RLaaSFailOpen local)",
+                  APLOG_WARNING);
+        return decided(dc, RLAAS_OUT_LOCAL, RLAAS_OUT_LOCAL_DENIED);
+    }
+    if ((why = open_anyway(dc, e, &level)) != NULL) {
+        log_error(dc, kind, detail, why, level);
+        return record(dc, RLAAS_OUT_FAIL_OPEN, DECLINED, 0, 0);
+    }
+    log_error(dc, kind, detail, "refused with 500 (RLaaSFailOpen off)",
+              APLOG_ERR);
+    return record(dc, RLAAS_OUT_ERROR, HTTP_INTERNAL_SERVER_ERROR, 0, 0);
 }
 
 /* Every policy of the decision in one call to the engine. */
@@ -411,31 +525,19 @@ static rlaas_rerr_e run(decision_t *dc, char *detail)
 
 static int limit(decision_t *dc)
 {
-    rlaas_policy_outcome_t o[RLAAS_POLICIES_MAX];
     char detail[RLAAS_DETAIL_MAX];
-    rlaas_pick_e why;
     rlaas_rerr_e e;
-    int i, shown;
+    rlaas_lerr_e le;
 
+    if (rlaas_server_local(rlaas_server_conf(dc->r->server))) {
+        le = decide_local(dc, 1);
+        return le == RLAAS_LERR_NONE
+                   ? decided(dc, RLAAS_OUT_ALLOWED, RLAAS_OUT_DENIED)
+                   : local_undecided(dc, le);
+    }
     if ((e = run(dc, detail)) != RLAAS_RERR_NONE)
         return undecided(dc, e, detail);
-    trace(dc);
-    for (i = 0; i < dc->n; i++) {
-        o[i].v = dc->it[i].v;
-        o[i].dry_run = dc->it[i].dry_run;
-    }
-    shown = rlaas_policy_pick(o, dc->n, &why);
-    switch (why) {
-    case RLAAS_PICK_DENIED:
-        log_denied(dc, &dc->it[shown], 0);
-        return deny(dc, shown);
-    case RLAAS_PICK_DRY_RUN_DENIED:
-        log_denied(dc, &dc->it[shown], 1);
-        return record(dc, RLAAS_OUT_DRY_RUN_DENIED, DECLINED, 1, shown);
-    case RLAAS_PICK_ALLOWED:
-        break;
-    }
-    return record(dc, RLAAS_OUT_ALLOWED, DECLINED, 1, shown);
+    return decided(dc, RLAAS_OUT_ALLOWED, RLAAS_OUT_DENIED);
 }
 
 typedef enum { PHASE_ACCESS, PHASE_HANDLER } phase_e;

@@ -8,6 +8,8 @@
 #include "ap_mpm.h"
 #include "mod_status.h"
 
+#include "rlaas_backend.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@ static const char *const lat_labels[] = {
 typedef struct {
     apr_uint64_t decisions[RLAAS_STRATEGY_COUNT][RLAAS_OUT_COUNT];
     apr_uint64_t redis_errors[RLAAS_RERR_COUNT];
+    apr_uint64_t local_errors[RLAAS_LERR_COUNT];
     apr_uint64_t latency[LAT_N + 1]; /* per bucket, last is +Inf */
     apr_uint64_t latency_sum_us;
     apr_uint64_t connects;
@@ -88,11 +91,12 @@ static rlaas_node_t *nodes; /* RLAAS_METRICS_NODES of them */
 static rlaas_slot_t *my_slot;
 
 static const char *const outcome_names[RLAAS_OUT_COUNT] = {
-    "allowed", "denied", "error", "fail_open", "dry_run_denied"};
+    "allowed",        "denied", "error",       "fail_open",
+    "dry_run_denied", "local",  "local_denied"};
 /* The same, as keys of server-status?auto. */
 static const char *const outcome_keys[RLAAS_OUT_COUNT] = {
-    "RLaaSAllowed", "RLaaSDenied", "RLaaSError", "RLaaSFailOpen",
-    "RLaaSDryRunDenied"};
+    "RLaaSAllowed",      "RLaaSDenied", "RLaaSError",      "RLaaSFailOpen",
+    "RLaaSDryRunDenied", "RLaaSLocal",  "RLaaSLocalDenied"};
 
 const char *rlaas_outcome_name(rlaas_outcome_e o)
 {
@@ -319,6 +323,12 @@ void rlaas_metrics_redis_error(rlaas_rerr_e e)
 {
     if (counters != NULL)
         apr_atomic_inc64(&counters->redis_errors[e]);
+}
+
+void rlaas_metrics_local_error(rlaas_lerr_e e)
+{
+    if (counters != NULL && e > 0 && e < RLAAS_LERR_COUNT)
+        apr_atomic_inc64(&counters->local_errors[e]);
 }
 
 void rlaas_metrics_latency(apr_interval_time_t t)
@@ -549,6 +559,44 @@ static void write_redis(request_rec *r, rlaas_counters_t *c)
                rd(&c->circuit_opened));
 }
 
+/* The local engine's table, read without its locks. */
+static void write_local(request_rec *r, rlaas_counters_t *c)
+{
+    rlaas_table_stats_t st;
+    int e;
+
+    help(r, "rlaas_local_errors_total", "counter",
+         "Requests the local engine could not decide, by kind.");
+    for (e = 1; e < RLAAS_LERR_COUNT; e++)
+        ap_rprintf(
+            r, "rlaas_local_errors_total{kind=\"%s\"} %" APR_UINT64_T_FMT "\n",
+            rlaas_lerr_name(e), rd(&c->local_errors[e]));
+    if (!rlaas_backend_stats(&st))
+        return;
+    help(r, "rlaas_local_identities", "gauge",
+         "Records held by the local engine's table.");
+    ap_rprintf(r, "rlaas_local_identities %" APR_UINT64_T_FMT "\n", st.records);
+    help(r, "rlaas_local_bytes", "gauge",
+         "Bytes of the local engine's table holding records.");
+    ap_rprintf(r, "rlaas_local_bytes %" APR_UINT64_T_FMT "\n", st.used * 64);
+    help(r, "rlaas_local_capacity_bytes", "gauge",
+         "Bytes of the local engine's table for records (RLaaSLocalSize "
+         "less its headers).");
+    ap_rprintf(r, "rlaas_local_capacity_bytes %" APR_UINT64_T_FMT "\n",
+               st.chunks * 64);
+    help(r, "rlaas_local_evictions_total", "counter",
+         "Live records evicted, least recently used first, to make room.");
+    ap_rprintf(r, "rlaas_local_evictions_total %" APR_UINT64_T_FMT "\n",
+               st.evictions);
+    help(r, "rlaas_local_expired_total", "counter", "Expired records dropped.");
+    ap_rprintf(r, "rlaas_local_expired_total %" APR_UINT64_T_FMT "\n",
+               st.expired);
+    help(r, "rlaas_local_resets_total", "counter",
+         "Stripes emptied because a process died while changing them.");
+    ap_rprintf(r, "rlaas_local_resets_total %" APR_UINT64_T_FMT "\n",
+               st.resets);
+}
+
 int rlaas_metrics_handler(request_rec *r)
 {
     if (r->handler == NULL || strcmp(r->handler, RLAAS_METRICS_HANDLER) != 0)
@@ -564,12 +612,14 @@ int rlaas_metrics_handler(request_rec *r)
         return OK;
     write_decisions(r, counters);
     write_redis(r, counters);
+    write_local(r, counters);
     return OK;
 }
 
 int rlaas_metrics_status_hook(request_rec *r, int flags)
 {
     rlaas_counters_t *c = counters;
+    rlaas_table_stats_t ls;
     apr_uint64_t sum[RLAAS_OUT_COUNT] = {0};
     int st, o;
 
@@ -584,6 +634,11 @@ int rlaas_metrics_status_hook(request_rec *r, int flags)
                        sum[o]);
         ap_rprintf(r, "RLaaSRedisConnections: %u\nRLaaSCircuitsOpen: %u\n",
                    GAUGE(connections), GAUGE(circuits));
+        if (rlaas_backend_stats(&ls))
+            ap_rprintf(r,
+                       "RLaaSLocalIdentities: %" APR_UINT64_T_FMT
+                       "\nRLaaSLocalEvictions: %" APR_UINT64_T_FMT "\n",
+                       ls.records, ls.evictions);
         return OK;
     }
     ap_rputs("<hr />\n<h2>mod_rlaas</h2>\n<table border=\"0\">\n", r);
@@ -592,7 +647,14 @@ int rlaas_metrics_status_hook(request_rec *r, int flags)
                    outcome_names[o], sum[o]);
     ap_rprintf(r,
                "<tr><td>Redis connections open</td><td>%u</td></tr>\n"
-               "<tr><td>circuits open</td><td>%u</td></tr>\n</table>\n",
+               "<tr><td>circuits open</td><td>%u</td></tr>\n",
                GAUGE(connections), GAUGE(circuits));
+    if (rlaas_backend_stats(&ls))
+        ap_rprintf(r,
+                   "<tr><td>local engine: identities</td><td>%" APR_UINT64_T_FMT
+                   "</td></tr>\n<tr><td>local engine: evictions</td><td>"
+                   "%" APR_UINT64_T_FMT "</td></tr>\n",
+                   ls.records, ls.evictions);
+    ap_rputs("</table>\n", r);
     return OK;
 }

@@ -13,6 +13,7 @@
 
 #include "httpd.h"
 
+#include "rlaas_local.h"
 #include "rlaas_parse.h"
 #include "rlaas_rerr.h"
 
@@ -22,6 +23,8 @@ typedef enum {
     RLAAS_OUT_ERROR,
     RLAAS_OUT_FAIL_OPEN,
     RLAAS_OUT_DRY_RUN_DENIED,
+    RLAAS_OUT_LOCAL,        /* allowed by the local engine, Redis failing */
+    RLAAS_OUT_LOCAL_DENIED, /* denied by it */
     RLAAS_OUT_COUNT
 } rlaas_outcome_e;
 
@@ -51,6 +54,7 @@ int rlaas_metrics_name(const char *name, int is_policy);
 int rlaas_metrics_default_name(void); /* "default"'s handle */
 void rlaas_metrics_policy(int handle, rlaas_outcome_e o);
 void rlaas_metrics_redis_error(rlaas_rerr_e e);
+void rlaas_metrics_local_error(rlaas_lerr_e e);
 void rlaas_metrics_latency(apr_interval_time_t t);
 /* Gauges are kept per child, in a slot each child claims in child_init and
  * clears when it leaves; a reader sums the slots of children alive, so a

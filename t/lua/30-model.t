@@ -1,12 +1,14 @@
 # Every reply field of every strategy against a reference model, on
-# seeded pseudo-random timelines (the same every run): one unit per
+# seeded pseudo-random timelines (the same every run), for both engines:
+# the Lua scripts in Redis and the local engine's C strategies and table
+# (build/unit/rlaas_local_cli), through the same cases: one unit per
 # request; then costs from 0 to the limit; then a limit that changes from
 # one request to the next (mode 1: the limit is read per request), with
 # costs. The model finds remaining/reset/retry by trying requests, so the
-# scripts' formulas are checked, not restated. Keys expire in fake time
-# exactly when the TTLs the scripts set say (ScriptTest::run), so a TTL
-# that is too short fails here too, and so does state that outlives its TTL
-# and gets misread.
+# formulas are checked, not restated. Keys expire in fake time exactly
+# when the TTLs the scripts set say (ScriptTest::run), and records when the
+# local table says, so a TTL that is too short fails here too, and so does
+# state that outlives its TTL and gets misread.
 use strict;
 use warnings;
 use Test::More;
@@ -17,6 +19,15 @@ use Model;
 
 my $h = ScriptTest->new;
 my $r = $h->redis;
+# A table of its own: the one ScriptTest compares the scripts with sees
+# every Lua call already.
+my $lc = ScriptTest::Local->new;
+my %engine = (
+    lua => sub { my ($s, $K, $L, $W, $ms, $c, $m) = @_;
+        $h->run($s, $K, $L, $W, $ms, 0, cost => $c, mode => $m) },
+    c   => sub { my ($s, $K, $L, $W, $ms, $c, $m) = @_;
+        scalar $lc->run($s, key_arg($s, $K), $L, $W, $ms, $c, $m) },
+);
 
 my @configs = ([1, 1000], [2, 1], [5, 5000], [3, 1000], [10, 1000],
     [7, 3001], [4, 7], [12, 250], [50, 60000], [3, 86400000], [200, 3],
@@ -25,22 +36,23 @@ my $STEPS = $ENV{RLAAS_MODEL_STEPS} || 150;
 
 my $kn = 0;
 
-# One timeline of $STEPS requests of strategy $s; $pick->() gives each
-# request's (limit, cost). Returns the number of replies that differ.
+# One timeline of $STEPS requests of strategy $s on engine $e; $pick->()
+# gives each request's (limit, cost). Returns the number of replies that
+# differ.
 sub timeline {
-    my ($s, $L0, $W, $mode, $pick) = @_;
+    my ($e, $s, $L0, $W, $mode, $pick) = @_;
     my $K = 'rlaas:rate_limit:m' . $kn++;
     my $m = Model->new($s, $L0, $W);
     my $now = T0 + int(rand($W));
     my $bad = 0;
     for my $step (1 .. $STEPS) {
         my ($L, $c) = $pick->();
-        my $got = $h->run($s, $K, $L, $W, $now, 0, cost => $c, mode => $mode);
+        my $got = $engine{$e}->($s, $K, $L, $W, $now, $c, $mode);
         my $allowed = $m->hit($now, $L, $c);
         my $want = $m->expect($now, $allowed, $L, $c);
         if (!ref $got || "@$got" ne "@$want") {
             $bad++;
-            diag "$s L=$L W=$W cost=$c mode=$mode step $step t=" . ($now - T0)
+            diag "$e $s L=$L W=$W cost=$c mode=$mode step $step t=" . ($now - T0)
                 . ": got @{[ref $got ? qq(@$got) : $got]}, want @$want";
             last if $bad > 5;
         }
@@ -68,47 +80,49 @@ sub cost_of {
     return $x < 0.4 ? 1 : $x < 0.55 ? 0 : $x < 0.9 ? 1 + int(rand($L < 4 ? $L : 4)) : $L;
 }
 
-for my $s (STRATEGIES) {
-    for my $cf (@configs) {
-        my ($L, $W) = @$cf;
-        srand(1000 * $L + $W + length $s);   # same timeline every run
-        is timeline($s, $L, $W, 0, sub { ($L, 1) }), 0, "$s L=$L W=$W: $STEPS steps match the model";
-    }
-}
-
-for my $s (STRATEGIES) {
-    for my $cf (@configs) {
-        my ($L, $W) = @$cf;
-        srand(2000 * $L + $W + length $s);
-        is timeline($s, $L, $W, 0, sub { ($L, cost_of($L)) }), 0,
-            "$s L=$L W=$W, costs 0..$L: $STEPS steps match the model";
-    }
-}
-
-# The limit read per request: a few plans around a base, and a client
-# whose plan changes now and then or every request.
-my @plans = ([[1, 2, 5], 1000], [[3, 5, 8], 5000], [[10, 4, 7, 12], 1000], [[7, 3], 3001],
-    [[50, 20, 80], 60000], [[2, 3], 7], [[200, 150, 240], 3], [[6, 5, 9], 1001]);
-for my $s (STRATEGIES) {
-    for my $pl (@plans) {
-        my ($Ls, $W) = @$pl;
-        for my $every (1, 5) {
-            srand(3000 * $Ls->[0] + $W + length($s) + $every);
-            my ($L, $n) = ($Ls->[0], 0);
-            my $pick = sub {
-                $L = $Ls->[ int(rand(@$Ls)) ] if ++$n % $every == 0;
-                return ($L, cost_of($L));
-            };
-            is timeline($s, $Ls->[0], $W, 1, $pick), 0,
-                "$s limits @$Ls (changing every $every), W=$W, costs: $STEPS steps match the model";
+for my $e (qw(lua c)) {
+    for my $s (STRATEGIES) {
+        for my $cf (@configs) {
+            my ($L, $W) = @$cf;
+            srand(1000 * $L + $W + length $s);   # same timeline every run
+            is timeline($e, $s, $L, $W, 0, sub { ($L, 1) }), 0, "$e: $s L=$L W=$W: $STEPS steps match the model";
         }
     }
-}
 
-# The limit fixed, read per request all the same (mode 1): as with mode 0.
-for my $s (STRATEGIES) {
-    srand(77 + length $s);
-    is timeline($s, 7, 3001, 1, sub { (7, cost_of(7)) }), 0, "$s L=7 mode 1: as mode 0";
+    for my $s (STRATEGIES) {
+        for my $cf (@configs) {
+            my ($L, $W) = @$cf;
+            srand(2000 * $L + $W + length $s);
+            is timeline($e, $s, $L, $W, 0, sub { ($L, cost_of($L)) }), 0,
+                "$e: $s L=$L W=$W, costs 0..$L: $STEPS steps match the model";
+        }
+    }
+
+    # The limit read per request: a few plans around a base, and a client
+    # whose plan changes now and then or every request.
+    my @plans = ([[1, 2, 5], 1000], [[3, 5, 8], 5000], [[10, 4, 7, 12], 1000], [[7, 3], 3001],
+        [[50, 20, 80], 60000], [[2, 3], 7], [[200, 150, 240], 3], [[6, 5, 9], 1001]);
+    for my $s (STRATEGIES) {
+        for my $pl (@plans) {
+            my ($Ls, $W) = @$pl;
+            for my $every (1, 5) {
+                srand(3000 * $Ls->[0] + $W + length($s) + $every);
+                my ($L, $n) = ($Ls->[0], 0);
+                my $pick = sub {
+                    $L = $Ls->[ int(rand(@$Ls)) ] if ++$n % $every == 0;
+                    return ($L, cost_of($L));
+                };
+                is timeline($e, $s, $Ls->[0], $W, 1, $pick), 0,
+                    "$e: $s limits @$Ls (changing every $every), W=$W, costs: $STEPS steps match the model";
+            }
+        }
+    }
+
+    # The limit fixed, read per request all the same (mode 1): as with mode 0.
+    for my $s (STRATEGIES) {
+        srand(77 + length $s);
+        is timeline($e, $s, 7, 3001, 1, sub { (7, cost_of(7)) }), 0, "$e: $s L=7 mode 1: as mode 0";
+    }
 }
 
 is_deeply [$h->no_ttl], [], 'every key written had a TTL';

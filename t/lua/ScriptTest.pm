@@ -5,6 +5,14 @@ package ScriptTest;
 # joined files the build embeds (build/lua/<s>.lua = lua/prelude.lua +
 # lua/<s>.lua + a line calling it; build/lua/multi.lua = the prelude, the
 # six bodies and lua/multi.lua), made fresh with `make lua` first.
+#
+# Every call run() and run_multi() make of a script is made of the local engine too (the
+# C strategies and table, build/unit/rlaas_local_cli, through
+# ScriptTest::Local) at the same fake time, and the two must agree: the
+# same reply, the same record key, the same TTL. A disagreement fails the
+# test it happens in. Keys a test changes behind the scripts' back
+# (through redis()) are left out of the comparison from then on; FLUSHALL
+# empties the local table too. RLAAS_LUA_SHADOW=0 turns this off.
 use strict;
 use warnings;
 use Exporter 'import';
@@ -12,6 +20,7 @@ use File::Basename qw(dirname);
 use File::Spec;
 use RLaaS::Redis;
 use Time::HiRes ();
+use Scalar::Util ();
 
 our @EXPORT = qw(STRATEGIES STRATEGY_ID lua_path lua_text source_text fake_text key_of key_arg T0);
 our @STRATEGIES = qw(fixed sliding_log sliding token leaky gcra);
@@ -73,15 +82,21 @@ sub key_of {
     return "$K:" . { sliding => 'sw', token => 'tb', leaky => 'lb', gcra => 'gcra' }->{$name};
 }
 
+my @ALL;    # every helper made, for the note at the end
+
 sub new {
     my ($class, %opt) = @_;
     my $r = $opt{redis} || RLaaS::Redis->start;
-    my $self = bless { r => $r, sha => {}, fake => {} }, $class;
+    my $self = bless { r => $r, sha => {}, fake => {}, taint => {} }, $class;
     for my $s (@STRATEGIES, 'multi') {
         my $t = lua_text($s);
         $self->{sha}{$s} = $self->_load($t);
         $self->{fake}{$s} = $self->_load(fake_text($t));
     }
+    my $shadow = $opt{shadow} // $ENV{RLAAS_LUA_SHADOW} // 1;
+    $self->{local} = ScriptTest::Local->new if $shadow;
+    push @ALL, $self;
+    Scalar::Util::weaken($ALL[-1]);
     return $self;
 }
 
@@ -92,7 +107,60 @@ sub _load {
     return $sha;
 }
 
-sub redis { $_[0]{r} }
+# The Redis server, through a proxy that notes which keys a test changes
+# itself (see the top).
+sub redis { $_[0]{proxy} ||= ScriptTest::Proxy->new($_[0]) }
+
+# The local engine of the comparison (undef when it is off).
+sub local_engine { $_[0]{local} }
+
+sub _tainted {
+    my ($self, $K) = @_;
+    return grep { $_ eq $K || index($_, "$K:") == 0 } keys %{ $self->{taint} };
+}
+
+# The local engine makes the same call; any difference fails the test.
+# $pols: the call's policies, each [$s, $K, $L, $W, $cost, $mode]; $multi:
+# made of the multi script.
+sub _shadow {
+    my ($self, $multi, $pols, $ms, $rep, $ttl, $late) = @_;
+    my $lc = $self->{local} or return;
+    if ($late || grep { $self->_tainted($_->[1]) } @$pols) {
+        $self->{taint}{ $_->[1] } = 1 for @$pols;
+        $self->{shadow_skipped}++;
+        return;
+    }
+    my @args = map { my @p = @$_; $p[1] = key_arg($p[0], $p[1]); \@p } @$pols;
+    my ($got, @recs) = $multi ? $lc->run_multi($ms, @args)
+        : $lc->run(@{ $args[0] }[0 .. 3], $ms, @{ $args[0] }[4, 5]);
+    $self->{shadow_n}++;
+    my $want = ref $rep eq 'ARRAY' ? "@$rep" : 'error';
+    my $have = ref $got eq 'ARRAY' ? "@$got" : 'error';
+    my @why;
+    push @why, "reply: Lua $want, C $have" if $want ne $have;
+    if (ref $got eq 'ARRAY' && ref $rep eq 'ARRAY') {
+        for my $rec (@recs) {
+            my ($rkey, $rttl) = @$rec;
+            # the key's fake expiry, set by this call or an earlier one
+            my $exp = $self->{exp}{$rkey};
+            if ($rttl == -2) {
+                push @why, "C has no $rkey, Lua left it" if exists $ttl->{$rkey};
+            } elsif (!exists $ttl->{$rkey}) {
+                push @why, "C wrote $rkey, Lua left " . join(', ', sort keys %$ttl);
+            } elsif (!defined $exp || $exp - $ms != $rttl) {
+                push @why, "TTL of $rkey: Lua " . (defined $exp ? $exp - $ms : 'none') . ", C $rttl";
+            }
+        }
+    }
+    return unless @why;
+    $self->{shadow_bad}++;
+    local $Test::Builder::Level = $Test::Builder::Level + 3;
+    Test::More::fail("local engine agrees with the script: "
+        . join('; ', map { my ($s, $K, $L, $W, $c, $m) = @$_;
+            "$s $K L=$L W=$W cost=" . ($c // 1) . ' mode=' . ($m // 0) } @$pols)
+        . ' t=' . ($ms - T0));
+    Test::More::diag($_) for @why;
+}
 
 # Fake time needs fake expiry: Redis expires keys by the real clock,
 # while a test may make a thousand calls in one fake millisecond against
@@ -147,8 +215,9 @@ LUA
 # mode $o{mode} (0).
 sub run {
     my ($self, $s, $K, $L, $W, $ms, $us, %o) = @_;
-    return $self->_run([$K], $ms, $us, 'EVALSHA', $self->{fake}{$s}, 1, key_arg($s, $K),
-        $L, $W, $o{cost} // 1, $o{mode} // 0);
+    my @p = ($s, $K, $L, $W, $o{cost} // 1, $o{mode} // 0);
+    return $self->_run([ [@p] ], 0, $ms, $us, 'EVALSHA', $self->{fake}{$s}, 1,
+        key_arg($s, $K), @p[2 .. 5]);
 }
 
 # Several policies in one call of the multi script, at fake time $ms:
@@ -156,17 +225,19 @@ sub run {
 sub run_multi {
     my ($self, $ms, @p) = @_;
     my (@k, @a);
+    @p = map { my ($s, $K, $L, $W, $c, $m) = @$_; [$s, $K, $L, $W, $c // 1, $m // 0] } @p;
     for my $p (@p) {
         my ($s, $K, $L, $W, $c, $m) = @$p;
         push @k, key_arg($s, $K);
-        push @a, $STRATEGY_ID{$s}, $L, $W, $c // 1, $m // 0;
+        push @a, $STRATEGY_ID{$s} // $s, $L, $W, $c, $m;
     }
-    return $self->_run([map { $_->[1] } @p], $ms, undef, 'EVALSHA', $self->{fake}{multi},
+    return $self->_run(\@p, 1, $ms, undef, 'EVALSHA', $self->{fake}{multi},
         scalar(@k), @k, @a);
 }
 
 sub _run {
-    my ($self, $Ks, $ms, $us, @call) = @_;
+    my ($self, $pols, $multi, $ms, $us, @call) = @_;
+    my $Ks = [ map { $_->[1] } @$pols ];
     my $exp = $self->{exp} ||= {};
     for my $k (sort keys %$exp) {
         next unless defined $exp->{$k} && $exp->{$k} < $ms;
@@ -206,6 +277,7 @@ sub _run {
         }
     }
     $self->{now} = $ms;
+    $self->_shadow($multi, $pols, $ms, $rep, \%ttl, $late);
     return $rep;
 }
 
@@ -222,10 +294,131 @@ sub pttl {
 sub no_ttl { @{ $_[0]{no_ttl} || [] } }
 
 # Production script, real Redis TIME (cost and mode as the module sends
-# them: left out when 1 and 0).
+# them: left out when 1 and 0; not compared: the local engine runs at fake
+# times only).
 sub run_real {
     my ($self, $s, $K, $L, $W, @cm) = @_;
+    $self->{taint}{$K} = 1;
     return $self->{r}->cmd('EVALSHA', $self->{sha}{$s}, 1, key_arg($s, $K), $L, $W, @cm);
+}
+
+# How many calls each helper compared, as a note at the end of the test.
+END {
+    for my $self (grep { defined && $_->{local} } @ALL) {
+        Test::More::note(sprintf 'local engine: %d calls compared with the '
+            . 'scripts, %d left out (keys changed by the test), %d differed',
+            $self->{shadow_n} // 0, $self->{shadow_skipped} // 0,
+            $self->{shadow_bad} // 0);
+    }
+}
+
+# ---------------------------------------------------------------- the proxy
+# redis() for the tests: every command goes to the server; those that may
+# change data taint the keys they name (FLUSHALL/FLUSHDB empty the local
+# table instead).
+package ScriptTest::Proxy;
+
+our $AUTOLOAD;
+my %READ = map { $_ => 1 } qw(GET MGET TYPE KEYS EXISTS PTTL TTL OBJECT MEMORY
+    HGET HGETALL HMGET ZCARD ZRANGE ZSCORE ZRANGEBYSCORE STRLEN DUMP SCAN
+    PING TIME INFO SCRIPT DBSIZE);
+
+sub new { bless { h => $_[1] }, $_[0] }
+
+sub cmd {
+    my ($self, @c) = @_;
+    $self->_note(@c);
+    return $self->{h}{r}->cmd(@c);
+}
+
+sub pipeline {
+    my ($self, @cmds) = @_;
+    $self->_note(@$_) for @cmds;
+    return $self->{h}{r}->pipeline(@cmds);
+}
+
+sub _note {
+    my ($self, $name, @args) = @_;
+    my $h = $self->{h};
+    $name = uc($name // '');
+    return if $READ{$name};
+    if ($name eq 'FLUSHALL' || $name eq 'FLUSHDB') {
+        $h->{local}->flush if $h->{local};
+        $h->{taint} = {};
+        return;
+    }
+    $h->{taint}{$_} = 1 for grep { defined && !ref } @args;
+}
+
+sub AUTOLOAD {
+    my $self = shift;
+    (my $m = $AUTOLOAD) =~ s/.*:://;
+    return if $m eq 'DESTROY';
+    return $self->{h}{r}->$m(@_);
+}
+
+# ---------------------------------------------------------------- local engine
+# The local engine (build/unit/rlaas_local_cli, built here if missing) at
+# a fake clock: run() as ScriptTest::run, run_multi() as run_multi; in list
+# context also each record's [key, TTL] (TTL -2: none).
+package ScriptTest::Local;
+
+use IPC::Open2 ();
+
+sub cli { "$ROOT/build/unit/rlaas_local_cli" }
+
+sub new {
+    my ($class) = @_;
+    my $cli = cli();
+    unless (-x $cli) {
+        system('make', '-s', '-C', $ROOT, 'build/unit/rlaas_local_cli') == 0 && -x $cli
+            or die "cannot build $cli (make unit)\n";
+    }
+    my $pid = IPC::Open2::open2(my $out, my $in, $cli) or die "$cli: $!";
+    $in->autoflush(1);
+    return bless { pid => $pid, in => $in, out => $out }, $class;
+}
+
+sub _ask {
+    my ($self, $line) = @_;
+    print { $self->{in} } "$line\n";
+    my $a = readline $self->{out};
+    die "rlaas_local_cli: no answer to '$line'\n" unless defined $a;
+    chomp $a;
+    return $a;
+}
+
+sub run {
+    my ($self, $s, $K, $L, $W, $ms, $c, $m) = @_;
+    return $self->_answer(1, "hit $s $K $L $W $ms " . ($c // 1) . ' ' . ($m // 0));
+}
+
+sub run_multi {
+    my ($self, $ms, @p) = @_;
+    return $self->_answer(scalar(@p), "multi $ms "
+        . join(' ', map { my ($s, $K, $L, $W, $c, $m) = @$_; "$s $K $L $W " . ($c // 1) . ' ' . ($m // 0) } @p));
+}
+
+sub _answer {
+    my ($self, $n, $line) = @_;
+    my $a = $self->_ask($line);
+    return ("ERR $1") if $a =~ /^ERR (.*)/;
+    my @f = split / /, $a;
+    my $rep = [ splice @f, 0, 4 * $n ];
+    my @recs;
+    push @recs, [ splice @f, 0, 2 ] while @f;
+    return wantarray ? ($rep, @recs) : $rep;
+}
+
+sub flush {
+    my ($self) = @_;
+    $self->_ask('flush') eq 'ok' or die "rlaas_local_cli: flush failed\n";
+}
+
+sub DESTROY {
+    my ($self) = @_;
+    close $self->{in};
+    waitpid $self->{pid}, 0 if $self->{pid};
 }
 
 1;

@@ -284,6 +284,39 @@ static void directive_words(void **state)
     assert_string_equal(words("a 'b"), "ERR");
 }
 
+static void sizes(void **state)
+{
+    static const struct {
+        const char *in;
+        int64_t bytes;
+    } ok[] = {{"65536", 65536},       {"64K", 65536},    {"64k", 65536},
+              {"10M", 10485760},      {"10m", 10485760}, {"1G", 1073741824},
+              {"4096M", 4294967296LL}};
+    static const char *const bad[] = {"",
+                                      "M",
+                                      "10MB",
+                                      "10 M",
+                                      "-1M",
+                                      "1.5M",
+                                      "10T",
+                                      "0x10",
+                                      " 10M",
+                                      "10M ",
+                                      "63K",
+                                      "5G",
+                                      "99999999999999999999"};
+    int64_t v;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        assert_null(rlaas_parse_size(ok[i].in, 65536, 4LL << 30, &v));
+        assert_int_equal(v, ok[i].bytes);
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_non_null(rlaas_parse_size(bad[i], 65536, 4LL << 30, &v));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,6 +333,7 @@ int main(void)
         cmocka_unit_test(redis_addresses_refused),
         cmocka_unit_test(nonneg_int),
         cmocka_unit_test(directive_words),
+        cmocka_unit_test(sizes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,35 @@
+#include "rlaas_algo_impl.h"
+
+/* In the order of rlaas_strategy_e, as the embedded scripts are. */
+static const rlaas_algo_fn algos[RLAAS_STRATEGY_COUNT] = {
+    rlaas_algo_fixed, rlaas_algo_sliding_log, rlaas_algo_sliding,
+    rlaas_algo_token, rlaas_algo_leaky,       rlaas_algo_gcra};
+
+int rlaas_algo_call_ok(const rlaas_algo_call_t *c)
+{
+    return c->strategy >= 0 && c->strategy < RLAAS_STRATEGY_COUNT &&
+           c->limit >= 1 && c->limit <= RLAAS_LIMIT_MAX && c->window_ms >= 1 &&
+           c->window_ms <= RLAAS_ALGO_WINDOW_MAX && c->now_ms >= 0 &&
+           c->now_ms <= RLAAS_ALGO_NOW_MAX && c->cost >= 0 &&
+           c->cost <= c->limit && c->mode >= 0 && c->mode <= 3;
+}
+
+size_t rlaas_algo_suffix(const rlaas_algo_call_t *c, char *buf)
+{
+    size_t n = 0;
+
+    /* fixed counts in wall-clock windows: K<floor(now / W)>, K ending in
+     * ':'; the other scripts write K itself */
+    if (c->strategy == RLAAS_STRATEGY_FIXED)
+        n = rlaas_fmt_i64(buf, c->now_ms / c->window_ms);
+    buf[n] = '\0';
+    return n;
+}
+
+int rlaas_algo_hit(const rlaas_algo_call_t *c, void *state, size_t *len,
+                   int64_t *ttl_ms, rlaas_verdict_t *v)
+{
+    if (!rlaas_algo_call_ok(c))
+        return -1;
+    return algos[c->strategy](c, state, len, ttl_ms, v);
+}

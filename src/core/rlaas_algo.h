@@ -1,0 +1,85 @@
+/*
+ * The six strategies' arithmetic in C, for the local engine: the same
+ * decisions, the same reply {allowed, remaining, reset_ms, retry_ms}, the
+ * same state under the same key and the same time to live as the Lua
+ * scripts in lua/ keep in Redis, so that a section decides alike on either
+ * backend. The t/lua suite runs every call on both and compares them
+ * (t/lua/ScriptTest.pm), and t/lua/30-model.t checks both against one
+ * reference model.
+ *
+ * Integer arithmetic only, as in the scripts: time in milliseconds, rates
+ * as integer ticks (limit and window divided by their gcd), products by
+ * exact 128-bit multiplication. The clock is passed in, so tests drive
+ * time by hand. No httpd headers; one file per strategy.
+ */
+#ifndef RLAAS_ALGO_H
+#define RLAAS_ALGO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlaas_parse.h"
+#include "rlaas_verdict.h"
+
+/* The scripts' bounds on their arguments ("bad limit or window"). */
+#define RLAAS_ALGO_WINDOW_MAX ((int64_t)1 << 35)
+#define RLAAS_ALGO_NOW_MAX    ((int64_t)1 << 52)
+
+/* The sliding log keeps runs of charged hits: hits of one millisecond and
+ * one cost share a run. Past this many runs, two neighbouring ones merge
+ * into the later one, those whose units move the least: they then count
+ * as if they came a little later, so the log grows stricter, never admits
+ * more. A window with at most this many runs is kept exactly, as Redis
+ * keeps it. */
+#define RLAAS_ALGO_LOG_MAX 700
+
+/* Room for any strategy's state, and for a record key's suffix. */
+#define RLAAS_ALGO_STATE_MAX  (16 + RLAAS_ALGO_LOG_MAX * 24)
+#define RLAAS_ALGO_SUFFIX_MAX 24
+
+/* *ttl_ms of a hit that leaves the record's time to live as it was. */
+#define RLAAS_ALGO_TTL_KEEP (-1)
+
+/* Mode bits, as the scripts take them (lua/prelude.lua): the limit varies
+ * per request (a bucket keeps the limit it was charged under), a dry run
+ * (only the multi call reads it). */
+#define RLAAS_ALGO_LIMIT_VARIES 1
+#define RLAAS_ALGO_DRY_RUN      2
+
+typedef struct {
+    rlaas_strategy_e strategy;
+    int64_t limit;     /* 1 .. RLAAS_LIMIT_MAX */
+    int64_t window_ms; /* 1 .. RLAAS_ALGO_WINDOW_MAX */
+    int64_t now_ms;    /* ms since the epoch, as Redis' TIME gives it */
+    int64_t cost;      /* units a hit takes, 0 .. limit; 0: a check */
+    int mode;          /* RLAAS_ALGO_* bits */
+    /* 0: decide only, charge nothing (the multi call's first pass) */
+    int commit;
+} rlaas_algo_call_t;
+
+/* 1 if the call's limit, window, cost, mode and time are in range. */
+int rlaas_algo_call_ok(const rlaas_algo_call_t *c);
+
+/* Writes what the script adds to its key, the whole key the module builds
+ * (KEYS[1], the strategy's suffix included): fixed's window number, nothing
+ * for the others. NUL terminated, into buf (RLAAS_ALGO_SUFFIX_MAX bytes);
+ * returns its length. */
+size_t rlaas_algo_suffix(const rlaas_algo_call_t *c, char *buf);
+
+/* What a hit does to the record (rlaas_algo_hit's return value). */
+#define RLAAS_ALGO_STORE 0 /* the new state: *len bytes, *ttl_ms */
+#define RLAAS_ALGO_LEAVE 1 /* the record as it was, TTL and all */
+
+/* One hit, in place. state holds *len bytes of the record's state (*len 0:
+ * there is none: never written, or expired). Returns RLAAS_ALGO_STORE with
+ * the new state in state, its size in *len and the record's time to live
+ * from now in *ttl_ms (RLAAS_ALGO_TTL_KEEP: unchanged); a *len of 0 then
+ * means the script deleted the key (its time to live is 0). Returns
+ * RLAAS_ALGO_LEAVE when the script wrote nothing (a denial, a check, a
+ * first pass), or -1 if the call is out of range. state must have room
+ * for RLAAS_ALGO_STATE_MAX bytes. A state of the wrong shape counts as
+ * none. */
+int rlaas_algo_hit(const rlaas_algo_call_t *c, void *state, size_t *len,
+                   int64_t *ttl_ms, rlaas_verdict_t *v);
+
+#endif

@@ -1,0 +1,184 @@
+/* sliding log (lua/sliding_log.lua, seeds 000/003): the charged hits still
+ * in the rolling window, each with its units. Redis keeps a ZSET member
+ * per hit, scored by its ms, scores never going down; here hits of the
+ * same millisecond and the same cost share one run {ms, hits, units}, kept
+ * in time order. Denied hits are not recorded. */
+#include "rlaas_algo_impl.h"
+
+typedef struct {
+    int64_t ms;
+    int64_t hits;  /* members of the ZSET */
+    int64_t units; /* their units together */
+} run_t;
+
+/* The state: the number of runs, then the runs, oldest first. */
+#define RUNS(state) ((run_t *)((char *)(state) + sizeof(int64_t)))
+
+/* The number of runs of a well-formed log, else 0 (none). */
+static int64_t runs_read(const void *state, size_t len)
+{
+    int64_t k, i;
+    const run_t *r = RUNS(state);
+
+    if (len < sizeof(int64_t))
+        return 0;
+    memcpy(&k, state, sizeof(k));
+    if (k < 1 || k > RLAAS_ALGO_LOG_MAX ||
+        len != sizeof(int64_t) + (size_t)k * sizeof(run_t))
+        return 0;
+    for (i = 0; i < k; i++) {
+        if (r[i].hits < 1 || r[i].units < r[i].hits ||
+            r[i].units >= RLAAS_ALGO_2_53 || r[i].ms < 0 ||
+            (i > 0 && r[i].ms < r[i - 1].ms))
+            return 0;
+    }
+    return k;
+}
+
+/* The units that count (time > now - W) and how many hits are dead: the
+ * oldest ones, scores never going down. */
+static int64_t count_live(const run_t *r, int64_t k, int64_t now, int64_t W,
+                          int64_t *dead)
+{
+    int64_t live = 0, i;
+
+    *dead = 0;
+    for (i = 0; i < k; i++) {
+        if (r[i].ms > now - W)
+            live += r[i].units;
+        else
+            *dead += r[i].hits;
+    }
+    return live;
+}
+
+/* The script's bounded work: at most this many of the oldest dead hits
+ * go per call (ZREMRANGEBYRANK); the rest stay, first in rank. */
+#define PRUNE_MAX 256
+
+/* Drops the oldest `drop` hits, with their units (a run's hits share its
+ * units evenly; a merged run's only roughly, and only a dead run is cut).
+ * Returns the runs left. */
+static int64_t prune(run_t *r, int64_t k, int64_t drop)
+{
+    int64_t gone = 0, x;
+
+    while (drop > 0 && gone < k) {
+        if (r[gone].hits > drop) {
+            r[gone].units -=
+                rlaas_muldiv(r[gone].units, drop, r[gone].hits, &x);
+            r[gone].hits -= drop;
+            break;
+        }
+        drop -= r[gone].hits;
+        gone++;
+    }
+    memmove(r, r + gone, (size_t)(k - gone) * sizeof(run_t));
+    return k - gone;
+}
+
+/* A full log makes room: the run whose units move the least (their number
+ * times the distance) merges into the next, later one. Hits then count a
+ * little longer than they would in Redis, never shorter. */
+static void merge_one(run_t *r, int64_t k)
+{
+    unsigned __int128 best = ~(unsigned __int128)0;
+    int64_t i, at = 0;
+
+    for (i = 0; i + 1 < k; i++) {
+        unsigned __int128 cost =
+            (unsigned __int128)r[i].units * (uint64_t)(r[i + 1].ms - r[i].ms);
+
+        if (cost < best) {
+            best = cost;
+            at = i;
+        }
+    }
+    r[at + 1].hits += r[at].hits;
+    r[at + 1].units += r[at].units;
+    memmove(r + at, r + at + 1, (size_t)(k - at - 1) * sizeof(run_t));
+}
+
+/* ZADD of one hit of `cost` units at ms, the newest: into the last run if
+ * it is of that ms and that cost. */
+static int64_t add(run_t *r, int64_t k, int64_t ms, int64_t cost)
+{
+    if (k > 0 && r[k - 1].ms == ms && r[k - 1].units == r[k - 1].hits * cost) {
+        r[k - 1].hits++;
+        r[k - 1].units += cost;
+        return k;
+    }
+    if (k == RLAAS_ALGO_LOG_MAX)
+        merge_one(r, k--);
+    r[k].ms = ms;
+    r[k].hits = 1;
+    r[k].units = cost;
+    return k + 1;
+}
+
+/* The time of the first live hit by which the live units add up to goal. */
+static int64_t time_of(const run_t *r, int64_t k, int64_t now, int64_t W,
+                       int64_t goal)
+{
+    int64_t i, sum = 0;
+
+    for (i = 0; i < k - 1; i++) {
+        if (r[i].ms <= now - W)
+            continue;
+        sum += r[i].units;
+        if (sum >= goal)
+            break;
+    }
+    return r[i].ms;
+}
+
+int rlaas_algo_sliding_log(const rlaas_algo_call_t *c, void *state, size_t *len,
+                           int64_t *ttl_ms, rlaas_verdict_t *v)
+{
+    int64_t L = c->limit, W = c->window_ms, now = c->now_ms,
+            need = rlaas_need(c);
+    run_t *r = RUNS(state);
+    int64_t k = runs_read(state, *len), used, dead, gone, newest = -1, rem;
+    int64_t reset = 0, retry = 0;
+    int ok, changed = *len > 0 && k == 0;
+
+    /* the clock rule on the newest hit: over a window ahead, the log is no
+     * state (UNLINK); so is a log of another shape */
+    if (k > 0 && rlaas_clock_at(r[k - 1].ms, now, W) < 0) {
+        k = 0;
+        changed = 1;
+    }
+    if (k > 0)
+        newest = r[k - 1].ms;
+    used = count_live(r, k, now, W, &dead);
+    gone = rlaas_min(dead, PRUNE_MAX);
+    if (gone > 0) {
+        k = prune(r, k, gone);
+        changed = 1;
+    }
+    ok = used + need <= L;
+    if (rlaas_charges(c, ok)) {
+        /* scores never go down: a clock gone back adds at the newest */
+        newest = rlaas_max(now, newest);
+        k = add(r, k, newest, c->cost);
+        used += c->cost;
+        /* 2*W (seeds); longer if the clock went back */
+        *ttl_ms = rlaas_max(2 * W, newest + W - now);
+        changed = 1;
+    }
+    else if (changed)
+        /* pruned only: the TTL stays; pruned empty: Redis drops the key */
+        *ttl_ms = k > 0 ? RLAAS_ALGO_TTL_KEEP : 0;
+    rem = rlaas_max(0, L - used);
+    /* empty when the newest hit leaves */
+    if (newest >= 0 && used > 0)
+        reset = rlaas_max(0, newest + W - now);
+    /* fits once the live units up to some hit have left: L - need of them
+     * may stay */
+    if (rem < need)
+        retry = rlaas_max(1, time_of(r, k, now, W, used - L + need) + W - now);
+    memcpy(state, &k, sizeof(k));
+    *len = k > 0 ? sizeof(int64_t) + (size_t)k * sizeof(run_t) : 0;
+    rlaas_reply(v, ok, rem, reset, retry);
+    return changed ? RLAAS_ALGO_STORE : RLAAS_ALGO_LEAVE;
+}

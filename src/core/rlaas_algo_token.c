@@ -1,0 +1,62 @@
+/* token bucket (lua/token.lua): limit tokens refilled at limit per window,
+ * under K:tb. The level is n tokens + f parts of 1/W, refilled at L parts
+ * per ms, so the bucket is full W ms after it was empty, exactly; it
+ * follows the limit at hand when that varies. */
+#include "rlaas_algo_impl.h"
+
+/* ms until n + f/W tokens grow to `to` at L per window (off: the stamp's
+ * distance from now). */
+static int64_t until(int64_t to, int64_t n, int64_t f, int64_t L, int64_t W,
+                     int64_t off)
+{
+    int64_t x, q = rlaas_muldiv(to - n, W, L, &x);
+
+    return off + q + rlaas_ceil_div(x - f, L);
+}
+
+int rlaas_algo_token(const rlaas_algo_call_t *cl, void *state, size_t *len,
+                     int64_t *ttl_ms, rlaas_verdict_t *v)
+{
+    int64_t L = cl->limit, W = cl->window_ms, now = cl->now_ms;
+    int64_t need = rlaas_need(cl), x, off, reset, retry = 0;
+    /* none: full */
+    rlaas_bucket_t b = {L, 0, now, 0, L, 0};
+    int ok, rc = RLAAS_ALGO_LEAVE;
+
+    rlaas_bucket_get(state, *len, L, W, now, &b);
+    /* held (clock went back): dt is 0, no refill, time stays at the stamp */
+    if (b.dt >= W) {
+        b.n = L;
+        b.f = 0;
+    }
+    else {
+        b.n += rlaas_muldiv(b.dt, L, W, &x);
+        b.f += x;
+        if (b.f >= W) {
+            b.n++;
+            b.f -= W;
+        }
+    }
+    if (b.n >= L) {
+        b.n = L;
+        b.f = 0;
+    }
+    ok = b.n >= need;
+    off = b.ts - now;
+    if (rlaas_charges(cl, ok)) {
+        b.n -= cl->cost;
+        reset = until(L, b.n, b.f, L, W, off);
+        rlaas_bucket_put(state, len, b.n, b.f, b.ts, L, W, cl->mode, b.l);
+        /* under a larger limit it takes longer to fill, never over W */
+        *ttl_ms = rlaas_max(1, (cl->mode & RLAAS_ALGO_LIMIT_VARIES) || b.l > 0
+                                   ? rlaas_max(W, reset)
+                                   : reset);
+        rc = RLAAS_ALGO_STORE;
+    }
+    else
+        reset = until(L, b.n, b.f, L, W, off);
+    if (b.n < need)
+        retry = until(need, b.n, b.f, L, W, off);
+    rlaas_reply(v, ok, b.n, reset, retry);
+    return rc;
+}

@@ -1,0 +1,160 @@
+#include "rlaas_backend.h"
+
+#include "http_log.h"
+#include "apr_shm.h"
+#include "apr_strings.h"
+
+#include "rlaas_clock.h"
+#include "rlaas_config.h"
+#include "rlaas_log.h"
+#include "rlaas_metrics.h"
+
+APLOG_USE_MODULE(rlaas);
+
+#define SHM_KEY "rlaas_local_shm"
+
+/* Evictions say the table is too small: one line a minute per child is
+ * enough to tell, with the count since the line before. */
+#define EVICT_LOG_INTERVAL_S 60
+
+/* Set in the parent before children fork; NULL when no table could be
+ * made (then local decisions fail and the section's policy applies). */
+static rlaas_local_t *table;
+
+static rlaas_log_gate_t gate_evicted;
+static rlaas_log_gate_t gate_reset;
+static volatile apr_uint32_t evicted_unlogged;
+
+/* About how many identities of one small record each the table holds. */
+static apr_uint64_t room(const rlaas_table_stats_t *st)
+{
+    return st->chunks * 64 / rlaas_table_record_bytes(40, 40);
+}
+
+static void log_table(server_rec *s, const char *how)
+{
+    rlaas_table_stats_t st;
+
+    rlaas_table_stats(table, &st);
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s,
+                 "RLAAS0060: local engine table %s: %" APR_UINT64_T_FMT
+                 " bytes in %u stripes, room for about %" APR_UINT64_T_FMT
+                 " identities, %" APR_UINT64_T_FMT " held",
+                 how, st.bytes, st.stripes, room(&st), st.records);
+}
+
+/* A new segment, its table laid out with a secret of its own. */
+static apr_shm_t *create(server_rec *s, apr_pool_t *keep, apr_size_t size)
+{
+    uint8_t seed[RLAAS_TABLE_SEED_LEN];
+    apr_shm_t *shm = NULL;
+    apr_status_t rv = apr_shm_create(&shm, size, NULL, keep);
+
+    if (rv == APR_SUCCESS)
+        rv = apr_generate_random_bytes(seed, sizeof(seed));
+    if (rv == APR_SUCCESS) {
+        table = rlaas_table_init(apr_shm_baseaddr_get(shm), size, seed);
+        if (table != NULL)
+            return shm;
+        rv = APR_ENOMEM;
+    }
+    ap_log_error(
+        APLOG_MARK, APLOG_ERR, rv, s,
+        "RLAAS0065: cannot make the local engine's table of %" APR_SIZE_T_FMT
+        " bytes (" RLAAS_D_LOCAL_SIZE "); local decisions fail and "
+        "get each section's " RLAAS_D_FAIL_OPEN " policy",
+        size);
+    if (shm != NULL)
+        apr_shm_destroy(shm);
+    return NULL;
+}
+
+int rlaas_backend_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                              apr_pool_t *ptemp, server_rec *s)
+{
+    apr_pool_t *keep = s->process->pool;
+    apr_size_t size = (apr_size_t)rlaas_server_local_size(rlaas_server_conf(s));
+    apr_shm_t *shm = NULL;
+
+    (void)pconf;
+    (void)plog;
+    (void)ptemp;
+    /* The segment hangs off the process pool, which outlives the
+     * configuration: a graceful restart finds it again, identities and
+     * all, and the new children inherit it. */
+    apr_pool_userdata_get((void **)&shm, SHM_KEY, keep);
+    if (shm != NULL) {
+        table = apr_shm_size_get(shm) == size
+                    ? rlaas_table_attach(apr_shm_baseaddr_get(shm), size)
+                    : NULL;
+        if (table != NULL) {
+            log_table(s, "kept across the restart");
+            return OK;
+        }
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                     "RLAAS0064: " RLAAS_D_LOCAL_SIZE
+                     " changed (%" APR_SIZE_T_FMT " bytes, was %" APR_SIZE_T_FMT
+                     "): a new local engine "
+                     "table; its identities start afresh",
+                     size, apr_shm_size_get(shm));
+        /* children of the last generation keep their own mapping */
+        apr_shm_destroy(shm);
+        apr_pool_userdata_set(NULL, SHM_KEY, apr_pool_cleanup_null, keep);
+    }
+    shm = create(s, keep, size);
+    if (shm == NULL)
+        return OK; /* Apache starts anyway, as without Redis */
+    apr_pool_userdata_set(shm, SHM_KEY, apr_pool_cleanup_null, keep);
+    log_table(s, "made");
+    return OK;
+}
+
+static void log_evicted(request_rec *r, unsigned n)
+{
+    long dropped;
+
+    apr_atomic_add32(&evicted_unlogged, n);
+    dropped = rlaas_log_gate_pass(&gate_evicted, rlaas_clock_us(),
+                                  EVICT_LOG_INTERVAL_S);
+    if (dropped < 0)
+        return;
+    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                  "RLAAS0061: the local engine's table is full: %u "
+                  "identities evicted, least recently used first, by this "
+                  "child since its last such line; a larger " RLAAS_D_LOCAL_SIZE
+                  " keeps them longer",
+                  apr_atomic_xchg32(&evicted_unlogged, 0));
+}
+
+static void log_reset(request_rec *r)
+{
+    if (rlaas_log_gate_pass(&gate_reset, rlaas_clock_us(), 1) < 0)
+        return;
+    ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                  "RLAAS0062: a process died while changing the local "
+                  "engine's table: one stripe of it was emptied, and the "
+                  "identities it held start afresh");
+}
+
+rlaas_lerr_e rlaas_backend_eval(request_rec *r, const rlaas_local_call_t *calls,
+                                int n, rlaas_verdict_t *v)
+{
+    rlaas_table_report_t rep = {0, 0, 0, 0};
+    rlaas_lerr_e e;
+
+    e = rlaas_local_eval_n(table, calls, n, rlaas_local_now_ms(), v, &rep,
+                           NULL);
+    if (rep.evicted > 0)
+        log_evicted(r, rep.evicted);
+    if (rep.reset)
+        log_reset(r);
+    return e;
+}
+
+int rlaas_backend_stats(rlaas_table_stats_t *st)
+{
+    if (table == NULL)
+        return 0;
+    rlaas_table_stats(table, st);
+    return 1;
+}

@@ -1,0 +1,198 @@
+#include "rlaas_local.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "rlaas_algo.h"
+
+typedef char same_keep[RLAAS_ALGO_TTL_KEEP == RLAAS_TABLE_TTL_KEEP ? 1 : -1];
+typedef char
+    state_fits_a_record[RLAAS_ALGO_STATE_MAX <= RLAAS_TABLE_VALUE_MAX ? 1 : -1];
+typedef char
+    held_together[RLAAS_LOCAL_CALLS_MAX <= RLAAS_TABLE_HOLD_MAX ? 1 : -1];
+
+static const char *const names[RLAAS_LERR_COUNT] = {"none", "busy", "broken",
+                                                    "call", "no_table"};
+
+const char *rlaas_lerr_name(rlaas_lerr_e e)
+{
+    return e >= 0 && e < RLAAS_LERR_COUNT ? names[e] : "unknown";
+}
+
+int64_t rlaas_local_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One hit, inside the table's update of the record: the table stores what
+ * the strategy wrote, or (a denial, a check, a first pass) nothing. */
+typedef struct {
+    const rlaas_algo_call_t *call;
+    rlaas_verdict_t *v;
+    int rc;
+} hit_t;
+
+static int hit_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
+{
+    hit_t *h = baton;
+
+    h->rc = rlaas_algo_hit(h->call, val, len, ttl_ms, h->v);
+    return h->rc != RLAAS_ALGO_STORE;
+}
+
+/* One call's key and arguments: the record's key is the one the script
+ * would write (fixed adds its window number). */
+typedef struct {
+    rlaas_algo_call_t ac;
+    char key[RLAAS_TABLE_KEY_MAX + 1];
+    size_t len;
+} prepared_t;
+
+static int prepare(const rlaas_local_call_t *call, int64_t now_ms,
+                   prepared_t *p)
+{
+    p->ac.strategy = call->strategy;
+    p->ac.limit = call->limit;
+    p->ac.window_ms = call->window_ms;
+    p->ac.now_ms = now_ms;
+    p->ac.cost = call->cost;
+    p->ac.mode = call->mode;
+    p->ac.commit = 1;
+    if (!rlaas_algo_call_ok(&p->ac) ||
+        call->key_len > RLAAS_TABLE_KEY_MAX - RLAAS_ALGO_SUFFIX_MAX)
+        return 0;
+    memcpy(p->key, call->key, call->key_len);
+    p->len = call->key_len + rlaas_algo_suffix(&p->ac, p->key + call->key_len);
+    return 1;
+}
+
+static rlaas_lerr_e lerr(rlaas_table_rc_e rc)
+{
+    switch (rc) {
+    case RLAAS_TABLE_OK:
+        return RLAAS_LERR_NONE;
+    case RLAAS_TABLE_BUSY:
+        return RLAAS_LERR_BUSY;
+    case RLAAS_TABLE_BROKEN:
+        return RLAAS_LERR_BROKEN;
+    default:
+        return RLAAS_LERR_CALL;
+    }
+}
+
+/* Call i of a held set, charging or not. */
+static rlaas_lerr_e hit_held(rlaas_table_hold_t *hd, int i, prepared_t *p,
+                             int commit, rlaas_verdict_t *v,
+                             rlaas_table_report_t *rep,
+                             rlaas_local_record_t *rec)
+{
+    hit_t h = {&p->ac, v, -1};
+    rlaas_table_rc_e rc;
+
+    p->ac.commit = commit;
+    rc = rlaas_table_update_held(hd, i, p->key, p->len, hit_fn, &h, rep);
+    /* refused by the strategy's choice: the record stays as it was */
+    if (rc == RLAAS_TABLE_REFUSED && h.rc == RLAAS_ALGO_LEAVE)
+        rc = RLAAS_TABLE_OK;
+    if (rc == RLAAS_TABLE_OK && rec != NULL) {
+        memcpy(rec->key, p->key, p->len + 1);
+        rec->ttl_ms = rep->vlen > 0 ? rep->expire - hd->now : -2;
+    }
+    return lerr(rc);
+}
+
+/* The policies' first pass: decided, nothing charged; whether all that
+ * count allow. */
+static rlaas_lerr_e first_pass(rlaas_table_hold_t *hd, prepared_t *p, int n,
+                               rlaas_verdict_t *v, rlaas_table_report_t *rep,
+                               rlaas_local_record_t *recs, int *go)
+{
+    rlaas_lerr_e e;
+    int i;
+
+    *go = 1;
+    for (i = 0; i < n; i++) {
+        e = hit_held(hd, i, &p[i], 0, &v[i], rep,
+                     recs != NULL ? &recs[i] : NULL);
+        if (e != RLAAS_LERR_NONE)
+            return e;
+        if (!v[i].allowed && !(p[i].ac.mode & RLAAS_ALGO_DRY_RUN))
+            *go = 0;
+    }
+    return RLAAS_LERR_NONE;
+}
+
+rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
+                                const rlaas_local_call_t *calls, int n,
+                                int64_t now_ms, rlaas_verdict_t *v,
+                                rlaas_table_report_t *rep,
+                                rlaas_local_record_t *recs)
+{
+    prepared_t p[RLAAS_LOCAL_CALLS_MAX];
+    const char *keys[RLAAS_LOCAL_CALLS_MAX];
+    size_t lens[RLAAS_LOCAL_CALLS_MAX];
+    rlaas_table_report_t dummy;
+    rlaas_table_hold_t hd;
+    rlaas_lerr_e e = RLAAS_LERR_NONE;
+    int i, j, go = 1;
+
+    if (rep == NULL)
+        rep = &dummy;
+    rep->evicted = 0;
+    rep->reset = 0;
+    if (lc == NULL)
+        return RLAAS_LERR_NONE_HERE;
+    if (n < 1 || n > RLAAS_LOCAL_CALLS_MAX)
+        return RLAAS_LERR_CALL;
+    for (i = 0; i < n; i++) {
+        if (!prepare(&calls[i], now_ms, &p[i]))
+            return RLAAS_LERR_CALL;
+        keys[i] = p[i].key;
+        lens[i] = p[i].len;
+        for (j = 0; j < i; j++) {
+            if (lens[j] == lens[i] && memcmp(keys[j], keys[i], lens[i]) == 0)
+                return RLAAS_LERR_CALL;
+        }
+    }
+    e = lerr(rlaas_table_hold(lc, keys, lens, n, now_ms,
+                              RLAAS_LOCAL_LOCK_WAIT_US, &hd, rep));
+    if (e != RLAAS_LERR_NONE)
+        return e;
+    /* one policy is charged at once, as its own script does; several
+     * only if all allow (a dry run's denial charges nothing, and blocks
+     * nothing); else the first pass's verdicts stand */
+    if (n > 1)
+        e = first_pass(&hd, p, n, v, rep, recs, &go);
+    for (i = 0; go && e == RLAAS_LERR_NONE && i < n; i++)
+        e = hit_held(&hd, i, &p[i], 1, &v[i], rep,
+                     recs != NULL ? &recs[i] : NULL);
+    rlaas_table_release(&hd);
+    return e;
+}
+
+rlaas_lerr_e rlaas_local_eval_ex(rlaas_local_t *lc,
+                                 const rlaas_local_call_t *call, int64_t now_ms,
+                                 rlaas_verdict_t *v, rlaas_table_report_t *rep,
+                                 char *rkey, int64_t *ttl_ms)
+{
+    rlaas_local_record_t rec;
+    rlaas_lerr_e e;
+
+    e = rlaas_local_eval_n(lc, call, 1, now_ms, v, rep,
+                           rkey != NULL || ttl_ms != NULL ? &rec : NULL);
+    if (e == RLAAS_LERR_NONE && rkey != NULL)
+        memcpy(rkey, rec.key, strlen(rec.key) + 1);
+    if (e == RLAAS_LERR_NONE && ttl_ms != NULL)
+        *ttl_ms = rec.ttl_ms;
+    return e;
+}
+
+rlaas_lerr_e rlaas_local_eval(rlaas_local_t *lc, const rlaas_local_call_t *call,
+                              int64_t now_ms, rlaas_verdict_t *v,
+                              rlaas_table_report_t *rep)
+{
+    return rlaas_local_eval_n(lc, call, 1, now_ms, v, rep, NULL);
+}

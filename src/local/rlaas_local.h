@@ -1,0 +1,94 @@
+/*
+ * The local engine's facade: the one entry the request path calls, as
+ * rlaas_redis.h is for the remote engine. A plain call in (strategy,
+ * complete key, limit, window), a verdict out. The state lives in a table
+ * in memory shared by every child of the server (rlaas_table.h), under the
+ * key the Redis script would write (the call's key, and for fixed the
+ * window number), decided by the strategies' C arithmetic (rlaas_algo.h) at the
+ * host's wall clock, the same time base as Redis' TIME.
+ *
+ * No httpd headers: the caller makes the shared memory.
+ */
+#ifndef RLAAS_LOCAL_H
+#define RLAAS_LOCAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlaas_algo.h"
+#include "rlaas_parse.h"
+#include "rlaas_table.h"
+#include "rlaas_verdict.h"
+
+/* How long a request waits for a stripe's lock. A lock is held for
+ * microseconds at a time, but on a machine short of CPU its holder may be
+ * descheduled with many threads queued behind it: a bound of tens of ms
+ * turned such waits into 500s under load (make bench, a 2-CPU machine at a
+ * load of 7). Only a process stopped while holding one (SIGSTOP, a
+ * debugger) makes anyone wait this long. */
+#define RLAAS_LOCAL_LOCK_WAIT_US 1000000
+
+typedef rlaas_table_t rlaas_local_t;
+
+typedef struct {
+    rlaas_strategy_e strategy;
+    const char *key; /* the whole key the Redis path passes to the script */
+    size_t key_len;
+    int64_t limit;
+    int64_t window_ms;
+    int64_t cost; /* units, 0 .. limit (0: a check); 1 for a plain hit */
+    int mode;     /* RLAAS_ALGO_LIMIT_VARIES, RLAAS_ALGO_DRY_RUN */
+} rlaas_local_call_t;
+
+/* Policies one call decides at most, as lua/multi.lua. */
+#define RLAAS_LOCAL_CALLS_MAX 8
+
+/* A record after a call, for tests: its key and time to live (-2: there
+ * is none). */
+typedef struct {
+    char key[RLAAS_TABLE_KEY_MAX + 1];
+    int64_t ttl_ms;
+} rlaas_local_record_t;
+
+typedef enum {
+    RLAAS_LERR_NONE = 0,
+    RLAAS_LERR_BUSY,      /* a lock was not free in time */
+    RLAAS_LERR_BROKEN,    /* a lock can't be used any more */
+    RLAAS_LERR_CALL,      /* the call is out of range (key, limit, window) */
+    RLAAS_LERR_NONE_HERE, /* no table in this process */
+    RLAAS_LERR_COUNT
+} rlaas_lerr_e;
+
+/* Names for logs and metrics: "busy", "broken", ... */
+const char *rlaas_lerr_name(rlaas_lerr_e e);
+
+/* The wall clock in ms, as Redis' TIME would give it. */
+int64_t rlaas_local_now_ms(void);
+
+/* Decides call at now_ms (rlaas_local_now_ms(), or a test's clock). rep
+ * (may be NULL) tells of evictions and of a stripe emptied on the way. */
+rlaas_lerr_e rlaas_local_eval(rlaas_local_t *lc, const rlaas_local_call_t *call,
+                              int64_t now_ms, rlaas_verdict_t *v,
+                              rlaas_table_report_t *rep);
+
+/* The same, also giving the record's key (RLAAS_TABLE_KEY_MAX + 1 bytes)
+ * and its time to live after the call (-2: none): what t/lua compares with
+ * Redis. */
+rlaas_lerr_e rlaas_local_eval_ex(rlaas_local_t *lc,
+                                 const rlaas_local_call_t *call, int64_t now_ms,
+                                 rlaas_verdict_t *v, rlaas_table_report_t *rep,
+                                 char *rkey, int64_t *ttl_ms);
+
+/* A request's policies, all or nothing, as lua/multi.lua decides them:
+ * with the locks of all their records held, each is decided without
+ * charging; only if every one that is not a dry run allows are they all
+ * charged. One call (n = 1) is decided as rlaas_local_eval does. v gets n
+ * verdicts; recs (may be NULL) n records. Two calls on one record are
+ * refused (RLAAS_LERR_CALL): one key would be charged twice. */
+rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
+                                const rlaas_local_call_t *calls, int n,
+                                int64_t now_ms, rlaas_verdict_t *v,
+                                rlaas_table_report_t *rep,
+                                rlaas_local_record_t *recs);
+
+#endif

@@ -1,0 +1,135 @@
+/*
+ * The local engine's table: records (a key and a value of a few bytes to
+ * a few KB, with a time to live) in one block of memory shared by every
+ * process and thread of a server, bounded in size.
+ *
+ * The memory is cut into stripes, each with its own lock, hash buckets,
+ * least-recently-used list and 64-byte chunks; a key's stripe comes from a
+ * hash keyed with a secret, so requests for different identities rarely
+ * meet on one lock and no client can aim at one. A full stripe makes room
+ * by dropping its expired records and then its least recently used ones.
+ *
+ * The locks are process-shared robust mutexes: when a process dies
+ * holding one (killed by a signal, a crash), the next to take it finds
+ * out; if the dead process was changing the stripe's structure, the
+ * stripe is emptied (its identities start afresh), otherwise it is used
+ * as it is. Nothing else in the table can be left half done.
+ *
+ * No httpd or APR headers: the caller makes the memory (shared memory in
+ * httpd, plain memory in tests) and passes the time in.
+ */
+#ifndef RLAAS_TABLE_H
+#define RLAAS_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RLAAS_TABLE_SEED_LEN 16
+/* The longest key and value a record may have. */
+#define RLAAS_TABLE_KEY_MAX   4224
+#define RLAAS_TABLE_VALUE_MAX (17 * 1024)
+
+typedef struct rlaas_table_t rlaas_table_t;
+
+typedef enum {
+    RLAAS_TABLE_OK = 0,
+    RLAAS_TABLE_BUSY,    /* the stripe's lock was not free in time */
+    RLAAS_TABLE_TOO_BIG, /* the key or the value is longer than allowed */
+    RLAAS_TABLE_BROKEN,  /* the stripe's lock can't be used any more */
+    RLAAS_TABLE_REFUSED  /* the update function refused: nothing written */
+} rlaas_table_rc_e;
+
+/* What one update did besides its own record. */
+typedef struct {
+    unsigned evicted; /* live records dropped to make room */
+    int reset;        /* the stripe was emptied: a process died changing it */
+    int64_t expire;   /* the record's expiry after the update (ms) */
+    size_t vlen;      /* its value's length after it (0: none) */
+} rlaas_table_report_t;
+
+typedef struct {
+    uint64_t bytes;     /* the memory the table lays itself out in */
+    uint32_t stripes;   /* number of stripes (locks) */
+    uint64_t chunks;    /* 64-byte chunks, all stripes */
+    uint64_t used;      /* chunks holding records */
+    uint64_t records;   /* records held (expired ones not yet dropped too) */
+    uint64_t evictions; /* live records dropped to make room */
+    uint64_t expired;   /* expired records dropped */
+    uint64_t resets;    /* stripes emptied after a process died in them */
+} rlaas_table_stats_t;
+
+/* The update of one record, called with its stripe locked. val holds the
+ * record's value, *len bytes (0: no record, or an expired one); write the
+ * new value in place (room for RLAAS_TABLE_VALUE_MAX bytes) and its length
+ * into *len, and into *ttl_ms how long from now it lives, or
+ * RLAAS_TABLE_TTL_KEEP for as long as it did. Return 0 to store, anything
+ * else to leave the table as it was. */
+#define RLAAS_TABLE_TTL_KEEP (-1)
+typedef int (*rlaas_table_fn)(void *baton, void *val, size_t *len,
+                              int64_t *ttl_ms);
+
+/* The smallest memory a table can be laid out in. */
+size_t rlaas_table_min_bytes(void);
+
+/* Lays out an empty table in mem (bytes long, shared between the
+ * processes that will use it if any; pages past the headers are first
+ * touched when records need them), its stripes' locks process-shared
+ * and robust. Returns NULL if the memory is too small or a lock can't be
+ * made. */
+rlaas_table_t *rlaas_table_init(void *mem, size_t bytes,
+                                const uint8_t seed[RLAAS_TABLE_SEED_LEN]);
+
+/* The table rlaas_table_init laid out in the same memory before (a
+ * graceful restart), or NULL if that memory holds none of this size and
+ * layout. */
+rlaas_table_t *rlaas_table_attach(void *mem, size_t bytes);
+
+/* Runs fn on the record of key at time now_ms (ms), waiting at most
+ * lock_wait_us for the stripe's lock. A record is gone once now_ms is past
+ * its expiry, or once any update was made at a time past it since it was
+ * written (the clock stepped back since: Redis would have expired it in
+ * the meantime). rep (may be NULL) tells what else happened. */
+rlaas_table_rc_e rlaas_table_update(rlaas_table_t *t, const char *key,
+                                    size_t klen, int64_t now_ms,
+                                    int64_t lock_wait_us, rlaas_table_fn fn,
+                                    void *baton, rlaas_table_report_t *rep);
+
+/* Several records updated under their stripes' locks held together: what
+ * one request's policies need to be decided all or nothing. Hold takes the
+ * locks of the n keys' stripes (in ascending order, each once) within one
+ * wait of lock_wait_us; update_held updates key i (the same key and length
+ * as given to hold), as often as needed; release lets them go. rep as for
+ * rlaas_table_update, counted from hold on (expire and vlen: the last
+ * record updated). */
+#define RLAAS_TABLE_HOLD_MAX 8
+typedef struct {
+    rlaas_table_t *t;
+    uint64_t h[RLAAS_TABLE_HOLD_MAX];
+    uint32_t locked[RLAAS_TABLE_HOLD_MAX]; /* stripes held, ascending */
+    int nlocked;
+    int64_t now;
+    int64_t high;
+} rlaas_table_hold_t;
+
+rlaas_table_rc_e rlaas_table_hold(rlaas_table_t *t, const char *const *keys,
+                                  const size_t *klens, int n, int64_t now_ms,
+                                  int64_t lock_wait_us, rlaas_table_hold_t *hd,
+                                  rlaas_table_report_t *rep);
+rlaas_table_rc_e rlaas_table_update_held(rlaas_table_hold_t *hd, int i,
+                                         const char *key, size_t klen,
+                                         rlaas_table_fn fn, void *baton,
+                                         rlaas_table_report_t *rep);
+void rlaas_table_release(rlaas_table_hold_t *hd);
+
+/* A snapshot of the counters, read without taking the locks. */
+void rlaas_table_stats(const rlaas_table_t *t, rlaas_table_stats_t *st);
+
+/* Bytes of table memory a record with this key and value takes. */
+size_t rlaas_table_record_bytes(size_t klen, size_t vlen);
+
+#ifdef RLAAS_TABLE_TESTING
+/* Tests only: called with a stripe locked, once its change has begun. */
+extern void (*rlaas_table_test_hook)(void);
+#endif
+
+#endif
