@@ -531,8 +531,15 @@ static rlaas_table_rc_e update_locked(const rlaas_table_t *t, stripe_t *s,
         rep->expire = chunk_at(t, s, n)->r.expire;
     }
     rep->vlen = vlen;
-    if (fn(baton, val, &vlen, &ttl) != 0)
+    if (fn(baton, val, &vlen, &ttl) != 0) {
+        /* left as it was, but used: a client refused again and again is
+         * the last one to evict (its state is what refuses it) */
+        if (n != NIL) {
+            lru_unlink(t, s, n);
+            lru_push(t, s, n);
+        }
         return RLAAS_TABLE_REFUSED;
+    }
     if (vlen > RLAAS_TABLE_VALUE_MAX)
         return RLAAS_TABLE_TOO_BIG;
     want = chunks_for(klen + vlen);

@@ -137,6 +137,42 @@ static void evicts_least_recently_used(void **state)
     munmap(mem, bytes);
 }
 
+/* An update that leaves the value as it is (a denied request) still uses
+ * the record: refused again and again, it is never the one evicted. */
+static int refuse_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
+{
+    (void)baton;
+    (void)val;
+    (void)len;
+    (void)ttl_ms;
+    return 1;
+}
+
+static void refused_update_keeps_record_recent(void **state)
+{
+    void *mem;
+    size_t bytes;
+    rlaas_table_t *t = small_table(&mem, &bytes);
+    rlaas_table_stats_t st;
+    char key[32];
+    int i, n;
+
+    (void)state;
+    rlaas_table_stats(t, &st);
+    n = (int)st.chunks * 3;
+    assert_int_equal(bump(t, "denied", T0, NULL), 0);
+    for (i = 0; i < n; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        bump(t, key, T0, NULL);
+        assert_int_equal(rlaas_table_update(t, "denied", 6, T0, WAIT_US,
+                                            refuse_fn, NULL, NULL),
+                         RLAAS_TABLE_REFUSED);
+    }
+    /* still there with its value: 1 before this increment */
+    assert_int_equal(bump(t, "denied", T0, NULL), 1);
+    munmap(mem, bytes);
+}
+
 static void expired_records_go_before_live_ones(void **state)
 {
     void *mem;
@@ -543,6 +579,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(evicts_least_recently_used),
+        cmocka_unit_test(refused_update_keeps_record_recent),
         cmocka_unit_test(expired_records_go_before_live_ones),
         cmocka_unit_test(expiry_to_the_millisecond),
         cmocka_unit_test(clock_stepping_back),
