@@ -310,6 +310,8 @@ sub wait_sig_log {
 #   at                  epoch time (Time::HiRes) to begin the step
 #   n                   number of requests, or
 #   until               epoch time: send requests until then
+#   min                 with until: at least this many requests, however
+#                       late the client starts (default 0)
 #   gap                 seconds between requests (default 0)
 #   stop_on             end the step after a response with this
 #                       RLAAS_STATUS (X-RLaaS-Status), e.g. 'allowed'
@@ -400,7 +402,7 @@ sub _client_run {
         if ($st->{at}) { my $d = $st->{at} - time; sleep $d if $d > 0 }
         for (my $i = 0; ; $i++) {
             last if defined $st->{n} && $i >= $st->{n};
-            last if defined $st->{until} && time >= $st->{until};
+            last if defined $st->{until} && time >= $st->{until} && $i >= ($st->{min} // 0);
             last if !defined $st->{n} && !defined $st->{until} && $i >= 1;
             my $id = "$tag-c$c-s$s-$i";
             my %h = (%{ $st->{h} || {} }, 'X-Test-Id' => $id);
