@@ -1,0 +1,233 @@
+#include "rlaas_grant.h"
+
+#include <string.h>
+
+#include "rlaas_parse.h"
+
+static int64_t clamp(int64_t x, int64_t lo, int64_t hi)
+{
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+static int same(const rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a)
+{
+    return g->strategy == a->strategy && g->limit == a->limit &&
+           g->window_ms == a->window_ms;
+}
+
+static void fresh(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a)
+{
+    memset(g, 0, sizeof(*g));
+    g->strategy = a->strategy;
+    g->limit = a->limit;
+    g->window_ms = a->window_ms;
+}
+
+void rlaas_grant_verdict(const rlaas_grant_rec_t *g, int64_t now_us,
+                         rlaas_verdict_t *v)
+{
+    int64_t us = g->reset_at_us - now_us;
+
+    v->allowed = 1;
+    v->remaining = g->units + g->redis_left;
+    v->reset_ms = us > 0 ? (us + 999) / 1000 : 0;
+    v->retry_ms = 0;
+}
+
+rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
+                               const rlaas_grant_ask_t *a, int64_t now_us,
+                               int64_t *want, rlaas_verdict_t *v)
+{
+    int live;
+
+    if (!have || !same(g, a))
+        fresh(g, a);
+    live = now_us < g->expire_us;
+    if (live && g->units >= a->cost) {
+        g->units -= a->cost;
+        g->spent += a->cost;
+        rlaas_grant_verdict(g, now_us, v);
+        return RLAAS_GRANT_SPENT;
+    }
+    if (g->fetch_us != 0 && now_us - g->fetch_us < RLAAS_GRANT_FETCH_STALE_US &&
+        now_us >= g->fetch_us)
+        return RLAAS_GRANT_PLAIN;
+    if (live)
+        /* the lease ran out before its time: ask for twice as much */
+        *want = 2 * (g->want > g->spent ? g->want : g->spent);
+    else if (g->spent > a->cost)
+        /* it lapsed: about what it spent, with room to grow */
+        *want = 2 * g->spent;
+    else
+        /* a quiet identity (or a new one) asks for its own cost: nothing
+         * of it can lapse */
+        *want = a->cost;
+    *want = clamp(*want, a->cost, a->limit);
+    g->want = *want;
+    g->fetch_us = now_us;
+    return RLAAS_GRANT_FETCH;
+}
+
+void rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
+                       int64_t sent_us, int64_t granted, int64_t lease_ms,
+                       const rlaas_verdict_t *v)
+{
+    int64_t until = sent_us + lease_ms * 1000;
+
+    if (!same(g, a))
+        fresh(g, a);
+    g->fetch_us = 0;
+    if (granted < a->cost || lease_ms <= 0)
+        return;
+    if (sent_us < g->expire_us && g->units > 0) {
+        /* a lease still running keeps its units, until the earlier of
+         * the two expiries: units never outlive the lease they came with */
+        g->units += granted - a->cost;
+        g->granted += granted;
+        g->spent += a->cost;
+        if (until < g->expire_us)
+            g->expire_us = until;
+    }
+    else {
+        g->units = granted - a->cost;
+        g->granted = granted;
+        g->spent = a->cost;
+        g->expire_us = until;
+    }
+    g->redis_left = v->remaining;
+    g->reset_at_us = sent_us + v->reset_ms * 1000;
+}
+
+int64_t rlaas_grant_portion(int64_t remaining, int64_t cost, int64_t want)
+{
+    int64_t g;
+
+    if (cost < 1 || cost > remaining)
+        return 0;
+    g = remaining / 8 > cost ? remaining / 8 : cost;
+    if (want < cost)
+        want = cost;
+    g = g < want ? g : want;
+    return g < remaining ? g : remaining;
+}
+
+int64_t rlaas_grant_lease_ms(int64_t window_ms, int64_t window_left_ms)
+{
+    int64_t ms = clamp(window_ms / 10, 1, 1000);
+
+    if (window_left_ms >= 0 && window_left_ms < ms)
+        ms = window_left_ms > 1 ? window_left_ms : 1;
+    return ms;
+}
+
+/* ---- in the table ---- */
+
+typedef struct {
+    const rlaas_grant_ask_t *a;
+    int64_t now_us;
+    /* spend */
+    rlaas_grant_e out;
+    int64_t *want;
+    rlaas_verdict_t *v;
+    /* put */
+    int64_t granted, lease_ms;
+    const rlaas_verdict_t *pv;
+} turn_t;
+
+static int spend_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
+{
+    turn_t *t = baton;
+    rlaas_grant_rec_t g;
+    int have = *len == sizeof(g);
+
+    if (have)
+        memcpy(&g, val, sizeof(g));
+    t->out = rlaas_grant_take(&g, have, t->a, t->now_us, t->want, t->v);
+    if (t->out == RLAAS_GRANT_PLAIN)
+        return 1; /* nothing changed */
+    memcpy(val, &g, sizeof(g));
+    *len = sizeof(g);
+    *ttl_ms = t->out == RLAAS_GRANT_SPENT && have
+                  ? RLAAS_TABLE_TTL_KEEP
+                  : RLAAS_GRANT_KEEP_MS + RLAAS_GRANT_FETCH_STALE_US / 1000;
+    return 0;
+}
+
+static int put_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
+{
+    turn_t *t = baton;
+    rlaas_grant_rec_t g;
+
+    if (*len == sizeof(g))
+        memcpy(&g, val, sizeof(g));
+    else
+        fresh(&g, t->a);
+    rlaas_grant_store(&g, t->a, t->now_us, t->granted, t->lease_ms, t->pv);
+    memcpy(val, &g, sizeof(g));
+    *len = sizeof(g);
+    *ttl_ms = RLAAS_GRANT_KEEP_MS + t->lease_ms;
+    return 0;
+}
+
+/* The record's key: the prefix, then the policy's key. */
+static size_t grant_key(char *buf, const char *key, size_t klen)
+{
+    if (klen > RLAAS_TABLE_KEY_MAX - RLAAS_GRANT_KEY_PREFIX_LEN)
+        return 0;
+    memcpy(buf, RLAAS_GRANT_KEY_PREFIX, RLAAS_GRANT_KEY_PREFIX_LEN);
+    memcpy(buf + RLAAS_GRANT_KEY_PREFIX_LEN, key, klen);
+    return klen + RLAAS_GRANT_KEY_PREFIX_LEN;
+}
+
+rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
+                                   size_t klen, const rlaas_grant_ask_t *a,
+                                   int64_t now_ms, int64_t now_us,
+                                   int64_t lock_wait_us, rlaas_grant_e *out,
+                                   int64_t *want, rlaas_verdict_t *v)
+{
+    char k[RLAAS_TABLE_KEY_MAX];
+    size_t n = grant_key(k, key, klen);
+    turn_t tn;
+    rlaas_table_rc_e rc;
+
+    if (t == NULL || a->cost < 1)
+        return RLAAS_TABLE_BROKEN;
+    if (n == 0)
+        return RLAAS_TABLE_TOO_BIG;
+    memset(&tn, 0, sizeof(tn));
+    tn.a = a;
+    tn.now_us = now_us;
+    tn.want = want;
+    tn.v = v;
+    rc = rlaas_table_update(t, k, n, now_ms, lock_wait_us, spend_fn, &tn,
+                            NULL);
+    if (rc == RLAAS_TABLE_REFUSED)
+        rc = RLAAS_TABLE_OK; /* PLAIN: nothing to write */
+    *out = tn.out;
+    return rc;
+}
+
+rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key,
+                                 size_t klen, const rlaas_grant_ask_t *a,
+                                 int64_t now_ms, int64_t sent_us,
+                                 int64_t granted, int64_t lease_ms,
+                                 const rlaas_verdict_t *v,
+                                 int64_t lock_wait_us)
+{
+    char k[RLAAS_TABLE_KEY_MAX];
+    size_t n = grant_key(k, key, klen);
+    turn_t tn;
+
+    if (t == NULL)
+        return RLAAS_TABLE_BROKEN;
+    if (n == 0)
+        return RLAAS_TABLE_TOO_BIG;
+    memset(&tn, 0, sizeof(tn));
+    tn.a = a;
+    tn.now_us = sent_us;
+    tn.granted = granted;
+    tn.lease_ms = lease_ms;
+    tn.pv = v;
+    return rlaas_table_update(t, k, n, now_ms, lock_wait_us, put_fn, &tn,
+                              NULL);
+}

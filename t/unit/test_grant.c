@@ -1,0 +1,220 @@
+/* Leases (RLaaSLease): the grant arithmetic of lua/lease.lua as C states
+ * it, and a server's record of units: spent down to nothing, never below;
+ * a fetch at a time; what to ask for as traffic grows and fades; units
+ * never outliving their lease; one identity's units never another's. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rlaas_grant.h"
+
+static const uint8_t seed[RLAAS_TABLE_SEED_LEN] = "0123456789abcde";
+
+static const rlaas_grant_ask_t A = {5 /* gcra */, 300, 3600000, 1};
+
+static void portion_is_an_eighth_at_most(void **state)
+{
+    (void)state;
+    /* min(want, max(cost, remaining / 8)), never above what remains */
+    assert_int_equal(rlaas_grant_portion(300, 1, 1000), 37);
+    assert_int_equal(rlaas_grant_portion(300, 1, 10), 10);
+    assert_int_equal(rlaas_grant_portion(7, 1, 1000), 1);
+    assert_int_equal(rlaas_grant_portion(7, 5, 1000), 5);
+    assert_int_equal(rlaas_grant_portion(4, 5, 1000), 0);
+    assert_int_equal(rlaas_grant_portion(0, 1, 1000), 0);
+    assert_int_equal(rlaas_grant_portion(1, 1, 0), 1);
+    assert_int_equal(rlaas_grant_portion(1000000000, 1, 1000000000),
+                     125000000);
+}
+
+static void lease_lasts_a_tenth_of_the_window_at_most_a_second(void **state)
+{
+    (void)state;
+    assert_int_equal(rlaas_grant_lease_ms(3600000, -1), 1000);
+    assert_int_equal(rlaas_grant_lease_ms(2000, -1), 200);
+    assert_int_equal(rlaas_grant_lease_ms(5, -1), 1);
+    /* fixed, sliding: not past the window's end */
+    assert_int_equal(rlaas_grant_lease_ms(3600000, 300), 300);
+    assert_int_equal(rlaas_grant_lease_ms(3600000, 0), 1);
+}
+
+static void spends_down_to_nothing_then_fetches(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_verdict_t v = {1, 200, 5000, 0}, out;
+    int64_t want = 0, now = 1000000;
+    int i;
+
+    (void)state;
+    /* a new identity asks for its own cost */
+    assert_int_equal(rlaas_grant_take(&g, 0, &A, now, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    assert_int_equal(want, 1);
+    /* meanwhile another request finds the fetch in flight */
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 10, &want, &out),
+                     RLAAS_GRANT_PLAIN);
+    rlaas_grant_store(&g, &A, now, 4, 1000, &v);
+    assert_int_equal(g.units, 3); /* the fetching request's unit is its own */
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(
+            rlaas_grant_take(&g, 1, &A, now + 100000, &want, &out),
+            RLAAS_GRANT_SPENT);
+        assert_int_equal(out.allowed, 1);
+        assert_int_equal(out.remaining, 2 - i + 200);
+        assert_int_equal(out.reset_ms, 4900);
+    }
+    /* ran out within the lease: the next asks for twice as much */
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 200000, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    assert_int_equal(want, 8);
+    assert_int_equal(g.units, 0);
+}
+
+static void units_lapse_with_their_lease(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_verdict_t v = {1, 200, 5000, 0}, out;
+    int64_t want = 0, now = 1000000;
+
+    (void)state;
+    assert_int_equal(rlaas_grant_take(&g, 0, &A, now, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    rlaas_grant_store(&g, &A, now, 10, 1000, &v);
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 999999, &want, &out),
+                     RLAAS_GRANT_SPENT);
+    /* at the lease's end, 8 units are left and are not spent */
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 1000000, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    /* it spent 2: ask for twice that */
+    assert_int_equal(want, 4);
+    /* a new grant does not revive the lapsed units */
+    rlaas_grant_store(&g, &A, now + 1000000, 4, 1000, &v);
+    assert_int_equal(g.units, 3);
+}
+
+static void a_quiet_identity_asks_for_its_cost(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_verdict_t v = {1, 200, 5000, 0}, out;
+    int64_t want = 0, now = 1000000;
+
+    (void)state;
+    rlaas_grant_take(&g, 0, &A, now, &want, &out);
+    rlaas_grant_store(&g, &A, now, 1, 1000, &v);
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 5000000, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    assert_int_equal(want, 1);
+}
+
+static void merged_units_keep_the_earlier_expiry(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_verdict_t v = {1, 200, 5000, 0}, out;
+    rlaas_grant_ask_t a5 = A;
+    int64_t want = 0, now = 1000000;
+
+    (void)state;
+    a5.cost = 5;
+    rlaas_grant_take(&g, 0, &a5, now, &want, &out);
+    rlaas_grant_store(&g, &a5, now, 8, 1000, &v); /* 3 left, < cost */
+    assert_int_equal(rlaas_grant_take(&g, 1, &a5, now + 500000, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    rlaas_grant_store(&g, &a5, now + 500000, 20, 1000, &v);
+    assert_int_equal(g.units, 3 + 15);
+    assert_int_equal(g.expire_us, now + 1000000);
+}
+
+static void a_failed_fetch_ends_the_fetch(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_verdict_t v = {0, 0, 5000, 3000}, out;
+    int64_t want = 0, now = 1000000;
+
+    (void)state;
+    rlaas_grant_take(&g, 0, &A, now, &want, &out);
+    rlaas_grant_store(&g, &A, now, 0, 0, &v);
+    assert_int_equal(g.units, 0);
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 1, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    /* a fetch whose process died is given up after a while */
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 2, &want, &out),
+                     RLAAS_GRANT_PLAIN);
+    assert_int_equal(rlaas_grant_take(&g, 1, &A,
+                                      now + 1 + RLAAS_GRANT_FETCH_STALE_US,
+                                      &want, &out),
+                     RLAAS_GRANT_FETCH);
+}
+
+static void other_settings_start_afresh(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_verdict_t v = {1, 200, 5000, 0}, out;
+    rlaas_grant_ask_t b = A;
+    int64_t want = 0, now = 1000000;
+
+    (void)state;
+    rlaas_grant_take(&g, 0, &A, now, &want, &out);
+    rlaas_grant_store(&g, &A, now, 50, 1000, &v);
+    b.limit = 10; /* the configuration changed */
+    assert_int_equal(rlaas_grant_take(&g, 1, &b, now + 1, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    assert_int_equal(g.units, 0);
+}
+
+static void in_the_table_per_identity(void **state)
+{
+    size_t bytes = rlaas_table_min_bytes() * 4;
+    void *mem = calloc(1, bytes);
+    rlaas_table_t *t = rlaas_table_init(mem, bytes, seed);
+    rlaas_verdict_t v = {1, 100, 5000, 0}, out;
+    rlaas_grant_e what;
+    int64_t want = 0, now_us = 1000000, now_ms = 1700000000000LL;
+    int spent = 0, i;
+
+    (void)state;
+    assert_non_null(t);
+    assert_int_equal(rlaas_grant_spend(t, "k:alice", 7, &A, now_ms, now_us,
+                                       1000000, &what, &want, &out),
+                     RLAAS_TABLE_OK);
+    assert_int_equal(what, RLAAS_GRANT_FETCH);
+    assert_int_equal(rlaas_grant_put(t, "k:alice", 7, &A, now_ms, now_us, 10,
+                                     1000, &v, 1000000),
+                     RLAAS_TABLE_OK);
+    /* bob holds nothing: alice's units are not his */
+    assert_int_equal(rlaas_grant_spend(t, "k:bob", 5, &A, now_ms, now_us,
+                                       1000000, &what, &want, &out),
+                     RLAAS_TABLE_OK);
+    assert_int_equal(what, RLAAS_GRANT_FETCH);
+    for (i = 0; i < 20; i++) {
+        assert_int_equal(rlaas_grant_spend(t, "k:alice", 7, &A, now_ms,
+                                           now_us + 1, 1000000, &what, &want,
+                                           &out),
+                         RLAAS_TABLE_OK);
+        spent += what == RLAAS_GRANT_SPENT;
+    }
+    /* 10 granted, 1 the fetcher's: 9 spent here, never more */
+    assert_int_equal(spent, 9);
+    free(mem);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(portion_is_an_eighth_at_most),
+        cmocka_unit_test(lease_lasts_a_tenth_of_the_window_at_most_a_second),
+        cmocka_unit_test(spends_down_to_nothing_then_fetches),
+        cmocka_unit_test(units_lapse_with_their_lease),
+        cmocka_unit_test(a_quiet_identity_asks_for_its_cost),
+        cmocka_unit_test(merged_units_keep_the_earlier_expiry),
+        cmocka_unit_test(a_failed_fetch_ends_the_fetch),
+        cmocka_unit_test(other_settings_start_afresh),
+        cmocka_unit_test(in_the_table_per_identity),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
