@@ -6,7 +6,7 @@
 -- min(want, max(cost, remaining / 8)) units (the request's own cost
 -- included) is charged in one go. Reply: the request's verdict (4
 -- integers, remaining after the portion), then {granted > 0, granted,
--- lease ms, 0}. A lease lasts min(W / 10, 1 s), and for fixed and sliding
+-- lease ms, ms to the window's end (fixed, sliding; else 0)}. A lease lasts min(W / 10, 1 s), and for fixed and sliding
 -- no longer than the current window; what the server does not spend by
 -- then lapses (it is never given back, so never counted twice).
 local run = {[0] = rlaas_fixed, false, rlaas_sliding, rlaas_token,
@@ -29,8 +29,9 @@ if out[1] == 0 then
   out = f(K, L, W, c, m, true)
   if out.err then return out end
 end
-local ms = math.max(1, math.min(math.floor(W / 10), 1000))
+local ms, left = math.max(1, math.min(math.floor(W / 10), 1000)), 0
 if ARGV[1] == '0' or ARGV[1] == '2' then
-  ms = math.max(1, math.min(ms, (math.floor(now / W) + 1) * W - now))
+  left = (math.floor(now / W) + 1) * W - now
+  ms = math.max(1, math.min(ms, left))
 end
-return {out[1], out[2], out[3], out[4], 1, g, ms, 0}
+return {out[1], out[2], out[3], out[4], 1, g, ms, left}

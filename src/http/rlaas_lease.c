@@ -90,7 +90,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     now_us = rlaas_clock_us();
     if (rlaas_grant_spend(table, it->call.key, it->call.key_len, &a,
                           rlaas_local_now_ms(), now_us,
-                          RLAAS_LOCAL_LOCK_WAIT_US, &what, &want,
+                          RLAAS_LOCAL_LOCK_WAIT_US, 0, &what, &want,
                           &it->v) != RLAAS_TABLE_OK)
         return RLAAS_LEASE_NO;
     if (what == RLAAS_GRANT_SPENT) {
@@ -108,10 +108,22 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     granted = *e == RLAAS_RERR_NONE && v[1].allowed ? v[1].remaining : 0;
     rlaas_grant_put(table, it->call.key, it->call.key_len, &a,
                     rlaas_local_now_ms(), sent, granted,
-                    granted > 0 ? v[1].reset_ms : 0, &v[0],
+                    granted > 0 ? v[1].reset_ms : 0,
+                    granted > 0 ? v[1].retry_ms : 0, &v[0],
                     RLAAS_LOCAL_LOCK_WAIT_US);
     if (*e != RLAAS_RERR_NONE)
         return RLAAS_LEASE_FAILED;
+    /* Redis has nothing left, but an early fetch may have left units
+     * here, taken before: spent rather than refused */
+    if (!v[0].allowed &&
+        rlaas_grant_spend(table, it->call.key, it->call.key_len, &a,
+                          rlaas_local_now_ms(), rlaas_clock_us(),
+                          RLAAS_LOCAL_LOCK_WAIT_US, 1, &what, &want,
+                          &it->v) == RLAAS_TABLE_OK &&
+        what == RLAAS_GRANT_SPENT) {
+        trace(r, it, "refused by Redis, spent here; left", it->v.remaining);
+        return RLAAS_LEASE_DECIDED;
+    }
     it->v = v[0];
     /* what this server now holds is the client's too */
     if (granted > a.cost)

@@ -36,21 +36,25 @@ void rlaas_grant_verdict(const rlaas_grant_rec_t *g, int64_t now_us,
 
 rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
                                const rlaas_grant_ask_t *a, int64_t now_us,
-                               int64_t *want, rlaas_verdict_t *v)
+                               int spend_only, int64_t *want,
+                               rlaas_verdict_t *v)
 {
-    int live;
+    int live, fetching;
 
     if (!have || !same(g, a))
         fresh(g, a);
     live = now_us < g->expire_us;
-    if (live && g->units >= a->cost) {
+    fetching = g->fetch_us != 0 && now_us >= g->fetch_us &&
+               now_us - g->fetch_us < RLAAS_GRANT_FETCH_STALE_US;
+    if (live && g->units >= a->cost &&
+        (spend_only || fetching || now_us < g->quiet_us ||
+         2 * (g->units - a->cost) >= g->granted)) {
         g->units -= a->cost;
         g->spent += a->cost;
         rlaas_grant_verdict(g, now_us, v);
         return RLAAS_GRANT_SPENT;
     }
-    if (g->fetch_us != 0 && now_us - g->fetch_us < RLAAS_GRANT_FETCH_STALE_US &&
-        now_us >= g->fetch_us)
+    if (fetching || spend_only)
         return RLAAS_GRANT_PLAIN;
     if (live)
         /* the lease ran out before its time: ask for twice as much */
@@ -70,30 +74,39 @@ rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
 
 void rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
                        int64_t sent_us, int64_t granted, int64_t lease_ms,
-                       const rlaas_verdict_t *v)
+                       int64_t window_left_ms, const rlaas_verdict_t *v)
 {
     int64_t until = sent_us + lease_ms * 1000;
+    int64_t end = window_left_ms > 0 ? sent_us + window_left_ms * 1000 : 0;
+    int64_t gap = end - g->window_end_us;
 
     if (!same(g, a))
         fresh(g, a);
     g->fetch_us = 0;
-    if (granted < a->cost || lease_ms <= 0)
+    if (granted < a->cost || lease_ms <= 0) {
+        /* refused: no early fetch until Redis may say yes */
+        if (!v->allowed)
+            g->quiet_us = sent_us + v->retry_ms * 1000;
         return;
-    if (sent_us < g->expire_us && g->units > 0) {
-        /* a lease still running keeps its units, until the earlier of
-         * the two expiries: units never outlive the lease they came with */
+    }
+    /* the same window if its ends, each told with a round trip's error,
+     * are within half a window (0 for the strategies without windows) */
+    if (gap < 0)
+        gap = -gap;
+    if (sent_us < g->expire_us && g->units > 0 && 2 * gap < a->window_ms * 1000) {
+        /* units of a lease still running join the new one: taken from
+         * Redis at most one lease period before they are spent */
         g->units += granted - a->cost;
-        g->granted += granted;
-        g->spent += a->cost;
-        if (until < g->expire_us)
-            g->expire_us = until;
+        g->granted = g->units + a->cost;
+        g->spent = a->cost;
     }
     else {
         g->units = granted - a->cost;
         g->granted = granted;
         g->spent = a->cost;
-        g->expire_us = until;
     }
+    g->expire_us = until;
+    g->window_end_us = end;
     g->redis_left = v->remaining;
     g->reset_at_us = sent_us + v->reset_ms * 1000;
 }
@@ -126,11 +139,12 @@ typedef struct {
     const rlaas_grant_ask_t *a;
     int64_t now_us;
     /* spend */
+    int spend_only;
     rlaas_grant_e out;
     int64_t *want;
     rlaas_verdict_t *v;
     /* put */
-    int64_t granted, lease_ms;
+    int64_t granted, lease_ms, window_left_ms;
     const rlaas_verdict_t *pv;
 } turn_t;
 
@@ -142,7 +156,8 @@ static int spend_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
 
     if (have)
         memcpy(&g, val, sizeof(g));
-    t->out = rlaas_grant_take(&g, have, t->a, t->now_us, t->want, t->v);
+    t->out = rlaas_grant_take(&g, have, t->a, t->now_us, t->spend_only,
+                              t->want, t->v);
     if (t->out == RLAAS_GRANT_PLAIN)
         return 1; /* nothing changed */
     memcpy(val, &g, sizeof(g));
@@ -162,7 +177,8 @@ static int put_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
         memcpy(&g, val, sizeof(g));
     else
         fresh(&g, t->a);
-    rlaas_grant_store(&g, t->a, t->now_us, t->granted, t->lease_ms, t->pv);
+    rlaas_grant_store(&g, t->a, t->now_us, t->granted, t->lease_ms,
+                      t->window_left_ms, t->pv);
     memcpy(val, &g, sizeof(g));
     *len = sizeof(g);
     *ttl_ms = RLAAS_GRANT_KEEP_MS + t->lease_ms;
@@ -182,8 +198,9 @@ static size_t grant_key(char *buf, const char *key, size_t klen)
 rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
                                    size_t klen, const rlaas_grant_ask_t *a,
                                    int64_t now_ms, int64_t now_us,
-                                   int64_t lock_wait_us, rlaas_grant_e *out,
-                                   int64_t *want, rlaas_verdict_t *v)
+                                   int64_t lock_wait_us, int spend_only,
+                                   rlaas_grant_e *out, int64_t *want,
+                                   rlaas_verdict_t *v)
 {
     char k[RLAAS_TABLE_KEY_MAX];
     size_t n = grant_key(k, key, klen);
@@ -197,6 +214,7 @@ rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
     memset(&tn, 0, sizeof(tn));
     tn.a = a;
     tn.now_us = now_us;
+    tn.spend_only = spend_only;
     tn.want = want;
     tn.v = v;
     rc = rlaas_table_update(t, k, n, now_ms, lock_wait_us, spend_fn, &tn,
@@ -211,6 +229,7 @@ rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key,
                                  size_t klen, const rlaas_grant_ask_t *a,
                                  int64_t now_ms, int64_t sent_us,
                                  int64_t granted, int64_t lease_ms,
+                                 int64_t window_left_ms,
                                  const rlaas_verdict_t *v,
                                  int64_t lock_wait_us)
 {
@@ -227,6 +246,7 @@ rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key,
     tn.now_us = sent_us;
     tn.granted = granted;
     tn.lease_ms = lease_ms;
+    tn.window_left_ms = window_left_ms;
     tn.pv = v;
     return rlaas_table_update(t, k, n, now_ms, lock_wait_us, put_fn, &tn,
                               NULL);

@@ -10,7 +10,12 @@
  * left marks the record "being fetched" and takes a new lease with one
  * EVALSHA (lua/lease.lua); requests meeting a fetch in flight are decided
  * one round trip each, as without leases, so one server never takes
- * several portions at once. Units a lease does not spend by its expiry
+ * several portions at once. So that a busy identity seldom runs dry, the
+ * next portion is fetched while units are still left: the request that
+ * finds less than half of the last grant left takes it (its own cost
+ * charged by the lease script; if Redis has nothing left, it is spent
+ * from the units instead, and no such early fetch is made again before
+ * Redis' retry time). Units a lease does not spend by its expiry
  * lapse: they were charged in Redis when granted, so the fleet never
  * admits more than the limit.
  *
@@ -61,6 +66,8 @@ typedef struct {
     int64_t spent;       /* of them, spent (the fetching request's too) */
     int64_t redis_left;  /* what Redis had left after the last grant */
     int64_t reset_at_us; /* Redis' whole quota back, as it said then */
+    int64_t quiet_us;    /* no early fetch before then (Redis refused) */
+    int64_t window_end_us; /* fixed, sliding: the grant's window ends */
 } rlaas_grant_rec_t;
 
 typedef enum {
@@ -73,18 +80,22 @@ typedef enum {
 
 /* A request's turn at record g (have: 0 if there is none yet; it is then
  * made). SPENT: its cost came off the units, v says so; FETCH: g is
- * marked being fetched and *want is what to ask for. */
+ * marked being fetched and *want is what to ask for. spend_only: never
+ * FETCH (PLAIN instead). */
 rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
                                const rlaas_grant_ask_t *a, int64_t now_us,
-                               int64_t *want, rlaas_verdict_t *v);
+                               int spend_only, int64_t *want,
+                               rlaas_verdict_t *v);
 
 /* What Redis answered a fetch sent at sent_us: granted units (the
  * request's cost included; 0: none, a denial or a failure) for lease_ms
- * ms; v: the request's verdict. Units left of a lease still running are
- * kept, under the earlier of the two expiries. */
+ * ms; window_left_ms: for fixed and sliding, the grant's window ends then
+ * (0: no windows); v: the request's verdict. Units left of a lease still
+ * running join the new one and its expiry, except those of another window
+ * (fixed, sliding), which lapse: a window's units are spent in it. */
 void rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
                        int64_t sent_us, int64_t granted, int64_t lease_ms,
-                       const rlaas_verdict_t *v);
+                       int64_t window_left_ms, const rlaas_verdict_t *v);
 
 /* What a request decided from the lease is told: allowed; remaining, the
  * units this server holds and what Redis had left at the grant; reset,
@@ -111,8 +122,9 @@ int64_t rlaas_grant_lease_ms(int64_t window_ms, int64_t window_left_ms);
 rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
                                    size_t klen, const rlaas_grant_ask_t *a,
                                    int64_t now_ms, int64_t now_us,
-                                   int64_t lock_wait_us, rlaas_grant_e *out,
-                                   int64_t *want, rlaas_verdict_t *v);
+                                   int64_t lock_wait_us, int spend_only,
+                                   rlaas_grant_e *out, int64_t *want,
+                                   rlaas_verdict_t *v);
 
 /* A fetch's answer into key's record (rlaas_grant_store under the lock);
  * a failed fetch stores granted 0, which ends the fetch. */
@@ -120,6 +132,7 @@ rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key,
                                  size_t klen, const rlaas_grant_ask_t *a,
                                  int64_t now_ms, int64_t sent_us,
                                  int64_t granted, int64_t lease_ms,
+                                 int64_t window_left_ms,
                                  const rlaas_verdict_t *v,
                                  int64_t lock_wait_us);
 

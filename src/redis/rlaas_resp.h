@@ -47,7 +47,8 @@ typedef struct {
     size_t window_at;
     /* RLaaSLease: > 0 asks for a lease of up to this many units
      * (lua/lease.lua, one policy alone): the reply holds a second verdict,
-     * {granted > 0, units granted, lease ms, 0}. 0: an ordinary call. */
+     * {granted > 0, units granted, lease ms, ms to the end of the window
+     * for fixed and sliding, else 0}. 0: an ordinary call. */
     int64_t lease_want;
 } rlaas_call_t;
 

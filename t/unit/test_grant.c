@@ -43,36 +43,46 @@ static void lease_lasts_a_tenth_of_the_window_at_most_a_second(void **state)
     assert_int_equal(rlaas_grant_lease_ms(3600000, 0), 1);
 }
 
-static void spends_down_to_nothing_then_fetches(void **state)
+static void spends_down_then_fetches_early(void **state)
 {
     rlaas_grant_rec_t g;
     rlaas_verdict_t v = {1, 200, 5000, 0}, out;
     int64_t want = 0, now = 1000000;
-    int i;
 
     (void)state;
     /* a new identity asks for its own cost */
-    assert_int_equal(rlaas_grant_take(&g, 0, &A, now, &want, &out),
+    assert_int_equal(rlaas_grant_take(&g, 0, &A, now, 0, &want, &out),
                      RLAAS_GRANT_FETCH);
     assert_int_equal(want, 1);
     /* meanwhile another request finds the fetch in flight */
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 10, &want, &out),
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 10, 0, &want, &out),
                      RLAAS_GRANT_PLAIN);
-    rlaas_grant_store(&g, &A, now, 4, 1000, &v);
+    rlaas_grant_store(&g, &A, now, 4, 1000, 0, &v);
     assert_int_equal(g.units, 3); /* the fetching request's unit is its own */
-    for (i = 0; i < 3; i++) {
-        assert_int_equal(
-            rlaas_grant_take(&g, 1, &A, now + 100000, &want, &out),
-            RLAAS_GRANT_SPENT);
-        assert_int_equal(out.allowed, 1);
-        assert_int_equal(out.remaining, 2 - i + 200);
-        assert_int_equal(out.reset_ms, 4900);
-    }
-    /* ran out within the lease: the next asks for twice as much */
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 200000, &want, &out),
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, &out),
+                     RLAAS_GRANT_SPENT);
+    assert_int_equal(out.allowed, 1);
+    assert_int_equal(out.remaining, 2 + 200);
+    assert_int_equal(out.reset_ms, 4900);
+    /* less than half of the grant would be left: fetch early, for twice
+     * as much, while the others spend what is left */
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, &out),
                      RLAAS_GRANT_FETCH);
-    assert_int_equal(want, 8);
+    assert_int_equal(want, 4);
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, &out),
+                     RLAAS_GRANT_SPENT);
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, &out),
+                     RLAAS_GRANT_SPENT);
     assert_int_equal(g.units, 0);
+    /* none left, the fetch in flight: never below zero */
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, &out),
+                     RLAAS_GRANT_PLAIN);
+    /* spend_only never fetches */
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 1, &want, &out),
+                     RLAAS_GRANT_PLAIN);
+    rlaas_grant_store(&g, &A, now + 100000, 4, 1000, 0, &v);
+    assert_int_equal(g.units, 3);
+    assert_int_equal(g.expire_us, now + 1100000);
 }
 
 static void units_lapse_with_their_lease(void **state)
@@ -82,18 +92,18 @@ static void units_lapse_with_their_lease(void **state)
     int64_t want = 0, now = 1000000;
 
     (void)state;
-    assert_int_equal(rlaas_grant_take(&g, 0, &A, now, &want, &out),
+    assert_int_equal(rlaas_grant_take(&g, 0, &A, now, 0, &want, &out),
                      RLAAS_GRANT_FETCH);
-    rlaas_grant_store(&g, &A, now, 10, 1000, &v);
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 999999, &want, &out),
+    rlaas_grant_store(&g, &A, now, 10, 1000, 0, &v);
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 999999, 0, &want, &out),
                      RLAAS_GRANT_SPENT);
     /* at the lease's end, 8 units are left and are not spent */
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 1000000, &want, &out),
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 1000000, 0, &want, &out),
                      RLAAS_GRANT_FETCH);
     /* it spent 2: ask for twice that */
     assert_int_equal(want, 4);
     /* a new grant does not revive the lapsed units */
-    rlaas_grant_store(&g, &A, now + 1000000, 4, 1000, &v);
+    rlaas_grant_store(&g, &A, now + 1000000, 4, 1000, 0, &v);
     assert_int_equal(g.units, 3);
 }
 
@@ -104,9 +114,9 @@ static void a_quiet_identity_asks_for_its_cost(void **state)
     int64_t want = 0, now = 1000000;
 
     (void)state;
-    rlaas_grant_take(&g, 0, &A, now, &want, &out);
-    rlaas_grant_store(&g, &A, now, 1, 1000, &v);
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 5000000, &want, &out),
+    rlaas_grant_take(&g, 0, &A, now, 0, &want, &out);
+    rlaas_grant_store(&g, &A, now, 1, 1000, 0, &v);
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 5000000, 0, &want, &out),
                      RLAAS_GRANT_FETCH);
     assert_int_equal(want, 1);
 }
@@ -120,13 +130,35 @@ static void merged_units_keep_the_earlier_expiry(void **state)
 
     (void)state;
     a5.cost = 5;
-    rlaas_grant_take(&g, 0, &a5, now, &want, &out);
-    rlaas_grant_store(&g, &a5, now, 8, 1000, &v); /* 3 left, < cost */
-    assert_int_equal(rlaas_grant_take(&g, 1, &a5, now + 500000, &want, &out),
+    rlaas_grant_take(&g, 0, &a5, now, 0, &want, &out);
+    rlaas_grant_store(&g, &a5, now, 8, 1000, 0, &v); /* 3 left, < cost */
+    assert_int_equal(rlaas_grant_take(&g, 1, &a5, now + 500000, 0, &want, &out),
                      RLAAS_GRANT_FETCH);
-    rlaas_grant_store(&g, &a5, now + 500000, 20, 1000, &v);
+    rlaas_grant_store(&g, &a5, now + 500000, 20, 1000, 0, &v);
+    /* the running lease's units join the new one, and its expiry */
     assert_int_equal(g.units, 3 + 15);
-    assert_int_equal(g.expire_us, now + 1000000);
+    assert_int_equal(g.expire_us, now + 1500000);
+}
+
+static void units_of_another_window_lapse(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_verdict_t v = {1, 200, 5000, 0}, out;
+    rlaas_grant_ask_t f = {0 /* fixed */, 300, 3600000, 1};
+    int64_t want = 0, now = 1000000;
+
+    (void)state;
+    rlaas_grant_take(&g, 0, &f, now, 0, &want, &out);
+    /* the window ends in 2 s */
+    rlaas_grant_store(&g, &f, now, 10, 1000, 2000, &v);
+    assert_int_equal(g.units, 9);
+    /* a grant of the next window (its end an hour on): this window's
+     * units are not spent in it */
+    rlaas_grant_store(&g, &f, now + 500000, 5, 1000, 3600000 - 500, &v);
+    assert_int_equal(g.units, 4);
+    /* the same window (its end told a little differently): they join */
+    rlaas_grant_store(&g, &f, now + 600000, 5, 1000, 3600000 - 600 + 3, &v);
+    assert_int_equal(g.units, 8);
 }
 
 static void a_failed_fetch_ends_the_fetch(void **state)
@@ -136,16 +168,16 @@ static void a_failed_fetch_ends_the_fetch(void **state)
     int64_t want = 0, now = 1000000;
 
     (void)state;
-    rlaas_grant_take(&g, 0, &A, now, &want, &out);
-    rlaas_grant_store(&g, &A, now, 0, 0, &v);
+    rlaas_grant_take(&g, 0, &A, now, 0, &want, &out);
+    rlaas_grant_store(&g, &A, now, 0, 0, 0, &v);
     assert_int_equal(g.units, 0);
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 1, &want, &out),
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 1, 0, &want, &out),
                      RLAAS_GRANT_FETCH);
     /* a fetch whose process died is given up after a while */
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 2, &want, &out),
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 2, 0, &want, &out),
                      RLAAS_GRANT_PLAIN);
     assert_int_equal(rlaas_grant_take(&g, 1, &A,
-                                      now + 1 + RLAAS_GRANT_FETCH_STALE_US,
+                                      now + 1 + RLAAS_GRANT_FETCH_STALE_US, 0,
                                       &want, &out),
                      RLAAS_GRANT_FETCH);
 }
@@ -158,10 +190,10 @@ static void other_settings_start_afresh(void **state)
     int64_t want = 0, now = 1000000;
 
     (void)state;
-    rlaas_grant_take(&g, 0, &A, now, &want, &out);
-    rlaas_grant_store(&g, &A, now, 50, 1000, &v);
+    rlaas_grant_take(&g, 0, &A, now, 0, &want, &out);
+    rlaas_grant_store(&g, &A, now, 50, 1000, 0, &v);
     b.limit = 10; /* the configuration changed */
-    assert_int_equal(rlaas_grant_take(&g, 1, &b, now + 1, &want, &out),
+    assert_int_equal(rlaas_grant_take(&g, 1, &b, now + 1, 0, &want, &out),
                      RLAAS_GRANT_FETCH);
     assert_int_equal(g.units, 0);
 }
@@ -179,25 +211,26 @@ static void in_the_table_per_identity(void **state)
     (void)state;
     assert_non_null(t);
     assert_int_equal(rlaas_grant_spend(t, "k:alice", 7, &A, now_ms, now_us,
-                                       1000000, &what, &want, &out),
+                                       1000000, 0, &what, &want, &out),
                      RLAAS_TABLE_OK);
     assert_int_equal(what, RLAAS_GRANT_FETCH);
     assert_int_equal(rlaas_grant_put(t, "k:alice", 7, &A, now_ms, now_us, 10,
-                                     1000, &v, 1000000),
+                                     1000, 0, &v, 1000000),
                      RLAAS_TABLE_OK);
     /* bob holds nothing: alice's units are not his */
     assert_int_equal(rlaas_grant_spend(t, "k:bob", 5, &A, now_ms, now_us,
-                                       1000000, &what, &want, &out),
+                                       1000000, 0, &what, &want, &out),
                      RLAAS_TABLE_OK);
     assert_int_equal(what, RLAAS_GRANT_FETCH);
     for (i = 0; i < 20; i++) {
         assert_int_equal(rlaas_grant_spend(t, "k:alice", 7, &A, now_ms,
-                                           now_us + 1, 1000000, &what, &want,
+                                           now_us + 1, 1000000, 0, &what, &want,
                                            &out),
                          RLAAS_TABLE_OK);
         spent += what == RLAAS_GRANT_SPENT;
     }
-    /* 10 granted, 1 the fetcher's: 9 spent here, never more */
+    /* 10 granted, 1 the fetcher's: 9 spent here, never more (one early
+     * fetch on the way) */
     assert_int_equal(spent, 9);
     free(mem);
 }
@@ -207,10 +240,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(portion_is_an_eighth_at_most),
         cmocka_unit_test(lease_lasts_a_tenth_of_the_window_at_most_a_second),
-        cmocka_unit_test(spends_down_to_nothing_then_fetches),
+        cmocka_unit_test(spends_down_then_fetches_early),
         cmocka_unit_test(units_lapse_with_their_lease),
         cmocka_unit_test(a_quiet_identity_asks_for_its_cost),
         cmocka_unit_test(merged_units_keep_the_earlier_expiry),
+        cmocka_unit_test(units_of_another_window_lapse),
         cmocka_unit_test(a_failed_fetch_ends_the_fetch),
         cmocka_unit_test(other_settings_start_afresh),
         cmocka_unit_test(in_the_table_per_identity),
