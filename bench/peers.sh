@@ -14,7 +14,9 @@
 #   rlaas-<st>          mod_rlaas, Redis, strategy <st>, one client
 #   rlaas-gcra-nopipe   the same, RLaaSRedisPipeline off
 #   rlaas-local-<st>    mod_rlaas, RLaaSBackend local (when built in)
-#   rlaas-lease-gcra    mod_rlaas, RLaaSLease on (when built in)
+#   rlaas-lease-<st>    mod_rlaas, Redis, RLaaSLease on: the client's quota
+#                       taken in portions, spent in shared memory (fixed,
+#                       gcra, token)
 #   mod_qos             QS_ClientEventLimitCount on every request (32000 a
 #                       second per client, its largest; shared
 #                       memory, one global mutex)
@@ -189,10 +191,13 @@ add rlaas-gcra-nopipe apache
 if takes "RLaaSBackend local"; then
     for st in fixed gcra sliding-window-algo; do add "rlaas-local-$st" apache; done
 fi
-takes "<Location /x>
+if takes "<Location /x>
 RLaaSLimit 1
+RLaaSStrategy gcra
 RLaaSLease on
-</Location>" && add rlaas-lease-gcra apache
+</Location>"; then
+    for st in fixed gcra token; do add "rlaas-lease-$st" apache; done
+fi
 add mod_qos apache
 add mod_evasive apache
 add nginx nginx
