@@ -101,8 +101,9 @@ LUA
 # Does this build of the module take a directive? (features of other
 # branches: the local engine, leases)
 takes() {
-    printf 'ServerName x\nListen 127.0.0.1:1\nPidFile %s/t.pid\nLoadModule mpm_event_module %s/mod_mpm_event.so\nLoadModule authz_core_module %s/mod_authz_core.so\nLoadModule rlaas_module %s/mod_rlaas.so\n%s\n' \
-        "$work" "$MODDIR" "$MODDIR" "$work" "$1" >"$work/probe.conf"
+    # (an ErrorLog of its own: apache2 -t fails without a writable one)
+    printf 'ServerName x\nListen 127.0.0.1:1\nPidFile %s/t.pid\nErrorLog %s/probe.log\nLoadModule mpm_event_module %s/mod_mpm_event.so\nLoadModule authz_core_module %s/mod_authz_core.so\nLoadModule rlaas_module %s/mod_rlaas.so\n%s\n' \
+        "$work" "$work" "$MODDIR" "$MODDIR" "$work" "$1" >"$work/probe.conf"
     apache2 -t -f "$work/probe.conf" >/dev/null 2>&1
 }
 
