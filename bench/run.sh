@@ -20,6 +20,9 @@
 #   local-<st>-1, local-<st>-10k, local-<st>-deny, local-two-1, local-two-10k
 #                 the same with RLaaSBackend local: the state in httpd's
 #                 shared memory, no Redis
+#   lease-<st>-1, lease-<st>-10k, lease-<st>-deny (fixed, gcra, token)
+#                 Redis with RLaaSLease on: portions of each client's quota
+#                 spent in shared memory
 #   mod_qos, mod_evasive
 #                 the Debian packages' modules (when installed) limiting per
 #                 client address with limits never reached, for comparison
