@@ -58,7 +58,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     rlaas_local_t *table = rlaas_backend_table();
-    rlaas_verdict_t v[2];
+    rlaas_verdict_t v[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
     rlaas_grant_ask_t a;
     rlaas_grant_e what;
     rlaas_call_t call;
@@ -105,7 +105,13 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     call.lease_want = want;
     sent = rlaas_clock_us();
     *e = rlaas_redis_eval(sc->target->redis, &call, 1, v, detail);
-    granted = *e == RLAAS_RERR_NONE && v[1].allowed ? v[1].remaining : 0;
+    if (*e != RLAAS_RERR_NONE) {
+        /* no answer: the fetch ends, nothing is known of a refusal */
+        v[0].allowed = 1;
+        v[0].retry_ms = 0;
+        v[1].allowed = 0;
+    }
+    granted = v[1].allowed ? v[1].remaining : 0;
     rlaas_grant_put(table, it->call.key, it->call.key_len, &a,
                     rlaas_local_now_ms(), sent, granted,
                     granted > 0 ? v[1].reset_ms : 0,

@@ -8,22 +8,24 @@
  * prefix no Redis key has. A request with units left spends its cost
  * under the record's stripe lock (a decrement, no I/O). One with none
  * left marks the record "being fetched" and takes a new lease with one
- * EVALSHA (lua/lease.lua); requests meeting a fetch in flight are decided
- * one round trip each, as without leases, so one server never takes
- * several portions at once. So that a busy identity seldom runs dry, the
+ * EVALSHA (lua/lease.lua); requests that find no units left while a
+ * fetch is in flight are decided one round trip each, as without leases,
+ * so one server never takes several portions at once. So that a busy identity seldom runs dry, the
  * next portion is fetched while units are still left: the request that
  * finds less than half of the last grant left takes it (its own cost
  * charged by the lease script; if Redis has nothing left, it is spent
  * from the units instead, and no such early fetch is made again before
- * Redis' retry time). Units a lease does not spend by its expiry
+ * Redis' retry time). Units left of a lease join the next one (not
+ * across a fixed or sliding window); units not spent by the expiry
  * lapse: they were charged in Redis when granted, so the fleet never
  * admits more than the limit.
  *
  * How much to ask for adapts to the identity's traffic: its own cost for
  * an identity that spent no more than that in its last lease (a quiet one
  * wastes nothing), twice what it spent in its last lease otherwise, and
- * twice the last request when a lease ran out before its expiry; Redis
- * grants at most max(cost, 1/8 of what remains) of it.
+ * twice what it asked for last (or spent, if more) when a lease runs low
+ * before its expiry; Redis grants at most max(cost, 1/8 of what remains)
+ * of it.
  *
  * No httpd headers; the clocks are passed in (tests drive them by hand).
  */
