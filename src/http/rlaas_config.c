@@ -1060,13 +1060,13 @@ static const char *set_window(cmd_parms *cmd, void *dv, const char *arg)
  * and a sliding log in one section is an error, whichever comes first. */
 static const char *lease_vs_log(cmd_parms *cmd, const char *arg)
 {
-    return apr_psprintf(cmd->pool,
-                        "%s: invalid value '%s': " RLAAS_D_LEASE
-                        " on cannot be used with the sliding log "
-                        "(sliding-window-algo) in the same section; use "
-                        "fixed, sliding, token, leaky or gcra, or "
-                        RLAAS_D_LEASE " off",
-                        cmd->cmd->name, arg);
+    return apr_psprintf(
+        cmd->pool,
+        "%s: invalid value '%s': " RLAAS_D_LEASE
+        " on cannot be used with the sliding log "
+        "(sliding-window-algo) in the same section; use "
+        "fixed, sliding, token, leaky or gcra, or " RLAAS_D_LEASE " off",
+        cmd->cmd->name, arg);
 }
 
 static const char *set_lease(cmd_parms *cmd, void *dv, const char *arg)

@@ -94,8 +94,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
                           &it->v) != RLAAS_TABLE_OK)
         return RLAAS_LEASE_NO;
     if (what == RLAAS_GRANT_SPENT) {
-        trace(r, it, "spent, units left and Redis' remaining",
-              it->v.remaining);
+        trace(r, it, "spent, units left and Redis' remaining", it->v.remaining);
         return RLAAS_LEASE_DECIDED;
     }
     if (what == RLAAS_GRANT_PLAIN)
@@ -112,11 +111,10 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
         v[1].allowed = 0;
     }
     granted = v[1].allowed ? v[1].remaining : 0;
-    rlaas_grant_put(table, it->call.key, it->call.key_len, &a,
-                    rlaas_local_now_ms(), sent, granted,
-                    granted > 0 ? v[1].reset_ms : 0,
-                    granted > 0 ? v[1].retry_ms : 0, &v[0],
-                    RLAAS_LOCAL_LOCK_WAIT_US);
+    rlaas_grant_put(
+        table, it->call.key, it->call.key_len, &a, rlaas_local_now_ms(), sent,
+        granted, granted > 0 ? v[1].reset_ms : 0,
+        granted > 0 ? v[1].retry_ms : 0, &v[0], RLAAS_LOCAL_LOCK_WAIT_US);
     if (*e != RLAAS_RERR_NONE)
         return RLAAS_LEASE_FAILED;
     /* Redis has nothing left, but an early fetch may have left units

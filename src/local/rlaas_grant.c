@@ -93,7 +93,8 @@ void rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
      * are within half a window (0 for the strategies without windows) */
     if (gap < 0)
         gap = -gap;
-    if (sent_us < g->expire_us && g->units > 0 && 2 * gap < a->window_ms * 1000) {
+    if (sent_us < g->expire_us && g->units > 0 &&
+        2 * gap < a->window_ms * 1000) {
         /* units of a lease still running join the new one: taken from
          * Redis at most one lease period before they are spent */
         g->units += granted - a->cost;
@@ -156,8 +157,8 @@ static int spend_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
 
     if (have)
         memcpy(&g, val, sizeof(g));
-    t->out = rlaas_grant_take(&g, have, t->a, t->now_us, t->spend_only,
-                              t->want, t->v);
+    t->out = rlaas_grant_take(&g, have, t->a, t->now_us, t->spend_only, t->want,
+                              t->v);
     if (t->out == RLAAS_GRANT_PLAIN)
         return 1; /* nothing changed */
     memcpy(val, &g, sizeof(g));
@@ -217,21 +218,18 @@ rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
     tn.spend_only = spend_only;
     tn.want = want;
     tn.v = v;
-    rc = rlaas_table_update(t, k, n, now_ms, lock_wait_us, spend_fn, &tn,
-                            NULL);
+    rc = rlaas_table_update(t, k, n, now_ms, lock_wait_us, spend_fn, &tn, NULL);
     if (rc == RLAAS_TABLE_REFUSED)
         rc = RLAAS_TABLE_OK; /* PLAIN: nothing to write */
     *out = tn.out;
     return rc;
 }
 
-rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key,
-                                 size_t klen, const rlaas_grant_ask_t *a,
-                                 int64_t now_ms, int64_t sent_us,
-                                 int64_t granted, int64_t lease_ms,
-                                 int64_t window_left_ms,
-                                 const rlaas_verdict_t *v,
-                                 int64_t lock_wait_us)
+rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key, size_t klen,
+                                 const rlaas_grant_ask_t *a, int64_t now_ms,
+                                 int64_t sent_us, int64_t granted,
+                                 int64_t lease_ms, int64_t window_left_ms,
+                                 const rlaas_verdict_t *v, int64_t lock_wait_us)
 {
     char k[RLAAS_TABLE_KEY_MAX];
     size_t n = grant_key(k, key, klen);
@@ -248,6 +246,5 @@ rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key,
     tn.lease_ms = lease_ms;
     tn.window_left_ms = window_left_ms;
     tn.pv = v;
-    return rlaas_table_update(t, k, n, now_ms, lock_wait_us, put_fn, &tn,
-                              NULL);
+    return rlaas_table_update(t, k, n, now_ms, lock_wait_us, put_fn, &tn, NULL);
 }

@@ -10,15 +10,14 @@
  * left marks the record "being fetched" and takes a new lease with one
  * EVALSHA (lua/lease.lua); requests that find no units left while a
  * fetch is in flight are decided one round trip each, as without leases,
- * so one server never takes several portions at once. So that a busy identity seldom runs dry, the
- * next portion is fetched while units are still left: the request that
- * finds less than half of the last grant left takes it (its own cost
- * charged by the lease script; if Redis has nothing left, it is spent
- * from the units instead, and no such early fetch is made again before
- * Redis' retry time). Units left of a lease join the next one (not
- * across a fixed or sliding window); units not spent by the expiry
- * lapse: they were charged in Redis when granted, so the fleet never
- * admits more than the limit.
+ * so one server never takes several portions at once. So that a busy identity
+ * seldom runs dry, the next portion is fetched while units are still left: the
+ * request that finds less than half of the last grant left takes it (its own
+ * cost charged by the lease script; if Redis has nothing left, it is spent from
+ * the units instead, and no such early fetch is made again before Redis' retry
+ * time). Units left of a lease join the next one (not across a fixed or sliding
+ * window); units not spent by the expiry lapse: they were charged in Redis when
+ * granted, so the fleet never admits more than the limit.
  *
  * How much to ask for adapts to the identity's traffic: its own cost for
  * an identity that spent no more than that in its last lease (a quiet one
@@ -60,15 +59,15 @@ typedef struct {
 /* The record's value. */
 typedef struct {
     int64_t strategy, limit, window_ms;
-    int64_t units;       /* left to spend */
-    int64_t expire_us;   /* the lease lapses then (rlaas_clock_us) */
-    int64_t fetch_us;    /* a lease being fetched since then; 0: none */
-    int64_t want;        /* what the last fetch asked for */
-    int64_t granted;     /* units of the current lease, merged ones too */
-    int64_t spent;       /* of them, spent (the fetching request's too) */
-    int64_t redis_left;  /* what Redis had left after the last grant */
-    int64_t reset_at_us; /* Redis' whole quota back, as it said then */
-    int64_t quiet_us;    /* no early fetch before then (Redis refused) */
+    int64_t units;         /* left to spend */
+    int64_t expire_us;     /* the lease lapses then (rlaas_clock_us) */
+    int64_t fetch_us;      /* a lease being fetched since then; 0: none */
+    int64_t want;          /* what the last fetch asked for */
+    int64_t granted;       /* units of the current lease, merged ones too */
+    int64_t spent;         /* of them, spent (the fetching request's too) */
+    int64_t redis_left;    /* what Redis had left after the last grant */
+    int64_t reset_at_us;   /* Redis' whole quota back, as it said then */
+    int64_t quiet_us;      /* no early fetch before then (Redis refused) */
     int64_t window_end_us; /* fixed, sliding: the grant's window ends */
 } rlaas_grant_rec_t;
 
@@ -130,11 +129,10 @@ rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
 
 /* A fetch's answer into key's record (rlaas_grant_store under the lock);
  * a failed fetch stores granted 0, which ends the fetch. */
-rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key,
-                                 size_t klen, const rlaas_grant_ask_t *a,
-                                 int64_t now_ms, int64_t sent_us,
-                                 int64_t granted, int64_t lease_ms,
-                                 int64_t window_left_ms,
+rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key, size_t klen,
+                                 const rlaas_grant_ask_t *a, int64_t now_ms,
+                                 int64_t sent_us, int64_t granted,
+                                 int64_t lease_ms, int64_t window_left_ms,
                                  const rlaas_verdict_t *v,
                                  int64_t lock_wait_us);
 

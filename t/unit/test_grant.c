@@ -28,8 +28,7 @@ static void portion_is_an_eighth_at_most(void **state)
     assert_int_equal(rlaas_grant_portion(4, 5, 1000), 0);
     assert_int_equal(rlaas_grant_portion(0, 1, 1000), 0);
     assert_int_equal(rlaas_grant_portion(1, 1, 0), 1);
-    assert_int_equal(rlaas_grant_portion(1000000000, 1, 1000000000),
-                     125000000);
+    assert_int_equal(rlaas_grant_portion(1000000000, 1, 1000000000), 125000000);
 }
 
 static void lease_lasts_a_tenth_of_the_window_at_most_a_second(void **state)
