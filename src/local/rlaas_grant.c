@@ -56,12 +56,18 @@ rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
     }
     if (fetching || spend_only)
         return RLAAS_GRANT_PLAIN;
-    if (live)
-        /* the lease ran out before its time: ask for twice as much */
-        *want = 2 * (g->want > g->spent ? g->want : g->spent);
+    if (live) {
+        /* running low before its time: what this pace spends in a whole
+         * lease, growing at most twofold from one portion to the next */
+        int64_t grow = 2 * (g->want > g->spent ? g->want : g->spent);
+        int64_t took = now_us - g->granted_us;
+        int64_t pace = took > 0 ? g->spent * g->lease_us / took : grow;
+
+        *want = pace < grow ? pace : grow;
+    }
     else if (g->spent > a->cost)
-        /* it lapsed: about what it spent, with room to grow */
-        *want = 2 * g->spent;
+        /* it lapsed: what it spent in a whole lease */
+        *want = g->spent;
     else
         /* a quiet identity (or a new one) asks for its own cost: nothing
          * of it can lapse */
@@ -95,8 +101,9 @@ void rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
         gap = -gap;
     if (sent_us < g->expire_us && g->units > 0 &&
         2 * gap < a->window_ms * 1000) {
-        /* units of a lease still running join the new one: taken from
-         * Redis at most one lease period before they are spent */
+        /* units of a lease still running join the new one (less than
+         * half a portion: the next is fetched at half), so what is held
+         * stays under twice a portion */
         g->units += granted - a->cost;
         g->granted = g->units + a->cost;
         g->spent = a->cost;
@@ -108,6 +115,8 @@ void rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
     }
     g->expire_us = until;
     g->window_end_us = end;
+    g->granted_us = sent_us;
+    g->lease_us = lease_ms * 1000;
     g->redis_left = v->remaining;
     g->reset_at_us = sent_us + v->reset_ms * 1000;
 }

@@ -69,6 +69,8 @@ typedef struct {
     int64_t reset_at_us;   /* Redis' whole quota back, as it said then */
     int64_t quiet_us;      /* no early fetch before then (Redis refused) */
     int64_t window_end_us; /* fixed, sliding: the grant's window ends */
+    int64_t granted_us;    /* when the current lease was asked for */
+    int64_t lease_us;      /* how long its portions last */
 } rlaas_grant_rec_t;
 
 typedef enum {
