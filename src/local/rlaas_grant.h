@@ -21,10 +21,10 @@
  *
  * How much to ask for adapts to the identity's traffic: its own cost for
  * an identity that spent no more than that in its last lease (a quiet one
- * wastes nothing), twice what it spent in its last lease otherwise, and
- * twice what it asked for last (or spent, if more) when a lease runs low
- * before its expiry; Redis grants at most max(cost, 1/8 of what remains)
- * of it.
+ * wastes nothing); after a lease lapsed, what it spent; while a lease
+ * runs low, what its pace spends in a whole lease, growing at most
+ * twofold from one portion to the next. Redis grants at most max(cost,
+ * 1/8 of what remains) of it.
  *
  * No httpd headers; the clocks are passed in (tests drive them by hand).
  */
