@@ -6,9 +6,10 @@
 -- min(want, max(cost, remaining / 8)) units (the request's own cost
 -- included) is charged in one go. Reply: the request's verdict (4
 -- integers, remaining after the portion), then {granted > 0, granted,
--- lease ms, ms to the window's end (fixed, sliding; else 0)}. A lease lasts min(W / 10, 1 s), and for fixed and sliding
--- no longer than the current window; what the server does not spend by
--- then lapses (it is never given back, so never counted twice).
+-- lease ms, ms to the window's end (fixed, sliding; else 0)}. A lease
+-- lasts min(W / 10, 1 s), and for fixed and sliding no longer than the
+-- current window; what the server does not spend by then lapses (it is
+-- never given back, so never counted twice).
 local run = {[0] = rlaas_fixed, false, rlaas_sliding, rlaas_token,
   rlaas_leaky, rlaas_gcra}
 local f = run[tonumber(ARGV[1])]

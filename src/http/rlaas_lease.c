@@ -33,14 +33,16 @@ static const char *const whys[WHY_COUNT] = {
 
 static volatile apr_uint32_t told[WHY_COUNT];
 
-static rlaas_lease_e not_here(request_rec *r, why_e why)
+/* The line names the section's policy (its zone), not the request: no
+ * client text in it. */
+static rlaas_lease_e not_here(request_rec *r, const rlaas_item_t *it, why_e why)
 {
     if (apr_atomic_cas32(&told[why], 1, 0) == 0)
         ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r,
                       "RLAAS0081: " RLAAS_D_LEASE
-                      " on is not used for %s: %s; such requests are "
+                      " on is not used for policy %s: %s; such requests are "
                       "decided one round trip each (said once per process)",
-                      r->uri, whys[why]);
+                      it->name, whys[why]);
     return RLAAS_LEASE_NO;
 }
 
@@ -67,15 +69,15 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     if (!rlaas_dir_lease(d) || n < 1 || rlaas_server_local(sc))
         return RLAAS_LEASE_NO;
     if (n > 1)
-        return not_here(r, WHY_POLICIES);
+        return not_here(r, it, WHY_POLICIES);
     if (rlaas_target_cluster(sc->target))
-        return not_here(r, WHY_CLUSTER);
+        return not_here(r, it, WHY_CLUSTER);
     if (it->call.strategy == RLAAS_STRATEGY_SLIDING_LOG)
-        return not_here(r, WHY_LOG);
+        return not_here(r, it, WHY_LOG);
     if (it->dry_run || (it->call.mode & RLAAS_MODE_DRY_RUN))
-        return not_here(r, WHY_DRY_RUN);
+        return not_here(r, it, WHY_DRY_RUN);
     if (it->call.mode != 0)
-        return not_here(r, WHY_VARIES);
+        return not_here(r, it, WHY_VARIES);
     if (table == NULL || sc->target->redis == NULL)
         return RLAAS_LEASE_NO;
     a.strategy = it->call.strategy;
