@@ -25,7 +25,8 @@ EXTRA_LDFLAGS ?=
 LUA_PRELUDE = lua/prelude.lua
 LUA_BODIES = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
              lua/leaky.lua lua/gcra.lua
-LUA = $(patsubst lua/%,build/lua/%,$(LUA_BODIES)) build/lua/multi.lua
+LUA = $(patsubst lua/%,build/lua/%,$(LUA_BODIES)) build/lua/multi.lua \
+      build/lua/lease.lua
 
 # Source folders (see LAYOUT in the README): dependencies point down only,
 # http -> local, redis -> core. core/, local/ and the pure parts of redis/
@@ -35,7 +36,8 @@ ALGO_SRC = src/core/rlaas_algo.c src/core/rlaas_algo_fixed.c \
            src/core/rlaas_algo_sliding_log.c src/core/rlaas_algo_sliding.c \
            src/core/rlaas_algo_token.c src/core/rlaas_algo_leaky.c \
            src/core/rlaas_algo_gcra.c
-LOCAL_SRC = src/local/rlaas_table.c src/local/rlaas_local.c
+LOCAL_SRC = src/local/rlaas_table.c src/local/rlaas_local.c \
+            src/local/rlaas_grant.c
 CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
            src/core/rlaas_keybuild.c src/core/rlaas_log.c \
            src/core/rlaas_headers.c src/core/rlaas_verdict.c \
@@ -54,7 +56,7 @@ HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_limit.c src/http/rlaas_metrics.c \
             src/http/rlaas_remote.c src/http/rlaas_unit.c \
             src/http/rlaas_authuser.c src/http/rlaas_policies.c \
-            src/http/rlaas_backend.c
+            src/http/rlaas_backend.c src/http/rlaas_lease.c
 GEN_SRC = src/redis/rlaas_scripts.c
 SRC = mod_rlaas.c $(HTTPD_SRC) $(CORE_SRC) $(GEN_SRC)
 HDR = $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.h))
@@ -79,6 +81,12 @@ build/lua/%.lua: $(LUA_PRELUDE) lua/%.lua
 build/lua/multi.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/multi.lua
 	@mkdir -p build/lua
 	cat $(LUA_PRELUDE) $(LUA_BODIES) lua/multi.lua >$@.tmp && mv $@.tmp $@
+
+# RLaaSLease: the prelude, the bodies and lua/lease.lua (a portion of one
+# policy's quota taken at once).
+build/lua/lease.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/lease.lua
+	@mkdir -p build/lua
+	cat $(LUA_PRELUDE) $(LUA_BODIES) lua/lease.lua >$@.tmp && mv $@.tmp $@
 
 lua: $(LUA) $(GEN_SRC)
 

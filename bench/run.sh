@@ -20,6 +20,9 @@
 #   local-<st>-1, local-<st>-10k, local-<st>-deny, local-two-1, local-two-10k
 #                 the same with RLaaSBackend local: the state in httpd's
 #                 shared memory, no Redis
+#   lease-<st>-1, lease-<st>-10k, lease-<st>-deny (fixed, gcra, token)
+#                 Redis with RLaaSLease on: portions of each client's quota
+#                 spent in shared memory
 #   mod_qos, mod_evasive
 #                 the Debian packages' modules (when installed) limiting per
 #                 client address with limits never reached, for comparison
@@ -165,7 +168,7 @@ LUA
 
 # httpd.conf for one case: $1 = none | loaded | qos | evasive | <strategy>
 # | two (two policies), $2 = limit, $3 = the Redis port, $4 = redis |
-# local (the backend)
+# local (the backend) | lease (Redis, RLaaSLease on)
 write_conf() {
     local mode=$1 limit=${2:--} port=${3:-$REDIS_PORT} backend=${4:-redis}
     {
@@ -221,7 +224,11 @@ CONF
             else
                 echo "RLaaSRedis 127.0.0.1:$port"
             fi
-            echo "RLaaSBackend $backend"
+            if [ "$backend" = lease ]; then
+                echo "RLaaSBackend redis"
+            else
+                echo "RLaaSBackend $backend"
+            fi
             ;;
         esac
         if [ "$limit" != - ] && [ "$mode" = two ]; then
@@ -239,6 +246,7 @@ CONF
     RLaaSWindow 60s
     RLaaSStrategy $mode
     RLaaSKeyBy header:X-Client
+$([ "$backend" = lease ] && echo "    RLaaSLease on" || true)
 </Location>
 <Location "/rlaas-metrics">
     RLaaSEngine off
@@ -380,6 +388,12 @@ for st in $STRATEGIES; do
     add_case "local-$st-1" "$st" 1000000000 one.lua local
     add_case "local-$st-10k" "$st" 1000000000 many.lua local
     add_case "local-$st-deny" "$st" 1 one.lua local
+done
+# RLaaSLease on: one busy client (-1), many clients (-10k), refused (-deny)
+for st in fixed gcra token; do
+    add_case "lease-$st-1" "$st" 1000000000 one.lua lease
+    add_case "lease-$st-10k" "$st" 1000000000 many.lua lease
+    add_case "lease-$st-deny" "$st" 1 one.lua lease
 done
 add_case local-two-1 two 1000000000 one.lua local
 add_case local-two-10k two 1000000000 many.lua local

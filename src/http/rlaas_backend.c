@@ -158,3 +158,8 @@ int rlaas_backend_stats(rlaas_table_stats_t *st)
     rlaas_table_stats(table, st);
     return 1;
 }
+
+rlaas_local_t *rlaas_backend_table(void)
+{
+    return table;
+}

@@ -21,6 +21,9 @@ int rlaas_backend_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 rlaas_lerr_e rlaas_backend_eval(request_rec *r, const rlaas_local_call_t *calls,
                                 int n, rlaas_verdict_t *v);
 
+/* The table in this process (leases keep their units in it), or NULL. */
+rlaas_local_t *rlaas_backend_table(void);
+
 /* The table's counters; 0 if there is no table. */
 int rlaas_backend_stats(rlaas_table_stats_t *st);
 

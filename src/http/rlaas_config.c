@@ -845,6 +845,7 @@ void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
     d->limit_fallback = -1;
     d->cost = -1;
     d->zone_metric = -1;
+    d->lease = -1;
     return d;
 }
 
@@ -915,6 +916,7 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->headers = PICK(headers, RLAAS_HEADERS_UNSET);
     d->dry_run = PICK(dry_run, -1);
     d->circuit_fail_open = PICK(circuit_fail_open, -1);
+    d->lease = PICK(lease, -1);
     return d;
 }
 
@@ -1052,6 +1054,37 @@ static const char *set_window(cmd_parms *cmd, void *dv, const char *arg)
     return NULL;
 }
 
+/* ---- RLaaSLease ---- */
+
+/* A sliding log has no count to take a portion of: explicit RLaaSLease on
+ * and a sliding log in one section is an error, whichever comes first. */
+static const char *lease_vs_log(cmd_parms *cmd, const char *arg)
+{
+    return apr_psprintf(
+        cmd->pool,
+        "%s: invalid value '%s': " RLAAS_D_LEASE
+        " on cannot be used with the sliding log "
+        "(sliding-window-algo) in the same section; use "
+        "fixed, sliding, token, leaky or gcra, or " RLAAS_D_LEASE " off",
+        cmd->cmd->name, arg);
+}
+
+static const char *set_lease(cmd_parms *cmd, void *dv, const char *arg)
+{
+    rlaas_dir_conf_t *d = dv;
+
+    if (strcasecmp(arg, "on") == 0) {
+        if (d->strategy == RLAAS_STRATEGY_SLIDING_LOG)
+            return lease_vs_log(cmd, arg);
+        d->lease = 1;
+    }
+    else if (strcasecmp(arg, "off") == 0)
+        d->lease = 0;
+    else
+        return bad_value(cmd, arg, "on or off");
+    return NULL;
+}
+
 static const char *set_strategy(cmd_parms *cmd, void *dv, const char *arg)
 {
     rlaas_dir_conf_t *d = dv;
@@ -1060,6 +1093,8 @@ static const char *set_strategy(cmd_parms *cmd, void *dv, const char *arg)
 
     if (err != NULL)
         return bad_value(cmd, arg, err);
+    if (st == RLAAS_STRATEGY_SLIDING_LOG && d->lease == 1)
+        return lease_vs_log(cmd, arg);
     d->strategy = st;
     return NULL;
 }
@@ -1267,6 +1302,9 @@ const command_rec rlaas_cmds[] = {
                   "Rate-limit header fields: draft, legacy, both or off"),
     AP_INIT_FLAG(RLAAS_D_DRY_RUN, set_dry_run, NULL, DIR_SCOPE,
                  "On: evaluate, count and report, but never deny"),
+    AP_INIT_TAKE1(RLAAS_D_LEASE, set_lease, NULL, DIR_SCOPE,
+                  "On: spend a busy identity's quota in portions taken "
+                  "from Redis (not with the sliding log)"),
     AP_INIT_FLAG(RLAAS_D_CIRCUIT_FAIL_OPEN, set_circuit_fail_open, NULL,
                  DIR_SCOPE,
                  "On: allow requests while the circuit breaker is open, "
@@ -1320,6 +1358,11 @@ int rlaas_dir_fail_open(const rlaas_dir_conf_t *d)
 int rlaas_dir_fail_local(const rlaas_dir_conf_t *d)
 {
     return d->fail_open == RLAAS_FAIL_LOCAL;
+}
+
+int rlaas_dir_lease(const rlaas_dir_conf_t *d)
+{
+    return d != NULL && d->lease == 1;
 }
 
 rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d)

@@ -58,6 +58,7 @@
 #define RLAAS_D_BACKEND           "RLaaSBackend"
 #define RLAAS_D_LOCAL_SIZE        "RLaaSLocalSize"
 #define RLAAS_D_LOCAL_DIVISOR     "RLaaSLocalDivisor"
+#define RLAAS_D_LEASE             "RLaaSLease"
 
 #define RLAAS_DEFAULT_HOST                "127.0.0.1"
 #define RLAAS_DEFAULT_PORT                6379
@@ -190,6 +191,7 @@ typedef struct {
      * of its own; it follows the section that last set either. */
     const char *ns;
     int zone_metric; /* the zone's row handle; -1: none ("other") */
+    int lease;       /* RLaaSLease: -1 unset (off) */
 } rlaas_dir_conf_t;
 
 extern const command_rec rlaas_cmds[];
@@ -218,6 +220,7 @@ rlaas_strategy_e rlaas_dir_strategy(const rlaas_dir_conf_t *d);
 int rlaas_dir_fail_open(const rlaas_dir_conf_t *d);
 int rlaas_dir_fail_local(const rlaas_dir_conf_t *d);
 rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d);
+int rlaas_dir_lease(const rlaas_dir_conf_t *d);
 int rlaas_target_circuit_failures(const rlaas_target_t *t);
 int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t);
 int rlaas_target_pipeline(const rlaas_target_t *t);

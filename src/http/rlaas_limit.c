@@ -14,6 +14,7 @@
 #include "rlaas_config.h"
 #include "rlaas_headers.h"
 #include "rlaas_identity.h"
+#include "rlaas_lease.h"
 #include "rlaas_log.h"
 #include "rlaas_metrics.h"
 #include "rlaas_policies.h"
@@ -534,6 +535,14 @@ static int limit(decision_t *dc)
         return le == RLAAS_LERR_NONE
                    ? decided(dc, RLAAS_OUT_ALLOWED, RLAAS_OUT_DENIED)
                    : local_undecided(dc, le);
+    }
+    switch (rlaas_lease_decide(dc->r, dc->d, dc->it, dc->n, &e, detail)) {
+    case RLAAS_LEASE_DECIDED:
+        return decided(dc, RLAAS_OUT_ALLOWED, RLAAS_OUT_DENIED);
+    case RLAAS_LEASE_FAILED:
+        return undecided(dc, e, detail);
+    case RLAAS_LEASE_NO:
+        break;
     }
     if ((e = run(dc, detail)) != RLAAS_RERR_NONE)
         return undecided(dc, e, detail);

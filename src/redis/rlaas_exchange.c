@@ -41,6 +41,8 @@ static void lost(rlaas_outcome_t *out, rlaas_job_t **jobs, int n,
 
 int rlaas_job_script(const rlaas_job_t *j)
 {
+    if (j->n == 1 && j->calls[0].lease_want > 0)
+        return RLAAS_SCRIPT_LEASE;
     return j->n == 1 ? (int)j->calls[0].strategy : RLAAS_SCRIPT_MULTI;
 }
 
@@ -83,9 +85,11 @@ static int other_window(rlaas_job_t *j, const char *err, size_t len)
 static void take_reply(rlaas_job_t *j, const rlaas_reply_sink_t *rep,
                        rlaas_outcome_t *out)
 {
+    /* a lease's reply holds the grant as a second verdict */
+    int nv = rlaas_job_script(j) == RLAAS_SCRIPT_LEASE ? 2 : j->n;
     rlaas_errc_e c;
 
-    switch (rlaas_reply_verdicts(rep, j->n, j->v)) {
+    switch (rlaas_reply_verdicts(rep, nv, j->v)) {
     case RLAAS_REPLY_OK:
         j->e = RLAAS_RERR_NONE;
         return;

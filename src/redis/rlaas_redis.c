@@ -355,6 +355,9 @@ static const char *call_error(const rlaas_call_t *calls, int n)
             return "key too long";
         if (calls[i].strategy < 0 || calls[i].strategy >= RLAAS_STRATEGY_COUNT)
             return "no such strategy";
+        if (calls[i].lease_want > 0 &&
+            (n != 1 || calls[i].strategy == RLAAS_STRATEGY_SLIDING_LOG))
+            return "a lease is for one policy, not a sliding log";
     }
     return NULL;
 }
@@ -407,6 +410,10 @@ rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *calls,
 {
     rlaas_job_t job;
 
+    if (rd->cluster != NULL && n == 1 && calls[0].lease_want > 0) {
+        apr_cpystrn(detail, "no lease with Redis Cluster", RLAAS_DETAIL_MAX);
+        return RLAAS_RERR_REPLY;
+    }
     if (rd->cluster != NULL)
         return rlaas_cluster_eval(rd->cluster, calls, n, v, detail);
     job.calls = calls;

@@ -89,7 +89,11 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
  * identity as a hash tag, so the policies of one identity (per second and
  * per hour for one API key) go in one call; policies of different
  * identities (per IP and per API key) are called slot by slot, in order,
- * and all or nothing holds within each call only. */
+ * and all or nothing holds within each call only.
+ *
+ * A lease (calls[0].lease_want > 0, n = 1, not a sliding log, not in
+ * Redis Cluster): v has room for 2; v[1] tells the grant (see
+ * rlaas_call_t). */
 rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *calls,
                               int n, rlaas_verdict_t *v, char *detail);
 

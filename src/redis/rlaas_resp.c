@@ -72,6 +72,19 @@ static size_t one(char *buf, const char *sha1, const rlaas_call_t *c)
     int extra = c->mode != 0 ? 2 : !default_cost(c->cost);
     size_t n;
 
+    if (c->lease_want > 0) {
+        n = head(buf, 10);
+        n += bulk(buf + n, sha1, 40);
+        n += bulk_int(buf + n, 1);
+        n += bulk(buf + n, c->key, c->key_len);
+        n += bulk_int(buf + n, c->strategy);
+        n += bulk_str(buf + n, c->limit);
+        n += bulk_str(buf + n, c->window);
+        n += bulk_str(buf + n, c->cost != NULL ? c->cost : "1");
+        n += bulk_int(buf + n, c->mode);
+        n += bulk_int(buf + n, c->lease_want);
+        return n;
+    }
     if (extra == 0)
         return rlaas_resp_evalsha(buf, sha1, c->key, c->key_len, c->limit,
                                   c->window);

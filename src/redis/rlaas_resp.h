@@ -9,6 +9,8 @@
  *              of a plain request are those of a single strategy call)
  * Several:     EVALSHA <sha1> <n> <key>... then, for each policy,
  *              <strategy id> <limit> <window> <cost> <mode>
+ * A lease:     EVALSHA <sha1> 1 <key> <strategy id> <limit> <window> <cost>
+ *              <mode> <want>
  */
 #ifndef RLAAS_RESP_H
 #define RLAAS_RESP_H
@@ -43,6 +45,11 @@ typedef struct {
      * reckoned (a declared key, so that a slot being moved moves it too);
      * it starts at this offset. 0: none. */
     size_t window_at;
+    /* RLaaSLease: > 0 asks for a lease of up to this many units
+     * (lua/lease.lua, one policy alone): the reply holds a second verdict,
+     * {granted > 0, units granted, lease ms, ms to the end of the window
+     * for fixed and sliding, else 0}. 0: an ordinary call. */
+    int64_t lease_want;
 } rlaas_call_t;
 
 /* Room for the command with a key of key_len bytes and decimal limit and

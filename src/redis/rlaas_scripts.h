@@ -22,9 +22,11 @@ typedef struct {
 
 /* The multi script's index, after the strategies' own. */
 #define RLAAS_SCRIPT_MULTI RLAAS_STRATEGY_COUNT
-#define RLAAS_SCRIPT_COUNT (RLAAS_STRATEGY_COUNT + 1)
+/* RLaaSLease: one policy's portion taken at once (lua/lease.lua). */
+#define RLAAS_SCRIPT_LEASE (RLAAS_STRATEGY_COUNT + 1)
+#define RLAAS_SCRIPT_COUNT (RLAAS_STRATEGY_COUNT + 2)
 
-/* Indexed by rlaas_strategy_e, then RLAAS_SCRIPT_MULTI. */
+/* Indexed by rlaas_strategy_e, then RLAAS_SCRIPT_MULTI, RLAAS_SCRIPT_LEASE. */
 extern const rlaas_script_t rlaas_scripts[RLAAS_SCRIPT_COUNT];
 
 #endif

@@ -75,6 +75,16 @@ static void call_same_as_hiredis(const rlaas_call_t *c, int n)
     }
     for (i = 0; i < n; i++) {
         const char *cost = c[i].cost ? c[i].cost : "1";
+        if (n == 1 && c[i].lease_want > 0) {
+            /* a lease: every argument, and what it asks for */
+            NUM(c[i].strategy);
+            WORD(c[i].limit, strlen(c[i].limit));
+            WORD(c[i].window, strlen(c[i].window));
+            WORD(cost, strlen(cost));
+            NUM(c[i].mode);
+            NUM(c[i].lease_want);
+            continue;
+        }
         if (n > 1)
             NUM(c[i].strategy);
         WORD(c[i].limit, strlen(c[i].limit));
@@ -107,6 +117,7 @@ static void calls_match_hiredis(void **state)
 
     (void)state;
     memset(bigkey, 'k', sizeof(bigkey));
+    memset(c, 0, sizeof(c));
     for (i = 0; i < RLAAS_CALL_POLICIES_MAX; i++) {
         c[i].strategy = (rlaas_strategy_e)(i % RLAAS_STRATEGY_COUNT);
         c[i].key = bigkey;
@@ -132,6 +143,12 @@ static void calls_match_hiredis(void **state)
     c[1].key = "";
     c[1].key_len = 0;
     call_same_as_hiredis(c, 2);
+    /* a lease (RLaaSLease): the full form and what it asks for */
+    c[0].mode = 0;
+    c[0].lease_want = 123456789;
+    call_same_as_hiredis(c, 1);
+    c[0].cost = "7";
+    call_same_as_hiredis(c, 1);
 }
 
 static void integers(void **state)

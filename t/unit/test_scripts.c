@@ -49,6 +49,7 @@ static void scripts_in_strategy_order(void **state)
     assert_string_equal(rlaas_scripts[RLAAS_STRATEGY_LEAKY].file, "leaky");
     assert_string_equal(rlaas_scripts[RLAAS_STRATEGY_GCRA].file, "gcra");
     assert_string_equal(rlaas_scripts[RLAAS_SCRIPT_MULTI].file, "multi");
+    assert_string_equal(rlaas_scripts[RLAAS_SCRIPT_LEASE].file, "lease");
 }
 
 /* A strategy's script calls its own function; the multi script holds all

@@ -1,0 +1,140 @@
+#include "rlaas_lease.h"
+
+#include "http_log.h"
+#include "apr_atomic.h"
+#include "apr_strings.h"
+
+#include "rlaas_backend.h"
+#include "rlaas_clock.h"
+#include "rlaas_grant.h"
+#include "rlaas_local.h"
+#include "rlaas_redis.h"
+
+APLOG_USE_MODULE(rlaas);
+
+/* Why a section's RLaaSLease on does not apply to a request: each said
+ * once per child, at notice level (a configuration choice, not a fault). */
+typedef enum {
+    WHY_POLICIES = 0,
+    WHY_CLUSTER,
+    WHY_LOG,
+    WHY_VARIES,
+    WHY_DRY_RUN,
+    WHY_COUNT
+} why_e;
+
+static const char *const whys[WHY_COUNT] = {
+    "the request meets several policies (RLaaSApply, RLaaSEnforce), "
+    "decided together",
+    "Redis Cluster (RLaaSRedisCluster)",
+    "the sliding log (sliding-window-algo) keeps no count to share out",
+    "the limit is read per request (RLaaSLimit expr=)",
+    "a dry run (RLaaSDryRun on)"};
+
+static volatile apr_uint32_t told[WHY_COUNT];
+
+/* The line names the section's policy (its zone), not the request: no
+ * client text in it. */
+static rlaas_lease_e not_here(request_rec *r, const rlaas_item_t *it, why_e why)
+{
+    if (apr_atomic_cas32(&told[why], 1, 0) == 0)
+        ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r,
+                      "RLAAS0081: " RLAAS_D_LEASE
+                      " on is not used for policy %s: %s; such requests are "
+                      "decided one round trip each (said once per process)",
+                      it->name, whys[why]);
+    return RLAAS_LEASE_NO;
+}
+
+static void trace(request_rec *r, const rlaas_item_t *it, const char *what,
+                  int64_t n)
+{
+    ap_log_rerror(APLOG_MARK, APLOG_TRACE2, 0, r,
+                  "RLAAS0082: lease %s: %s %" APR_INT64_T_FMT, it->call.key,
+                  what, n);
+}
+
+rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
+                                 rlaas_item_t *it, int n, rlaas_rerr_e *e,
+                                 char *detail)
+{
+    const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
+    rlaas_local_t *table = rlaas_backend_table();
+    rlaas_verdict_t v[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+    rlaas_grant_ask_t a;
+    rlaas_grant_e what;
+    rlaas_call_t call;
+    int64_t want = 0, sent, granted, now_us;
+
+    if (!rlaas_dir_lease(d) || n < 1 || rlaas_server_local(sc))
+        return RLAAS_LEASE_NO;
+    if (n > 1)
+        return not_here(r, it, WHY_POLICIES);
+    if (rlaas_target_cluster(sc->target))
+        return not_here(r, it, WHY_CLUSTER);
+    if (it->call.strategy == RLAAS_STRATEGY_SLIDING_LOG)
+        return not_here(r, it, WHY_LOG);
+    if (it->dry_run || (it->call.mode & RLAAS_MODE_DRY_RUN))
+        return not_here(r, it, WHY_DRY_RUN);
+    if (it->call.mode != 0)
+        return not_here(r, it, WHY_VARIES);
+    if (table == NULL || sc->target->redis == NULL)
+        return RLAAS_LEASE_NO;
+    a.strategy = it->call.strategy;
+    a.limit = it->limit;
+    a.window_ms = it->window_ms;
+    if (it->call.cost == NULL)
+        a.cost = 1;
+    else if (rlaas_parse_nonneg_int(it->call.cost, it->limit, &a.cost) !=
+                 NULL ||
+             a.cost < 1)
+        return RLAAS_LEASE_NO; /* a check (cost 0) is asked of Redis */
+    now_us = rlaas_clock_us();
+    if (rlaas_grant_spend(table, it->call.key, it->call.key_len, &a,
+                          rlaas_local_now_ms(), now_us,
+                          RLAAS_LOCAL_LOCK_WAIT_US, 0, &what, &want,
+                          &it->v) != RLAAS_TABLE_OK)
+        return RLAAS_LEASE_NO;
+    if (what == RLAAS_GRANT_SPENT) {
+        trace(r, it, "spent, units left and Redis' remaining", it->v.remaining);
+        return RLAAS_LEASE_DECIDED;
+    }
+    if (what == RLAAS_GRANT_PLAIN)
+        return RLAAS_LEASE_NO; /* a fetch in flight: one call of our own */
+    /* one round trip takes the request's verdict and a new lease */
+    call = it->call;
+    call.lease_want = want;
+    sent = rlaas_clock_us();
+    *e = rlaas_redis_eval(sc->target->redis, &call, 1, v, detail);
+    if (*e != RLAAS_RERR_NONE) {
+        /* no answer: the fetch ends, nothing is known of a refusal */
+        v[0].allowed = 1;
+        v[0].retry_ms = 0;
+        v[1].allowed = 0;
+    }
+    granted = v[1].allowed ? v[1].remaining : 0;
+    rlaas_grant_put(
+        table, it->call.key, it->call.key_len, &a, rlaas_local_now_ms(), sent,
+        granted, granted > 0 ? v[1].reset_ms : 0,
+        granted > 0 ? v[1].retry_ms : 0, &v[0], RLAAS_LOCAL_LOCK_WAIT_US);
+    if (*e != RLAAS_RERR_NONE)
+        return RLAAS_LEASE_FAILED;
+    /* Redis has nothing left, but an early fetch may have left units
+     * here, taken before: spent rather than refused */
+    if (!v[0].allowed &&
+        rlaas_grant_spend(table, it->call.key, it->call.key_len, &a,
+                          rlaas_local_now_ms(), rlaas_clock_us(),
+                          RLAAS_LOCAL_LOCK_WAIT_US, 1, &what, &want,
+                          &it->v) == RLAAS_TABLE_OK &&
+        what == RLAAS_GRANT_SPENT) {
+        trace(r, it, "refused by Redis, spent here; left", it->v.remaining);
+        return RLAAS_LEASE_DECIDED;
+    }
+    it->v = v[0];
+    /* what this server now holds is the client's too */
+    if (granted > a.cost)
+        it->v.remaining += granted - a.cost;
+    trace(r, it, "taken, asked for", want);
+    trace(r, it, "taken, granted", granted);
+    return RLAAS_LEASE_DECIDED;
+}

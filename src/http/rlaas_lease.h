@@ -1,0 +1,31 @@
+/*
+ * RLaaSLease on: a busy identity's quota taken from Redis in portions and
+ * spent in this server's shared memory (src/local/rlaas_grant.h), so that
+ * most of its requests are decided with no round trip, and a request that
+ * takes a new portion makes exactly one. Where a lease cannot apply (the
+ * local backend, several policies at once, Redis Cluster, a sliding log, a
+ * limit read per request, a dry run) the request is decided as without
+ * it, and each child says why once (RLAAS0081).
+ */
+#ifndef RLAAS_LEASE_H
+#define RLAAS_LEASE_H
+
+#include "httpd.h"
+
+#include "rlaas_config.h"
+#include "rlaas_policies.h"
+#include "rlaas_rerr.h"
+
+typedef enum {
+    RLAAS_LEASE_NO = 0,  /* no lease here: decide as usual */
+    RLAAS_LEASE_DECIDED, /* it[0].v holds the verdict */
+    RLAAS_LEASE_FAILED   /* Redis could not decide: *e, detail say why */
+} rlaas_lease_e;
+
+/* Decides it[0..n) from a lease where the section asks for one and it
+ * applies. */
+rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
+                                 rlaas_item_t *it, int n, rlaas_rerr_e *e,
+                                 char *detail);
+
+#endif

@@ -1,0 +1,259 @@
+# RLaaSLease on: two Apache servers sharing one Redis spend a busy
+# identity's quota in portions taken from Redis.
+#  - 1,000 requests of one identity, 40 clients at once, half to each
+#    server, against a limit of 300 (gcra and fixed, a day's window: no
+#    refill meanwhile): never more than 300 admitted, and at least 250;
+#  - under a limit never reached, most requests take no round trip: Redis'
+#    own count of EVALSHA calls (INFO commandstats) stays far below the
+#    requests; without the lease every request is one;
+#  - one identity's lease never admits another: alice's units held by a
+#    server are not bob's, and each gets exactly the limit;
+#  - a refusal says when to come back (Retry-After, RateLimit);
+#  - explicit RLaaSLease on with the sliding log, or a value that is not
+#    on or off, fails `apache2 -t` naming the directive and the value;
+#    where a lease can't apply (a dry run) the request is decided as
+#    without it, and the server says so once (RLAAS0081).
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use RLaaS::Test qw(:all);
+use File::Temp qw(tempdir);
+use File::Spec::Functions qw(catfile);
+use File::Path qw(make_path);
+use IO::Socket::INET;
+use Time::HiRes ();
+
+plan skip_all => 'mod_rlaas is not loaded' unless have_module();
+require HTTP::Tiny;
+
+my @cases = (
+    [gcra  => 'gcra',  300,     '1d'],
+    [fixed => 'fixed', 300,     '1d'],
+    [big   => 'gcra',  1000000, '1h'],
+    [off   => 'gcra',  1000000, '1h', 'off'],
+    [small => 'gcra',  20,      '1d'],
+    [tok   => 'token', 20,      '1d'],
+    [dry   => 'gcra',  1000,    '1d', 'on', 'RLaaSDryRun on'],
+);
+
+my @srv;
+for my $i (1, 2) {
+    my ($s, $why) = start_server($i);
+    BAIL_OUT("lease server $i: $why") unless $s;
+    push @srv, $s;
+}
+
+sub evalsha_calls {
+    my $info = redis()->cmd('INFO', 'commandstats');
+    return $info =~ /cmdstat_evalsha:calls=(\d+)/ ? $1 : 0;
+}
+
+# load(PATH, USER, TOTAL, CLIENTS): TOTAL requests of one identity from
+# CLIENTS processes at once, each on keep-alive connections to both
+# servers in turn; returns (status => count).
+sub load {
+    my ($path, $user, $total, $clients) = @_;
+    my $per = int($total / $clients);
+    my $go = Time::HiRes::time() + 0.3 + 0.01 * $clients;
+    my @kids;
+    for my $c (1 .. $clients) {
+        pipe(my $r, my $w) or die "pipe: $!";
+        my $pid = fork;
+        die "fork: $!" unless defined $pid;
+        if (!$pid) {
+            close $r;
+            my @ua = map { HTTP::Tiny->new(timeout => 30, keep_alive => 1) } @srv;
+            my $d = $go - Time::HiRes::time();
+            Time::HiRes::sleep($d) if $d > 0;
+            my %n;
+            for my $k (1 .. $per) {
+                my $j = ($c + $k) % 2;
+                my $res = $ua[$j]->get("http://$srv[$j]{hp}$path", { headers => { 'X-User' => $user } });
+                $n{$res->{status}}++;
+            }
+            print $w join(' ', %n);
+            close $w;
+            require POSIX;
+            POSIX::_exit(0);
+        }
+        close $w;
+        push @kids, [$pid, $r];
+    }
+    my %n;
+    for my $k (@kids) {
+        my $fh = $k->[1];
+        my %m = split ' ', (<$fh> // '');
+        $n{$_} += $m{$_} for keys %m;
+        waitpid $k->[0], 0;
+    }
+    $? = 0;
+    return %n;
+}
+
+# A warm-up: every server has the processes and threads for 40 clients
+# before the measured loads (prefork spawns children a few a second: a
+# request stalled behind that for over a second lets its lease lapse).
+load('/lease/big', uid('lease-warm'), 400, 40);
+
+# ---------------------------------------- never more than the limit
+for my $c (qw(gcra fixed)) {
+    # fixed counts in days of Redis' clock: not across midnight
+    wait_fixed_window(86_400_000, 60_000) if $c eq 'fixed';
+    my $u = uid("lease-$c");
+    my %n = load("/lease/$c", $u, 1000, 40);
+    my $ok = $n{200} // 0;
+    note("$c: " . join(' ', map { "$_ x$n{$_}" } sort keys %n));
+    cmp_ok($ok, '<=', 300, "$c: 1000 requests of one identity on two servers, limit 300: at most 300 admitted ($ok)");
+    cmp_ok($ok, '>=', 250, "$c: and at least 250 of them (what lapsed in leases is the rest)");
+    is(($n{200} // 0) + ($n{429} // 0), 1000, "$c: every other request refused with 429, none failed");
+}
+
+# ---------------------------------------- most requests take no round trip
+{
+    my $u = uid('lease-big');
+    my $e0 = evalsha_calls();
+    my %n = load('/lease/big', $u, 1000, 20);
+    my $calls = evalsha_calls() - $e0;
+    is($n{200} // 0, 1000, 'a limit never reached: all 1000 admitted');
+    cmp_ok($calls, '<', 200, "with leases, 1000 requests made $calls EVALSHA calls (fewer than 200)");
+    my $u2 = uid('lease-off');
+    $e0 = evalsha_calls();
+    %n = load('/lease/off', $u2, 400, 20);
+    $calls = evalsha_calls() - $e0;
+    is($n{200} // 0, 400, 'RLaaSLease off: all 400 admitted');
+    is($calls, 400, 'RLaaSLease off: one EVALSHA per request, as before');
+}
+
+# ---------------------------------------- one identity's lease is its own
+# (Units a lease does not spend within its second lapse, so the counts
+# below are bounds: a slow machine admits fewer, never more.)
+for my $c (qw(small tok)) {
+    my ($alice, $bob) = (uid("lease-alice-$c"), uid("lease-bob-$c"));
+    my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
+    my $get = sub {
+        my ($s, $user) = @_;
+        return $ua->get("http://$s->{hp}/lease/$c", { headers => { 'X-User' => $user } });
+    };
+    # alice's lease on server 1 is under way: it holds units of hers
+    my @a = map { $get->($srv[0], $alice)->{status} } 1 .. 6;
+    is("@a", '200 200 200 200 200 200', "$c: alice's first 6 requests admitted");
+    # bob, on the server holding alice's units, gets his own 20 at most
+    my @b = map { $get->($srv[0], $bob)->{status} } 1 .. 30;
+    my $bob_ok = grep { $_ == 200 } @b;
+    cmp_ok($bob_ok, '<=', 20, "$c: bob, on the server holding alice's lease: at most his limit of 20 ($bob_ok)");
+    cmp_ok($bob_ok, '>=', 15, "$c: and not much less");
+    is($b[-1], 429, "$c: bob's last request refused");
+    # alice has 14 left at most, across both servers
+    my @a2 = map { $get->($srv[$_ % 2], $alice)->{status} } 1 .. 30;
+    my $alice_ok = grep { $_ == 200 } @a2;
+    cmp_ok($alice_ok, '<=', 14, "$c: alice's remaining 14 at most, across both servers ($alice_ok); none went to bob");
+    is($a2[-1], 429, "$c: alice's last request refused");
+    my $res = $get->($srv[1], $alice);
+    is($res->{status}, 429, "$c: refused on the other server too");
+    like($res->{headers}{'retry-after'} // '', qr/\A[1-9]\d*\z/, "$c: Retry-After in whole seconds");
+    like($res->{headers}{ratelimit} // '', qr/r=0\b/, "$c: RateLimit says none remain");
+}
+
+# ---------------------------------------- where a lease can't apply
+{
+    my $log0 = -s catfile($srv[0]{dir}, 'error_log') || 0;
+    my $u = uid('lease-dry');
+    my $e0 = evalsha_calls();
+    my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
+    my @s = map { $ua->get("http://$srv[0]{hp}/lease/dry", { headers => { 'X-User' => $u } })->{status} } 1 .. 10;
+    is(count_by(@s), '200 x10', 'a dry run with RLaaSLease on: allowed');
+    is(evalsha_calls() - $e0, 10, 'and decided one round trip each, as without a lease');
+    my $log = do { local $/; open my $fh, '<', catfile($srv[0]{dir}, 'error_log'); seek $fh, $log0, 0; <$fh> // '' };
+    my @n = ($log =~ /RLAAS0081: RLaaSLease on is not used for policy lease-dry: a dry run/g);
+    cmp_ok(scalar(@n), '>=', 1, 'the server says why (RLAAS0081)');
+    is(scalar(@n), 1, 'once (one connection, one process), not per request');
+}
+
+# ---------------------------------------- configuration errors
+{
+    my ($rc, $out) = httpd_config_test("<Location /x>\nRLaaSStrategy sliding-window-algo\nRLaaSLease on\n</Location>\n");
+    isnt($rc, 0, 'RLaaSLease on after a sliding log: apache2 -t fails');
+    like($out, qr/RLaaSLease: invalid value 'on'.*sliding/, 'naming the directive, the value and why');
+    ($rc, $out) = httpd_config_test("<Location /x>\nRLaaSLease on\nRLaaSStrategy sliding_log\n</Location>\n");
+    isnt($rc, 0, 'a sliding log after RLaaSLease on: apache2 -t fails');
+    like($out, qr/RLaaSStrategy: invalid value 'sliding_log'.*RLaaSLease on/, 'naming both directives and the value');
+    ($rc, $out) = httpd_config_test("<Location /x>\nRLaaSLease sometimes\n</Location>\n");
+    isnt($rc, 0, 'RLaaSLease sometimes: apache2 -t fails');
+    like($out, qr/RLaaSLease: invalid value 'sometimes': expected on or off/, 'naming the directive and the value');
+    ($rc, $out) = httpd_config_test("<Location /x>\nRLaaSStrategy gcra\nRLaaSLease on\n</Location>\n<Location /y>\nRLaaSStrategy sliding-window-algo\nRLaaSLease off\n</Location>\n");
+    is($rc, 0, 'RLaaSLease on with gcra, off with the sliding log: accepted') or diag($out);
+}
+
+stop_server($_) for @srv;
+
+# A server of its own: the same Redis, the lease Locations, a document
+# for each.
+sub start_server {
+    my ($i) = @_;
+    my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
+    chomp(my $libexec = `apxs -q LIBEXECDIR 2>/dev/null` || '');
+    $libexec ||= '/usr/lib/apache2/modules';
+    my $dir = tempdir("rlaas-lease$i-XXXXXX", TMPDIR => 1, CLEANUP => 1);
+    my $port = do {
+        my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                      Listen => 1, ReuseAddr => 1) or return (undef, "no port: $!");
+        $l->sockport;
+    };
+    my $m = mpm();
+    make_path(catfile($dir, 'docs', 'lease'));
+    my $locs = '';
+    for my $c (@cases) {
+        my ($name, $st, $limit, $win, $lease, $extra) = @$c;
+        open my $d, '>', catfile($dir, 'docs', 'lease', $name) or return (undef, "$dir: $!");
+        print $d "ok\n";
+        close $d;
+        $locs .= "<Location /lease/$name>\n    RLaaSLimit $limit\n    RLaaSWindow $win\n"
+              . "    RLaaSStrategy $st\n    RLaaSKeyBy header:X-User\n    RLaaSZone lease-$name\n"
+              . "    RLaaSLease " . ($lease // 'on') . "\n" . ($extra ? "    $extra\n" : '') . "</Location>\n";
+    }
+    my $conf = catfile($dir, 'httpd.conf');
+    open my $fh, '>', $conf or return (undef, "$conf: $!");
+    print $fh <<"EOC";
+ServerRoot "$dir"
+ServerName localhost
+Listen 127.0.0.1:$port
+PidFile "$dir/httpd.pid"
+ErrorLog "$dir/error_log"
+LogLevel notice
+DefaultRunTimeDir "$dir"
+LoadModule mpm_${m}_module $libexec/mod_mpm_$m.so
+LoadModule authz_core_module $libexec/mod_authz_core.so
+LoadModule rlaas_module @{[ module_path() ]}
+RLaaSRedis 127.0.0.1:$ENV{RLAAS_TEST_REDIS_PORT}
+RLaaSRedisTimeout 2s
+RLaaSLocalSize 1M
+KeepAliveTimeout 30
+MaxKeepAliveRequests 0
+DocumentRoot "$dir/docs"
+$locs
+EOC
+    close $fh or return (undef, "$conf: $!");
+    my $out = `'$httpd' -f '$conf' -k start 2>&1`;
+    return (undef, "did not start: $out") if $?;
+    my $up = wait_for(sub {
+        IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 1)
+    }, 10);
+    my $srv = { dir => $dir, conf => $conf, httpd => $httpd, hp => "127.0.0.1:$port" };
+    unless ($up) {
+        stop_server($srv);
+        return (undef, 'not listening');
+    }
+    return $srv;
+}
+
+sub stop_server {
+    my ($srv) = @_;
+    my $pidfile = catfile($srv->{dir}, 'httpd.pid');
+    my $pid = -e $pidfile ? do { open my $fh, '<', $pidfile; my $p = <$fh>; $p } : undef;
+    system("'$srv->{httpd}' -f '$srv->{conf}' -k stop >/dev/null 2>&1");
+    wait_for(sub { !($pid && $pid =~ /(\d+)/ && kill 0, $1) }, 10) if $pid;
+}
+
+done_testing();

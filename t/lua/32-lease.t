@@ -1,0 +1,88 @@
+# The lease script (RLaaSLease, lua/lease.lua): a request decided as its
+# strategy decides it and, if allowed, a portion of min(want, max(cost,
+# remaining / 8)) units charged at once; the lease lasts min(W / 10, 1 s),
+# for fixed and sliding no longer than the window. The units are the
+# strategy's own: its script sees them spent. At a fake clock.
+use strict;
+use warnings;
+use Test::More;
+use FindBin;
+use lib $FindBin::Bin;
+use ScriptTest;
+
+my $h = ScriptTest->new(shadow => 0);
+my $r = $h->redis;
+my $lease = $r->cmd('SCRIPT', 'LOAD', fake_text(lua_text('lease')));
+my $n = 0;
+sub K { 'rlaas:rate_limit:lease-' . $n++ }
+
+# lease(strategy, K, L, W, cost, want, ms): the 8 integers, or the error
+sub lease {
+    my ($s, $K, $L, $W, $c, $want, $ms, $mode) = @_;
+    my $sec = int($ms / 1000);
+    return $r->cmd('EVALSHA', $lease, 1, key_arg($s, $K), STRATEGY_ID($s), $L, $W, $c,
+        $mode // 0, $want, $sec, ($ms - $sec * 1000) * 1000);
+}
+
+subtest 'portions of an eighth of what remains, never more than the limit' => sub {
+    for my $s (qw(fixed sliding token leaky gcra)) {
+        my $K = K();
+        my ($sum, @g) = (0);
+        for my $i (1 .. 200) {
+            my $x = lease($s, $K, 300, 86_400_000, 1, 1_000_000, T0 + 1000 + $i);
+            last unless $x->[0];
+            push @g, $x->[5];
+            $sum += $x->[5];
+        }
+        is $sum, 300, "$s: the grants add up to the limit exactly";
+        is_deeply [@g[0 .. 3]], [37, 32, 28, 25], "$s: 300/8, 263/8, 231/8, 203/8";
+        is $g[-1], 1, "$s: the last ones of one unit (the request's cost)";
+        my $x = lease($s, $K, 300, 86_400_000, 1, 1_000_000, T0 + 2000);
+        is $x->[0], 0, "$s: then refused";
+        is_deeply [@$x[4 .. 7]], [0, 0, 0, 0], "$s: nothing granted";
+        cmp_ok $x->[3], '>', 0, "$s: and told when to come back";
+    }
+};
+
+subtest 'want and cost' => sub {
+    my $K = K();
+    my $x = lease('gcra', $K, 300, 86_400_000, 1, 5, T0 + 10);
+    is_deeply [@$x[0, 1, 4, 5]], [1, 295, 1, 5], 'at most what is asked for';
+    $x = lease('gcra', $K, 300, 86_400_000, 40, 1, T0 + 20);
+    is_deeply [@$x[0, 1, 4, 5]], [1, 255, 1, 40], 'at least the cost';
+    $x = lease('gcra', $K, 300, 86_400_000, 256, 1000, T0 + 30);
+    is_deeply [@$x[0, 1, 4, 5]], [0, 255, 0, 0], 'a cost above what remains: refused, nothing charged';
+};
+
+subtest 'the units are the strategy state itself' => sub {
+    my $K = K();
+    lease('fixed', $K, 300, 86_400_000, 1, 1000, T0 + 10);
+    is $r->cmd('GET', key_of('fixed', $K, 86_400_000, T0 + 10)), 37, 'fixed: the window counts the 37 granted';
+    my $y = $h->run('fixed', $K, 300, 86_400_000, T0 + 11, 0);
+    is $y->[1], 262, "the strategy's own script sees them spent";
+};
+
+subtest 'how long a lease lasts' => sub {
+    is lease('gcra', K(), 300, 86_400_000, 1, 10, T0 + 10)->[6], 1000, 'a day: 1 s';
+    is lease('gcra', K(), 300, 2000, 1, 10, T0 + 10)->[6], 200, '2 s: 200 ms';
+    is lease('gcra', K(), 300, 5, 1, 10, T0 + 1)->[6], 1, '5 ms: 1 ms';
+    is lease('gcra', K(), 300, 86_400_000, 1, 10, T0 + 10)->[7], 0, 'gcra: no window';
+    my $x = lease('fixed', K(), 300, 60_000, 1, 10, T0 + 59_700);
+    is $x->[6], 300, 'fixed: no longer than its window (300 ms left)';
+    is $x->[7], 300, 'and it says when the window ends';
+    $x = lease('sliding', K(), 300, 60_000, 1, 10, T0 + 59_950);
+    is_deeply [@$x[6, 7]], [50, 50], 'sliding: the same';
+};
+
+subtest 'refused: the sliding log, a mode, bad arguments' => sub {
+    for my $bad ([1, 0], [5, 1], [5, 2], [9, 0]) {
+        my ($id, $mode) = @$bad;
+        my $sec = int(T0 / 1000);
+        my $x = $r->cmd('EVALSHA', $lease, 1, K(), $id, 300, 60000, 1, $mode, 10, $sec, 0);
+        like "$x", qr/bad lease/, "strategy $id, mode $mode: an error";
+    }
+    my $sec = int(T0 / 1000);
+    like '' . $r->cmd('EVALSHA', $lease, 1, K(), 5, 300, 60000, 0, 0, 10, $sec, 0), qr/bad lease/, 'cost 0: an error';
+};
+
+done_testing();

@@ -1,0 +1,343 @@
+/* Leases (RLaaSLease): the grant arithmetic of lua/lease.lua as C states
+ * it, and a server's record of units: spent down to nothing, never below;
+ * a fetch at a time; what to ask for as traffic grows and fades; units
+ * never outliving their lease; one identity's units never another's. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rlaas_grant.h"
+
+static const uint8_t seed[RLAAS_TABLE_SEED_LEN] = "0123456789abcde";
+
+static const rlaas_grant_ask_t A = {5 /* gcra */, 300, 3600000, 1};
+
+static void portion_is_an_eighth_at_most(void **state)
+{
+    (void)state;
+    /* min(want, max(cost, remaining / 8)), never above what remains */
+    assert_int_equal(rlaas_grant_portion(300, 1, 1000), 37);
+    assert_int_equal(rlaas_grant_portion(300, 1, 10), 10);
+    assert_int_equal(rlaas_grant_portion(7, 1, 1000), 1);
+    assert_int_equal(rlaas_grant_portion(7, 5, 1000), 5);
+    assert_int_equal(rlaas_grant_portion(4, 5, 1000), 0);
+    assert_int_equal(rlaas_grant_portion(0, 1, 1000), 0);
+    assert_int_equal(rlaas_grant_portion(1, 1, 0), 1);
+    assert_int_equal(rlaas_grant_portion(1000000000, 1, 1000000000), 125000000);
+}
+
+static void lease_lasts_a_tenth_of_the_window_at_most_a_second(void **state)
+{
+    (void)state;
+    assert_int_equal(rlaas_grant_lease_ms(3600000, -1), 1000);
+    assert_int_equal(rlaas_grant_lease_ms(2000, -1), 200);
+    assert_int_equal(rlaas_grant_lease_ms(5, -1), 1);
+    /* fixed, sliding: not past the window's end */
+    assert_int_equal(rlaas_grant_lease_ms(3600000, 300), 300);
+    assert_int_equal(rlaas_grant_lease_ms(3600000, 0), 1);
+}
+
+static void spends_down_then_fetches_early(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_verdict_t v = {1, 200, 5000, 0}, out;
+    int64_t want = 0, now = 1000000;
+
+    (void)state;
+    /* a new identity asks for its own cost */
+    assert_int_equal(rlaas_grant_take(&g, 0, &A, now, 0, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    assert_int_equal(want, 1);
+    /* meanwhile another request finds the fetch in flight */
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 10, 0, &want, &out),
+                     RLAAS_GRANT_PLAIN);
+    rlaas_grant_store(&g, &A, now, 4, 1000, 0, &v);
+    assert_int_equal(g.units, 3); /* the fetching request's unit is its own */
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, &out),
+                     RLAAS_GRANT_SPENT);
+    assert_int_equal(out.allowed, 1);
+    assert_int_equal(out.remaining, 2 + 200);
+    assert_int_equal(out.reset_ms, 4900);
+    /* less than half of the grant would be left: fetch early, for twice
+     * as much, while the others spend what is left */
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    assert_int_equal(want, 4);
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, &out),
+                     RLAAS_GRANT_SPENT);
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, &out),
+                     RLAAS_GRANT_SPENT);
+    assert_int_equal(g.units, 0);
+    /* none left, the fetch in flight: never below zero */
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, &out),
+                     RLAAS_GRANT_PLAIN);
+    /* spend_only never fetches */
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 1, &want, &out),
+                     RLAAS_GRANT_PLAIN);
+    rlaas_grant_store(&g, &A, now + 100000, 4, 1000, 0, &v);
+    assert_int_equal(g.units, 3);
+    assert_int_equal(g.expire_us, now + 1100000);
+}
+
+static void units_lapse_with_their_lease(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_verdict_t v = {1, 200, 5000, 0}, out;
+    int64_t want = 0, now = 1000000;
+
+    (void)state;
+    assert_int_equal(rlaas_grant_take(&g, 0, &A, now, 0, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    rlaas_grant_store(&g, &A, now, 10, 1000, 0, &v);
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 999999, 0, &want, &out),
+                     RLAAS_GRANT_SPENT);
+    /* at the lease's end, 8 units are left and are not spent */
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 1000000, 0, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    /* it spent 2 in a whole lease: ask for that */
+    assert_int_equal(want, 2);
+    /* a new grant does not revive the lapsed units */
+    rlaas_grant_store(&g, &A, now + 1000000, 4, 1000, 0, &v);
+    assert_int_equal(g.units, 3);
+}
+
+static void a_quiet_identity_asks_for_its_cost(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_verdict_t v = {1, 200, 5000, 0}, out;
+    int64_t want = 0, now = 1000000;
+
+    (void)state;
+    rlaas_grant_take(&g, 0, &A, now, 0, &want, &out);
+    rlaas_grant_store(&g, &A, now, 1, 1000, 0, &v);
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 5000000, 0, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    assert_int_equal(want, 1);
+}
+
+static void merged_units_keep_the_earlier_expiry(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_verdict_t v = {1, 200, 5000, 0}, out;
+    rlaas_grant_ask_t a5 = A;
+    int64_t want = 0, now = 1000000;
+
+    (void)state;
+    a5.cost = 5;
+    rlaas_grant_take(&g, 0, &a5, now, 0, &want, &out);
+    rlaas_grant_store(&g, &a5, now, 8, 1000, 0, &v); /* 3 left, < cost */
+    assert_int_equal(rlaas_grant_take(&g, 1, &a5, now + 500000, 0, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    rlaas_grant_store(&g, &a5, now + 500000, 20, 1000, 0, &v);
+    /* the running lease's units join the new one, and its expiry */
+    assert_int_equal(g.units, 3 + 15);
+    assert_int_equal(g.expire_us, now + 1500000);
+}
+
+static void units_of_another_window_lapse(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_verdict_t v = {1, 200, 5000, 0}, out;
+    rlaas_grant_ask_t f = {0 /* fixed */, 300, 3600000, 1};
+    int64_t want = 0, now = 1000000;
+
+    (void)state;
+    rlaas_grant_take(&g, 0, &f, now, 0, &want, &out);
+    /* the window ends in 2 s */
+    rlaas_grant_store(&g, &f, now, 10, 1000, 2000, &v);
+    assert_int_equal(g.units, 9);
+    /* a grant of the next window (its end an hour on): this window's
+     * units are not spent in it */
+    rlaas_grant_store(&g, &f, now + 500000, 5, 1000, 3600000 - 500, &v);
+    assert_int_equal(g.units, 4);
+    /* the same window (its end told a little differently): they join */
+    rlaas_grant_store(&g, &f, now + 600000, 5, 1000, 3600000 - 600 + 3, &v);
+    assert_int_equal(g.units, 8);
+}
+
+static void a_failed_fetch_ends_the_fetch(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_verdict_t v = {0, 0, 5000, 3000}, out;
+    int64_t want = 0, now = 1000000;
+
+    (void)state;
+    rlaas_grant_take(&g, 0, &A, now, 0, &want, &out);
+    rlaas_grant_store(&g, &A, now, 0, 0, 0, &v);
+    assert_int_equal(g.units, 0);
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 1, 0, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    /* a fetch whose process died is given up after a while */
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 2, 0, &want, &out),
+                     RLAAS_GRANT_PLAIN);
+    assert_int_equal(rlaas_grant_take(&g, 1, &A,
+                                      now + 1 + RLAAS_GRANT_FETCH_STALE_US, 0,
+                                      &want, &out),
+                     RLAAS_GRANT_FETCH);
+}
+
+static void other_settings_start_afresh(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_verdict_t v = {1, 200, 5000, 0}, out;
+    rlaas_grant_ask_t b = A;
+    int64_t want = 0, now = 1000000;
+
+    (void)state;
+    rlaas_grant_take(&g, 0, &A, now, 0, &want, &out);
+    rlaas_grant_store(&g, &A, now, 50, 1000, 0, &v);
+    b.limit = 10; /* the configuration changed */
+    assert_int_equal(rlaas_grant_take(&g, 1, &b, now + 1, 0, &want, &out),
+                     RLAAS_GRANT_FETCH);
+    assert_int_equal(g.units, 0);
+}
+
+static void in_the_table_per_identity(void **state)
+{
+    size_t bytes = rlaas_table_min_bytes() * 4;
+    void *mem = calloc(1, bytes);
+    rlaas_table_t *t = rlaas_table_init(mem, bytes, seed);
+    rlaas_verdict_t v = {1, 100, 5000, 0}, out;
+    rlaas_grant_e what;
+    int64_t want = 0, now_us = 1000000, now_ms = 1700000000000LL;
+    int spent = 0, i;
+
+    (void)state;
+    assert_non_null(t);
+    assert_int_equal(rlaas_grant_spend(t, "k:alice", 7, &A, now_ms, now_us,
+                                       1000000, 0, &what, &want, &out),
+                     RLAAS_TABLE_OK);
+    assert_int_equal(what, RLAAS_GRANT_FETCH);
+    assert_int_equal(rlaas_grant_put(t, "k:alice", 7, &A, now_ms, now_us, 10,
+                                     1000, 0, &v, 1000000),
+                     RLAAS_TABLE_OK);
+    /* bob holds nothing: alice's units are not his */
+    assert_int_equal(rlaas_grant_spend(t, "k:bob", 5, &A, now_ms, now_us,
+                                       1000000, 0, &what, &want, &out),
+                     RLAAS_TABLE_OK);
+    assert_int_equal(what, RLAAS_GRANT_FETCH);
+    for (i = 0; i < 20; i++) {
+        assert_int_equal(rlaas_grant_spend(t, "k:alice", 7, &A, now_ms,
+                                           now_us + 1, 1000000, 0, &what, &want,
+                                           &out),
+                         RLAAS_TABLE_OK);
+        spent += what == RLAAS_GRANT_SPENT;
+    }
+    /* 10 granted, 1 the fetcher's: 9 spent here, never more (one early
+     * fetch on the way) */
+    assert_int_equal(spent, 9);
+    free(mem);
+}
+
+/* Two servers against one Redis quota, their requests interleaved, each
+ * fetch answered as lua/lease.lua would (a portion of what remains),
+ * some answered late (others spend or go plain meanwhile), time moving so
+ * that leases lapse now and then: never more admitted than the limit,
+ * every unit accounted for (admitted, held, lapsed or left in Redis), and
+ * no server holding twice its largest portion or more. */
+static void fleet_never_admits_more_than_the_limit(void **state)
+{
+    const int64_t L = 100000;
+    rlaas_grant_ask_t a = {5, 100000, 3600000, 1};
+    rlaas_grant_rec_t g[2];
+    int have[2] = {0, 0}, pending[2] = {0, 0};
+    int64_t want[2] = {0, 0}, sent[2] = {0, 0};
+    int64_t top[2] = {0, 0};
+    int64_t redis = L, admitted = 0, lapsed = 0, now = 1000000;
+    unsigned rnd = 12345;
+    int i, s;
+
+    (void)state;
+    for (i = 0; i < 400000; i++) {
+        rlaas_verdict_t out;
+        rlaas_grant_e e;
+        int64_t before;
+
+        rnd = rnd * 1103515245u + 12345u;
+        s = (rnd >> 16) & 1;
+        now += (rnd >> 20) % 7 == 0 ? 3000 : 5;
+        if (i % 200000 == 199999)
+            now += 2000000; /* a lull: leases lapse */
+        /* a fetch in flight is answered, sometimes only later */
+        if (pending[s] && ((rnd >> 8) & 3) != 0) {
+            rlaas_verdict_t v = {1, 0, 1000, 0};
+            /* decided when Redis runs the script, atomically */
+            int64_t p = rlaas_grant_portion(redis, a.cost, want[s]);
+
+            if (p > 0) {
+                redis -= p;
+                admitted += a.cost;
+                v.remaining = redis;
+            }
+            else
+                v.allowed = 0;
+            before = have[s] && now < g[s].expire_us ? g[s].units : 0;
+            lapsed += have[s] && sent[s] >= g[s].expire_us ? g[s].units : 0;
+            rlaas_grant_store(&g[s], &a, sent[s], p, 1000, 0, &v);
+            /* units held before either joined or lapsed */
+            if (p > 0 && g[s].units < before + p - a.cost)
+                lapsed += before + p - a.cost - g[s].units;
+            pending[s] = 0;
+            if (p > top[s])
+                top[s] = p;
+            /* what joins a portion is less than half the one before */
+            assert_true(g[s].units < 2 * top[s]);
+            continue;
+        }
+        if (pending[s])
+            continue;
+        before = have[s] ? g[s].units : 0;
+        if (have[s] && now >= g[s].expire_us && g[s].units > 0) {
+            lapsed += g[s].units; /* gone with its lease */
+            g[s].units = 0;
+            before = 0;
+        }
+        e = rlaas_grant_take(&g[s], have[s], &a, now, 0, &want[s], &out);
+        have[s] = 1;
+        if (e == RLAAS_GRANT_SPENT) {
+            assert_int_equal(g[s].units, before - a.cost);
+            admitted += a.cost;
+        }
+        else if (e == RLAAS_GRANT_FETCH) {
+            sent[s] = now;
+            pending[s] = 1;
+        }
+        else if (redis >= a.cost) {
+            redis -= a.cost; /* an ordinary call */
+            admitted += a.cost;
+        }
+        assert_true(admitted <= L);
+        assert_int_equal(admitted + redis + lapsed + g[0].units * have[0] +
+                             g[1].units * have[1],
+                         L);
+    }
+    /* most of the quota went to requests, not to lapses (85% here, with
+     * two lulls and a pace that swings by a factor of 600) */
+    print_message("admitted %lld, lapsed %lld, left %lld\n",
+                  (long long)admitted, (long long)lapsed, (long long)redis);
+    assert_true(admitted >= L * 8 / 10);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(portion_is_an_eighth_at_most),
+        cmocka_unit_test(lease_lasts_a_tenth_of_the_window_at_most_a_second),
+        cmocka_unit_test(spends_down_then_fetches_early),
+        cmocka_unit_test(units_lapse_with_their_lease),
+        cmocka_unit_test(a_quiet_identity_asks_for_its_cost),
+        cmocka_unit_test(merged_units_keep_the_earlier_expiry),
+        cmocka_unit_test(units_of_another_window_lapse),
+        cmocka_unit_test(a_failed_fetch_ends_the_fetch),
+        cmocka_unit_test(other_settings_start_afresh),
+        cmocka_unit_test(in_the_table_per_identity),
+        cmocka_unit_test(fleet_never_admits_more_than_the_limit),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
