@@ -55,6 +55,9 @@ HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_remote.c src/http/rlaas_unit.c \
             src/http/rlaas_authuser.c src/http/rlaas_policies.c \
             src/http/rlaas_backend.c
+# the operator's console
+HTTPD_SRC += src/http/rlaas_admin.c src/http/rlaas_admin_zones.c \
+             src/http/rlaas_admin_act.c src/http/rlaas_admin_render.c
 GEN_SRC = src/redis/rlaas_scripts.c
 SRC = mod_rlaas.c $(HTTPD_SRC) $(CORE_SRC) $(GEN_SRC)
 HDR = $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.h))

@@ -29,6 +29,7 @@
 #include "http_request.h"
 #include "mod_status.h"
 
+#include "rlaas_admin.h"
 #include "rlaas_backend.h"
 #include "rlaas_config.h"
 #include "rlaas_limit.h"
@@ -66,6 +67,9 @@ static void rlaas_register_hooks(apr_pool_t *p)
     ap_hook_post_config(rlaas_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(rlaas_backend_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(rlaas_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    /* the operator's console */
+    ap_hook_post_config(rlaas_admin_post_config, NULL, NULL, APR_HOOK_LAST);
+    ap_hook_handler(rlaas_admin_handler, NULL, NULL, APR_HOOK_MIDDLE);
     APR_OPTIONAL_HOOK(ap, status_hook, rlaas_metrics_status_hook, NULL, NULL,
                       APR_HOOK_MIDDLE);
 }

@@ -158,3 +158,10 @@ int rlaas_backend_stats(rlaas_table_stats_t *st)
     rlaas_table_stats(table, st);
     return 1;
 }
+
+/* The operator's console (rlaas_admin): forget one record. */
+rlaas_lerr_e rlaas_backend_forget(const char *key, int *found)
+{
+    return rlaas_local_forget(table, key, strlen(key), rlaas_local_now_ms(),
+                              found);
+}
