@@ -100,7 +100,8 @@ void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
     sc = rlaas_server_conf(it->p != NULL ? it->p->server : r->server);
     len = rlaas_admin_ident(it->call.key, it->call.key_len,
                             strlen(rlaas_server_prefix(sc)),
-                            it->p != NULL || d->zone != NULL || d->ns != NULL,
+                            it->p != NULL ||
+                                (d != NULL && (d->zone || d->ns)),
                             it->call.strategy, &id);
     rlaas_tally_top_add(tally, row, id, len, now_s);
 }

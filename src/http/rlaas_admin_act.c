@@ -388,6 +388,7 @@ const char *rlaas_admin_bans(request_rec *r, apr_array_header_t *out)
     const char *why, *cursor = "0";
     const char *pattern = ban_pattern(r->pool, rlaas_server_prefix(sc));
     apr_array_header_t *found = apr_array_make(r->pool, 8, sizeof(char *));
+    int64_t now_ms = apr_time_as_msec(apr_time_now());
     admin_redis_t *a;
     int round, i, status;
 
@@ -440,6 +441,8 @@ const char *rlaas_admin_bans(request_rec *r, apr_array_header_t *out)
             b->length_ms = *end == ':' ? apr_strtoi64(end + 1, &end, 10) : -1;
             if (*end != '\0' || b->length_ms < 0)
                 b->until_ms = b->length_ms = -1;
+            else if (b->until_ms < now_ms)
+                out->nelts--; /* over: not an active ban */
         }
         freeReplyObject(rep);
     }
