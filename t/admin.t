@@ -10,6 +10,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use JSON::PP ();
+use File::Spec::Functions qw(catfile);
 use RLaaS::Test qw(:all);
 
 plan skip_all => 'mod_rlaas is not loaded' unless have_module();
@@ -179,5 +180,38 @@ is(user_codes('/rl/adm/lo', $E, 3, vhost => $LV), '200 200 429', 'local: E is le
 is(user_codes('/rl/adm/lo', $F, 1, vhost => $LV), '429', 'local: F is still limited');
 is(post({ action => 'credit', zone => 'adm-lo', id => $F, n => 1 }, vhost => $LV)->code, 501,
     'local: credit is not available: 501');
+
+# ---------------------------------------------------------------- in a browser
+# The page as a browser renders it (Debian's chromium, headless): its
+# structure, its script run, a screenshot of the expected size. Skipped
+# where no browser is installed.
+SKIP: {
+    my ($chrome) = grep { -x } map { my $d = $_; map { "$d/$_" } qw(chromium chromium-browser google-chrome) }
+        split /:/, $ENV{PATH} // '';
+    skip 'no browser (chromium) installed: the page is not checked in one', 5 unless $chrome;
+    require File::Temp;
+    my $dir = File::Temp::tempdir('rlaas-chrome-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    my $url = 'http://' . Apache::TestRLaaS::hostport() . '/adm/console-local';
+    my @args = ('--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
+                "--user-data-dir=$dir", '--window-size=1100,1500');
+    my $dom = qx{timeout 120 $chrome @args --dump-dom '$url' 2>/dev/null} // '';
+    like($dom, qr{<table id="zones">.*data-zone="adm-user"}s, 'browser: the zone table with its rows');
+    like($dom, qr{<svg id="chart".*<polyline}s, 'browser: the chart with a line');
+    like($dom, qr{<table id="top">.*h\.x-user=}s, 'browser: the most-denied list');
+    like($dom, qr{<label id="nl" style="display: none;">}, 'browser: the script ran (n shown for credit only)');
+    my $png = catfile(t_logs(), 'console.png');
+    unlink $png;
+    system("timeout 120 $chrome @args --screenshot='$png' '$url' >/dev/null 2>&1");
+    my $head = '';
+    if (open my $fh, '<:raw', $png) { read $fh, $head, 24 }
+    my ($w, $h) = length $head == 24 ? unpack('N2', substr($head, 16, 8)) : (0, 0);
+    ok(substr($head, 0, 8) eq "\x89PNG\r\n\x1a\n" && $w == 1100 && $h == 1500,
+        "browser: a screenshot of the console, 1100x1500 ($png: ${w}x$h)");
+    # RLAAS_CONSOLE_PNG=FILE: keep it there (docs/console.png is made so)
+    if ($ENV{RLAAS_CONSOLE_PNG} && -s $png) {
+        require File::Copy;
+        File::Copy::copy($png, $ENV{RLAAS_CONSOLE_PNG}) or diag "copy to $ENV{RLAAS_CONSOLE_PNG}: $!";
+    }
+}
 
 done_testing();

@@ -47,6 +47,14 @@ static const char *h(apr_pool_t *p, const char *s)
     return s ? ap_escape_html2(p, s, 1) : "";
 }
 
+/* "default" (a section's own limit without a zone) is no declared
+ * policy, though the metrics register it with them. */
+static const char *kind(const rlaas_admin_row_t *w)
+{
+    return w->policy && strcmp(w->name, RLAAS_POLICY_DEFAULT) != 0 ? "policy"
+                                                                   : "zone";
+}
+
 static const char *ban_zone_id(apr_pool_t *p, const char *key, int json)
 {
     return json ? js(p, key) : h(p, key);
@@ -71,7 +79,7 @@ static void page_json(request_rec *r, const rlaas_admin_view_t *v)
         ap_rprintf(r,
                    "%s\n{\"name\":%s,\"kind\":\"%s\",\"allowed\":%" APR_UINT64_T_FMT
                    ",\"denied\":%" APR_UINT64_T_FMT ",\"denied_per_minute\":[",
-                   i ? "," : "", js(p, w->name), w->policy ? "policy" : "zone",
+                   i ? "," : "", js(p, w->name), kind(w),
                    w->allowed, w->denied);
         for (m = 0; m < RLAAS_TALLY_MINUTES; m++)
             ap_rprintf(r, "%s%u", m ? "," : "", w->minutes[m]);
@@ -124,7 +132,8 @@ static const char CSS[] =
     ".den{color:#b00020;font-weight:600}.muted{color:#777}"
     "code{font-size:.95em}form.act{background:#fff;border:1px solid #ddd;"
     "padding:.8em;display:inline-block}form.act label{margin-right:.8em}"
-    "svg{background:#fff;border:1px solid #ddd}";
+    "svg{background:#fff;border:1px solid #ddd}details{margin-top:.5em;"
+    "color:#555;max-width:60em}";
 
 static const char *const colours[CHART_ZONES] = {
     "#b00020", "#1565c0", "#2e7d32", "#ef6c00",
@@ -187,10 +196,25 @@ static void chart(request_rec *r, const rlaas_admin_view_t *v)
     ap_rputs("</svg>\n", r);
 }
 
+/* Shown in the table: decided in the last minute, or denied in the
+ * chart's span. */
+static int active(const rlaas_admin_row_t *w)
+{
+    int m;
+
+    if (w->allowed + w->denied > 0)
+        return 1;
+    for (m = 0; m < RLAAS_TALLY_MINUTES; m++)
+        if (w->minutes[m] > 0)
+            return 1;
+    return 0;
+}
+
 static void page_html(request_rec *r, const rlaas_admin_view_t *v)
 {
     apr_pool_t *p = r->pool;
-    int i;
+    const char *idle = "";
+    int i, nidle = 0;
 
     ap_set_content_type(r, "text/html; charset=utf-8");
     ap_rprintf(r,
@@ -212,14 +236,25 @@ static void page_html(request_rec *r, const rlaas_admin_view_t *v)
         const rlaas_admin_row_t *w =
             &APR_ARRAY_IDX(v->rows, i, rlaas_admin_row_t);
 
+        if (!active(w)) {
+            idle = apr_pstrcat(p, idle, *idle ? ", " : "", h(p, w->name), NULL);
+            nidle++;
+            continue;
+        }
         ap_rprintf(r,
                    "<tr data-zone=\"%s\"><td>%s</td><td>%s</td>"
                    "<td class=\"n\">%" APR_UINT64_T_FMT "</td>"
                    "<td class=\"n%s\">%" APR_UINT64_T_FMT "</td></tr>\n",
-                   h(p, w->name), h(p, w->name), w->policy ? "policy" : "zone",
-                   w->allowed, w->denied ? " den" : "", w->denied);
+                   h(p, w->name), h(p, w->name), kind(w), w->allowed,
+                   w->denied ? " den" : "", w->denied);
     }
     ap_rputs("</table>\n", r);
+    if (nidle > 0)
+        ap_rprintf(r,
+                   "<details id=\"idle\"><summary>%d more without a decision "
+                   "in the last minute or a denial in the last %d minutes</summary>"
+                   "<p>%s</p></details>\n",
+                   nidle, RLAAS_TALLY_MINUTES, idle);
     chart(r, v);
     ap_rputs("<h2>Most denied right now</h2>\n<p class=\"muted\">Identities "
              "as their keys hold them: credentials (API keys, credential "
