@@ -9,7 +9,8 @@
  *               policies a request meets (rlaas_policies), the client
  *               identity (rlaas_identity), the decision and the response
  *               (rlaas_limit), metrics and mod_status (rlaas_metrics), the
- *               engines made per child (rlaas_remote)
+ *               engines made per child (rlaas_remote), the operator's
+ *               console (rlaas_admin*)
  *   src/redis/  the remote engine, no httpd headers: the facade the request
  *               path calls (rlaas_redis), connections (rlaas_conn,
  *               rlaas_pool, rlaas_resolve), one group's exchange

@@ -138,6 +138,16 @@ is(post({ action => 'reset', zone => 'no-such-zone', id => $A })->code, 404, 'an
 is(post({ action => 'explode', zone => 'adm-user', id => $A })->code, 400, 'an unknown action: 400');
 is(post({ action => 'reset', zone => 'adm-user' })->code, 400, 'no id: 400');
 
+# a zone keyed by the client address takes one as the id
+redis_cmd('DEL', rkey('adm-ip', '127.0.0.1'));
+is(join(' ', codes(3, '/rl/adm/ip')), '200 200 429', 'by address: this client limited');
+is(post({ action => 'reset', zone => 'adm-ip', id => 'not-an-address' })->code, 400,
+    'by address: an id that is no address: 400');
+$res = post({ action => 'reset', zone => 'adm-ip', id => '127.0.0.1' });
+is_deeply(result($res)->{keys}, [ rkey('adm-ip', '127.0.0.1') ], 'by address: reset deletes its key')
+    or diag $res->content;
+is(hit('/rl/adm/ip'), 200, 'by address: let in again');
+
 # ---------------------------------------------------------------- credit
 wait_fixed_window(3_600_000, 5000);
 my $C = uid('adm-c');

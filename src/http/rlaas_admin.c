@@ -57,8 +57,7 @@ int rlaas_admin_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     int i, n, pol;
 
     (void)plog;
-    (void)ptemp;
-    rlaas_admin_zones_build(pconf, s);
+    rlaas_admin_zones_build(pconf, ptemp, s);
     apr_pool_userdata_get((void **)&shm, SHM_KEY, keep);
     if (shm == NULL) {
         rv = apr_shm_create(&shm, size, NULL, keep);
@@ -273,7 +272,7 @@ static void act(request_rec *r, rlaas_admin_result_t *res)
         for (i = 0; row >= 0 && i < res->keys->nelts; i++) {
             const char *k = APR_ARRAY_IDX(res->keys, i, const char *), *id;
             const rlaas_admin_zone_t *z = APR_ARRAY_IDX(
-                rlaas_admin_zones_named(r->pool, res->zone), 0,
+                rlaas_admin_zones_named(r->pool, r->server, res->zone), 0,
                 const rlaas_admin_zone_t *);
             size_t len = rlaas_admin_ident(k, strlen(k), strlen(z->prefix),
                                            z->zone != NULL || z->ns != NULL,

@@ -138,7 +138,7 @@ static const char *keys_of(request_rec *r, const apr_array_header_t *zs,
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     int64_t now_ms = apr_time_as_msec(apr_time_now());
-    const char *err, *base;
+    const char *err, *first = NULL, *base;
     int i;
 
     for (i = 0; i < zs->nelts; i++) {
@@ -146,12 +146,17 @@ static const char *keys_of(request_rec *r, const apr_array_header_t *zs,
             APR_ARRAY_IDX(zs, i, const rlaas_admin_zone_t *);
 
         err = rlaas_admin_keys(r->pool, sc, z, id, what, now_ms, keys, &base);
-        if (err != NULL)
-            return err;
+        if (err != NULL) {
+            /* one name keyed several ways: the id fits some of them */
+            first = first ? first : err;
+            if (bases != NULL)
+                return err; /* credit: all or nothing */
+            continue;
+        }
         if (bases != NULL)
             APR_ARRAY_PUSH(bases, const char *) = base;
     }
-    return NULL;
+    return keys->nelts > 0 ? NULL : first;
 }
 
 /* Deletes keys: Redis DEL, or the local table's records. */
@@ -332,7 +337,7 @@ void rlaas_admin_act(request_rec *r, const char *action, const char *zone,
         res->message = "zone and id are needed";
         return;
     }
-    zs = rlaas_admin_zones_named(r->pool, zone);
+    zs = rlaas_admin_zones_named(r->pool, r->server, zone);
     if (zs->nelts == 0) {
         res->status = HTTP_NOT_FOUND;
         res->message = "no zone or policy of that name in this server's "

@@ -18,8 +18,8 @@ static apr_array_header_t *zones; /* of rlaas_admin_zone_t */
  * sections alike are listed once. */
 static const char *signature(apr_pool_t *p, const rlaas_admin_zone_t *z)
 {
-    const char *s = apr_psprintf(p, "%s|%s|%s|%s|%d|%" APR_INT64_T_FMT,
-                                 z->name, z->zone ? z->zone : "-", z->prefix,
+    const char *s = apr_psprintf(p, "%pp|%s|%s|%s|%s|%d|%" APR_INT64_T_FMT,
+                                 (const void *)z->server, z->name, z->zone ? z->zone : "-", z->prefix,
                                  z->ns ? z->ns : "-", (int)z->strategy,
                                  z->window_ms);
     int i;
@@ -44,8 +44,8 @@ static void add(apr_pool_t *p, apr_hash_t *seen, const rlaas_admin_zone_t *z)
     *(rlaas_admin_zone_t *)apr_array_push(zones) = *z;
 }
 
-static void add_section(apr_pool_t *p, apr_hash_t *seen, const char *prefix,
-                        const rlaas_dir_conf_t *d)
+static void add_section(apr_pool_t *p, apr_hash_t *seen, server_rec *s,
+                        const char *prefix, const rlaas_dir_conf_t *d)
 {
     rlaas_admin_zone_t z;
 
@@ -59,6 +59,7 @@ static void add_section(apr_pool_t *p, apr_hash_t *seen, const char *prefix,
     z.strategy = rlaas_dir_strategy(d);
     z.window_ms = rlaas_dir_window_ms(d);
     z.policy = 0;
+    z.server = s;
     add(p, seen, &z);
 }
 
@@ -74,7 +75,8 @@ static int encloses(const core_dir_config *a, const core_dir_config *b)
            (n == 0 || a->d[n - 1] == '/' || b->d[n] == '/' || b->d[n] == '\0');
 }
 
-static void add_sections(apr_pool_t *p, apr_hash_t *seen, const char *prefix,
+static void add_sections(apr_pool_t *p, apr_hash_t *seen, server_rec *s,
+                         const char *prefix,
                          const rlaas_dir_conf_t *base,
                          const apr_array_header_t *secs)
 {
@@ -96,13 +98,16 @@ static void add_sections(apr_pool_t *p, apr_hash_t *seen, const char *prefix,
                 d = rlaas_merge_dir_conf(p, d, dj);
         }
         if (d != base)
-            add_section(p, seen, prefix, d);
+            add_section(p, seen, s, prefix, d);
     }
 }
 
-void rlaas_admin_zones_build(apr_pool_t *pconf, server_rec *s)
+void rlaas_admin_zones_build(apr_pool_t *pconf, apr_pool_t *ptemp,
+                             server_rec *s)
 {
-    apr_hash_t *seen = apr_hash_make(pconf);
+    /* the merges and the signatures are scratch: an entry keeps only
+     * pointers into the configuration itself */
+    apr_hash_t *seen = apr_hash_make(ptemp);
 
     zones = apr_array_make(pconf, 16, sizeof(rlaas_admin_zone_t));
     for (; s != NULL; s = s->next) {
@@ -113,7 +118,7 @@ void rlaas_admin_zones_build(apr_pool_t *pconf, server_rec *s)
         core_server_config *core = ap_get_core_module_config(s->module_config);
         apr_hash_index_t *hi;
 
-        for (hi = sc->policies ? apr_hash_first(pconf, sc->policies) : NULL;
+        for (hi = sc->policies ? apr_hash_first(ptemp, sc->policies) : NULL;
              hi != NULL; hi = apr_hash_next(hi)) {
             const rlaas_policy_t *pol = apr_hash_this_val(hi);
             rlaas_admin_zone_t z;
@@ -126,16 +131,19 @@ void rlaas_admin_zones_build(apr_pool_t *pconf, server_rec *s)
             z.strategy = pol->strategy;
             z.window_ms = pol->window_ms;
             z.policy = 1;
-            add(pconf, seen, &z);
+            z.server = s;
+            add(ptemp, seen, &z);
         }
         if (base != NULL)
-            add_section(pconf, seen, prefix, base);
-        add_sections(pconf, seen, prefix, base, core->sec_url);
-        add_sections(pconf, seen, prefix, base, core->sec_dir);
+            add_section(ptemp, seen, s, prefix, base);
+        add_sections(ptemp, seen, s, prefix, base, core->sec_url);
+        add_sections(ptemp, seen, s, prefix, base, core->sec_dir);
     }
 }
 
-apr_array_header_t *rlaas_admin_zones_named(apr_pool_t *p, const char *name)
+apr_array_header_t *rlaas_admin_zones_named(apr_pool_t *p,
+                                            const server_rec *s,
+                                            const char *name)
 {
     apr_array_header_t *out =
         apr_array_make(p, 2, sizeof(const rlaas_admin_zone_t *));
@@ -145,7 +153,7 @@ apr_array_header_t *rlaas_admin_zones_named(apr_pool_t *p, const char *name)
         const rlaas_admin_zone_t *z =
             &APR_ARRAY_IDX(zones, i, rlaas_admin_zone_t);
 
-        if (strcmp(z->name, name) == 0)
+        if (z->server == s && strcmp(z->name, name) == 0)
             APR_ARRAY_PUSH(out, const rlaas_admin_zone_t *) = z;
     }
     return out;

@@ -27,14 +27,21 @@ typedef struct {
     rlaas_strategy_e strategy;
     int64_t window_ms;
     int policy; /* an RLaaSPolicy */
+    const server_rec *server; /* the (virtual) host it is found in */
 } rlaas_admin_zone_t;
 
-/* post_config: the zones and policies of every server of s's chain. */
-void rlaas_admin_zones_build(apr_pool_t *pconf, server_rec *s);
+/* post_config: the zones and policies of every server of s's chain (the
+ * list in pconf, scratch work in ptemp). */
+void rlaas_admin_zones_build(apr_pool_t *pconf, apr_pool_t *ptemp,
+                             server_rec *s);
 
-/* Every entry named name (one name may key several ways in different
- * sections), as an array of const rlaas_admin_zone_t *; empty if none. */
-apr_array_header_t *rlaas_admin_zones_named(apr_pool_t *p, const char *name);
+/* Every entry of host s named name (one name may key several ways in
+ * different sections), as an array of const rlaas_admin_zone_t *; empty
+ * if none. A virtual host sees the main server's sections and policies
+ * as its requests do. */
+apr_array_header_t *rlaas_admin_zones_named(apr_pool_t *p,
+                                            const server_rec *s,
+                                            const char *name);
 
 #define RLAAS_ADMIN_KEYS_STATE 0 /* the strategy's state */
 #define RLAAS_ADMIN_KEYS_BAN   1 /* RLaaSBan's "<key>:ban" */
