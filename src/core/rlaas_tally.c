@@ -37,7 +37,8 @@ struct rlaas_tally_t {
 
 size_t rlaas_tally_bytes(int rows)
 {
-    return sizeof(rlaas_tally_t) + (size_t)(rows > 0 ? rows : 0) * sizeof(row_t);
+    return sizeof(rlaas_tally_t) +
+           (size_t)(rows > 0 ? rows : 0) * sizeof(row_t);
 }
 
 rlaas_tally_t *rlaas_tally_init(void *mem, size_t bytes, int rows)
@@ -118,8 +119,8 @@ void rlaas_tally_add(rlaas_tally_t *t, int row, int denied, int64_t now_s)
     count(claim(&w->min[m % RLAAS_TALLY_MINUTES], m), denied);
 }
 
-void rlaas_tally_sum(const rlaas_tally_t *t, int row, int64_t now_s,
-                     int span_s, uint64_t *allowed, uint64_t *denied)
+void rlaas_tally_sum(const rlaas_tally_t *t, int row, int64_t now_s, int span_s,
+                     uint64_t *allowed, uint64_t *denied)
 {
     int i;
 
@@ -139,8 +140,8 @@ void rlaas_tally_sum(const rlaas_tally_t *t, int row, int64_t now_s,
     }
 }
 
-void rlaas_tally_minutes(const rlaas_tally_t *t, int row, int64_t now_s,
-                         int n, uint32_t *denied)
+void rlaas_tally_minutes(const rlaas_tally_t *t, int row, int64_t now_s, int n,
+                         uint32_t *denied)
 {
     int64_t m = now_s / 60 + 1;
     int i;
@@ -179,8 +180,8 @@ static int try_lock(rlaas_tally_t *t)
 {
     uint32_t free_ = 0;
 
-    return __atomic_compare_exchange_n(&t->lock, &free_, 1, 0,
-                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+    return __atomic_compare_exchange_n(&t->lock, &free_, 1, 0, __ATOMIC_ACQUIRE,
+                                       __ATOMIC_RELAXED);
 }
 
 /* For readers and the operator's actions, never the request path: a
@@ -204,8 +205,8 @@ static void unlock(rlaas_tally_t *t)
 
 #define STALE_S 60
 
-void rlaas_tally_top_add(rlaas_tally_t *t, int row, const char *id,
-                         size_t len, int64_t now_s)
+void rlaas_tally_top_add(rlaas_tally_t *t, int row, const char *id, size_t len,
+                         int64_t now_s)
 {
     uint64_t h;
     slot_t *pick = NULL;
@@ -221,8 +222,8 @@ void rlaas_tally_top_add(rlaas_tally_t *t, int row, const char *id,
     for (i = 0; i < RLAAS_TALLY_TOP; i++) {
         slot_t *s = &t->top[i];
 
-        if (s->hash == h && s->row == row &&
-            strncmp(s->id, id, len) == 0 && s->id[len] == '\0') {
+        if (s->hash == h && s->row == row && strncmp(s->id, id, len) == 0 &&
+            s->id[len] == '\0') {
             s->count++;
             s->last_s = now_s;
             unlock(t);
@@ -302,8 +303,8 @@ int rlaas_tally_top_forget(rlaas_tally_t *t, int row, const char *id,
     for (i = 0; i < RLAAS_TALLY_TOP; i++) {
         slot_t *s = &t->top[i];
 
-        if (s->hash == h && s->row == row &&
-            strncmp(s->id, id, len) == 0 && s->id[len] == '\0') {
+        if (s->hash == h && s->row == row && strncmp(s->id, id, len) == 0 &&
+            s->id[len] == '\0') {
             memset(s, 0, sizeof(*s));
             found = 1;
         }

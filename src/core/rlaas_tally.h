@@ -22,10 +22,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RLAAS_TALLY_SECONDS 64 /* per-second buckets kept (a minute + slack) */
-#define RLAAS_TALLY_MINUTES 16 /* per-minute buckets, for the chart */
-#define RLAAS_TALLY_TOP     32 /* slots of the most-denied list */
-#define RLAAS_TALLY_ID_MAX  95 /* identity text kept (longer: cut) */
+#define RLAAS_TALLY_SECONDS 64  /* per-second buckets kept (a minute + slack)  \
+                                 */
+#define RLAAS_TALLY_MINUTES  16 /* per-minute buckets, for the chart */
+#define RLAAS_TALLY_TOP      32 /* slots of the most-denied list */
+#define RLAAS_TALLY_ID_MAX   95 /* identity text kept (longer: cut) */
 #define RLAAS_TALLY_NAME_MAX 63
 
 typedef struct rlaas_tally_t rlaas_tally_t;
@@ -58,17 +59,17 @@ void rlaas_tally_add(rlaas_tally_t *t, int row, int denied, int64_t now_s);
 
 /* The decisions of the last span_s seconds (at most
  * RLAAS_TALLY_SECONDS - 1), now_s's included. */
-void rlaas_tally_sum(const rlaas_tally_t *t, int row, int64_t now_s,
-                     int span_s, uint64_t *allowed, uint64_t *denied);
+void rlaas_tally_sum(const rlaas_tally_t *t, int row, int64_t now_s, int span_s,
+                     uint64_t *allowed, uint64_t *denied);
 
 /* Denials per minute, oldest first, of the n (<= RLAAS_TALLY_MINUTES)
  * minutes up to now_s's. */
-void rlaas_tally_minutes(const rlaas_tally_t *t, int row, int64_t now_s,
-                         int n, uint32_t *denied);
+void rlaas_tally_minutes(const rlaas_tally_t *t, int row, int64_t now_s, int n,
+                         uint32_t *denied);
 
 /* One denial of identity id (not NUL-terminated) in row. */
-void rlaas_tally_top_add(rlaas_tally_t *t, int row, const char *id,
-                         size_t len, int64_t now_s);
+void rlaas_tally_top_add(rlaas_tally_t *t, int row, const char *id, size_t len,
+                         int64_t now_s);
 
 /* The listed identities denied within the last max_age_s seconds, most
  * denied first; returns how many were written (at most max). */

@@ -14,10 +14,10 @@
 
 APLOG_USE_MODULE(rlaas);
 
-#define SHM_KEY     "rlaas_admin_shm"
-#define TALLY_ROWS  256 /* names past the first 255 count as "other" */
-#define MINUTE_S    60
-#define FORM_MAX    8192
+#define SHM_KEY      "rlaas_admin_shm"
+#define TALLY_ROWS   256 /* names past the first 255 count as "other" */
+#define MINUTE_S     60
+#define FORM_MAX     8192
 #define CHILDREN_MAX 512
 
 /* Set in the parent before children fork; NULL: no counts (the console
@@ -99,8 +99,7 @@ void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
     sc = rlaas_server_conf(it->p != NULL ? it->p->server : r->server);
     len = rlaas_admin_ident(it->call.key, it->call.key_len,
                             strlen(rlaas_server_prefix(sc)),
-                            it->p != NULL ||
-                                (d != NULL && (d->zone || d->ns)),
+                            it->p != NULL || (d != NULL && (d->zone || d->ns)),
                             it->call.strategy, &id);
     rlaas_tally_top_add(tally, row, id, len, now_s);
 }
@@ -119,8 +118,8 @@ static void view(request_rec *r, rlaas_admin_view_t *v)
     now_s = v->now_ms / 1000;
     v->backend = rlaas_server_local(sc) ? "local" : "redis";
     if (t->cluster_n > 0)
-        v->redis = apr_psprintf(r->pool, "cluster of %d seed node(s)",
-                                t->cluster_n);
+        v->redis =
+            apr_psprintf(r->pool, "cluster of %d seed node(s)", t->cluster_n);
     else if (t->sentinel_n > 0)
         v->redis = apr_psprintf(r->pool, "sentinel:%s", t->sentinel_master);
     else if (t->is_unix)
@@ -142,12 +141,11 @@ static void view(request_rec *r, rlaas_admin_view_t *v)
         w->name = i < n ? rlaas_metrics_name_of(i, &pol) : RLAAS_METRICS_OTHER;
         w->policy = i < n ? pol : 0;
         rlaas_tally_sum(tally, row, now_s, MINUTE_S, &w->allowed, &w->denied);
-        rlaas_tally_minutes(tally, row, now_s, RLAAS_TALLY_MINUTES,
-                            w->minutes);
+        rlaas_tally_minutes(tally, row, now_s, RLAAS_TALLY_MINUTES, w->minutes);
     }
     if (tally != NULL)
-        v->ntop = rlaas_tally_top(tally, now_s, MINUTE_S, v->top,
-                                  RLAAS_TALLY_TOP);
+        v->ntop =
+            rlaas_tally_top(tally, now_s, MINUTE_S, v->top, RLAAS_TALLY_TOP);
     for (i = 0; i < v->ntop; i++)
         v->top_zone[i] = rlaas_tally_row_name(tally, v->top[i].row);
     v->bans = apr_array_make(r->pool, 4, sizeof(rlaas_admin_ban_t));
@@ -261,10 +259,10 @@ static void act(request_rec *r, rlaas_admin_result_t *res)
     /* the id is never logged: a credential is; the keys hold it hashed */
     ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r,
                   "RLAAS0120: console: %s in zone %s by user %s: %d %s%s%s",
-                  res->action ? res->action : "-",
-                  res->zone ? res->zone : "-", r->user ? r->user : "-",
-                  res->status, res->message ? res->message : "",
-                  *keys ? "; keys: " : "", keys);
+                  res->action ? res->action : "-", res->zone ? res->zone : "-",
+                  r->user ? r->user : "-", res->status,
+                  res->message ? res->message : "", *keys ? "; keys: " : "",
+                  keys);
     if (res->status == HTTP_OK && res->action != NULL &&
         strcmp(res->action, "reset") == 0 && tally != NULL && res->keys) {
         int row = rlaas_admin_row_of(res->zone);

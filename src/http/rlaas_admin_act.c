@@ -39,8 +39,7 @@ static apr_status_t close_conn(void *data)
 /* A connection to the server's Redis, closed with the request; NULL and
  * *why, or *why NULL and a 501 when the setup is one the console can't
  * reach yet. */
-static admin_redis_t *redis_open(request_rec *r, const char **why,
-                                 int *status)
+static admin_redis_t *redis_open(request_rec *r, const char **why, int *status)
 {
     const rlaas_target_t *t = rlaas_server_conf(r->server)->target;
     admin_redis_t *a = apr_pcalloc(r->pool, sizeof(*a));
@@ -78,10 +77,9 @@ static admin_redis_t *redis_open(request_rec *r, const char **why,
     cp.password = t->password;
     cp.database = t->database > 0 ? t->database : 0;
     cp.client_name = RLAAS_REDIS_CLIENT_NAME "-console";
-    a->deadline = rlaas_clock_us() +
-                  (int64_t)(timeout > ADMIN_BUDGET_MS ? timeout
-                                                      : ADMIN_BUDGET_MS) *
-                      1000;
+    a->deadline =
+        rlaas_clock_us() +
+        (int64_t)(timeout > ADMIN_BUDGET_MS ? timeout : ADMIN_BUDGET_MS) * 1000;
     if (rlaas_conn_open(&a->c, &cp, a->deadline, a->detail) !=
         RLAAS_RERR_NONE) {
         *why = apr_psprintf(r->pool, "Redis: %s", a->detail);
@@ -236,8 +234,8 @@ static const char CREDIT_FIXED[] =
     "if n > 0 then redis.call('DECRBY', k, n) end\n"
     "return n\n";
 
-static void credit(request_rec *r, const apr_array_header_t *zs,
-                   const char *id, int64_t units, rlaas_admin_result_t *res)
+static void credit(request_rec *r, const apr_array_header_t *zs, const char *id,
+                   int64_t units, rlaas_admin_result_t *res)
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     apr_array_header_t *keys = apr_array_make(r->pool, 4, sizeof(char *));
@@ -325,9 +323,9 @@ void rlaas_admin_act(request_rec *r, const char *action, const char *zone,
     res->status = HTTP_OK;
     res->action = action;
     res->zone = zone;
-    if (action == NULL || (strcmp(action, "reset") != 0 &&
-                           strcmp(action, "credit") != 0 &&
-                           strcmp(action, "unban") != 0)) {
+    if (action == NULL ||
+        (strcmp(action, "reset") != 0 && strcmp(action, "credit") != 0 &&
+         strcmp(action, "unban") != 0)) {
         res->status = HTTP_BAD_REQUEST;
         res->message = "action must be reset, credit or unban";
         return;
@@ -419,9 +417,8 @@ const char *rlaas_admin_bans(request_rec *r, apr_array_header_t *out)
             return "Redis: unexpected reply to SCAN";
         }
         cursor = apr_pstrdup(r->pool, rep->element[0]->str);
-        for (i = 0; i < (int)rep->element[1]->elements &&
-                    found->nelts < BANS_MAX;
-             i++)
+        for (i = 0;
+             i < (int)rep->element[1]->elements && found->nelts < BANS_MAX; i++)
             APR_ARRAY_PUSH(found, char *) =
                 apr_pstrdup(r->pool, rep->element[1]->element[i]->str);
         freeReplyObject(rep);

@@ -68,19 +68,20 @@ static void page_json(request_rec *r, const rlaas_admin_view_t *v)
     int i, m;
 
     ap_set_content_type(r, "application/json");
-    ap_rprintf(r, "{\"backend\":%s,\"redis\":%s,\"now_ms\":%" APR_INT64_T_FMT
-                  ",\"window_s\":60,\"counts\":%s,\n\"zones\":[",
+    ap_rprintf(r,
+               "{\"backend\":%s,\"redis\":%s,\"now_ms\":%" APR_INT64_T_FMT
+               ",\"window_s\":60,\"counts\":%s,\n\"zones\":[",
                js(p, v->backend), js(p, v->redis), v->now_ms,
                v->tally ? "true" : "false");
     for (i = 0; i < v->rows->nelts; i++) {
         const rlaas_admin_row_t *w =
             &APR_ARRAY_IDX(v->rows, i, rlaas_admin_row_t);
 
-        ap_rprintf(r,
-                   "%s\n{\"name\":%s,\"kind\":\"%s\",\"allowed\":%" APR_UINT64_T_FMT
-                   ",\"denied\":%" APR_UINT64_T_FMT ",\"denied_per_minute\":[",
-                   i ? "," : "", js(p, w->name), kind(w),
-                   w->allowed, w->denied);
+        ap_rprintf(
+            r,
+            "%s\n{\"name\":%s,\"kind\":\"%s\",\"allowed\":%" APR_UINT64_T_FMT
+            ",\"denied\":%" APR_UINT64_T_FMT ",\"denied_per_minute\":[",
+            i ? "," : "", js(p, w->name), kind(w), w->allowed, w->denied);
         for (m = 0; m < RLAAS_TALLY_MINUTES; m++)
             ap_rprintf(r, "%s%u", m ? "," : "", w->minutes[m]);
         ap_rputs("]}", r);
@@ -108,14 +109,13 @@ static void page_json(request_rec *r, const rlaas_admin_view_t *v)
     for (i = 0; i < v->nchildren; i++) {
         const rlaas_child_health_t *c = &v->children[i];
 
-        ap_rprintf(r,
-                   "%s\n{\"pid\":%u,\"redis_connections\":%u,"
-                   "\"circuits_open\":%u,\"calls\":%" APR_UINT64_T_FMT
-                   ",\"latency_avg_ms\":%.3f,\"redis_errors\":%" APR_UINT64_T_FMT
-                   "}",
-                   i ? "," : "", c->pid, c->connections, c->circuits,
-                   c->calls, c->calls ? c->latency_us / 1000.0 / c->calls : 0.0,
-                   c->errors);
+        ap_rprintf(
+            r,
+            "%s\n{\"pid\":%u,\"redis_connections\":%u,"
+            "\"circuits_open\":%u,\"calls\":%" APR_UINT64_T_FMT
+            ",\"latency_avg_ms\":%.3f,\"redis_errors\":%" APR_UINT64_T_FMT "}",
+            i ? "," : "", c->pid, c->connections, c->circuits, c->calls,
+            c->calls ? c->latency_us / 1000.0 / c->calls : 0.0, c->errors);
     }
     ap_rputs("]}\n", r);
 }
@@ -178,14 +178,15 @@ static void chart(request_rec *r, const rlaas_admin_view_t *v)
         const rlaas_admin_row_t *w =
             &APR_ARRAY_IDX(v->rows, pick[j], rlaas_admin_row_t);
 
-        ap_rprintf(r, "<polyline class=\"zone\" data-zone=\"%s\" fill=\"none\" "
-                      "stroke=\"%s\" stroke-width=\"2\" points=\"",
+        ap_rprintf(r,
+                   "<polyline class=\"zone\" data-zone=\"%s\" fill=\"none\" "
+                   "stroke=\"%s\" stroke-width=\"2\" points=\"",
                    h(r->pool, w->name), colours[j]);
         for (m = 0; m < RLAAS_TALLY_MINUTES; m++)
-            ap_rprintf(r, "%s%d,%d", m ? " " : "",
-                       30 + m * (CHART_W - 40) / (RLAAS_TALLY_MINUTES - 1),
-                       CHART_H - (int)((int64_t)w->minutes[m] * (CHART_H - 20) /
-                                       max));
+            ap_rprintf(
+                r, "%s%d,%d", m ? " " : "",
+                30 + m * (CHART_W - 40) / (RLAAS_TALLY_MINUTES - 1),
+                CHART_H - (int)((int64_t)w->minutes[m] * (CHART_H - 20) / max));
         ap_rprintf(r, "\"><title>%s</title></polyline>\n", h(r->pool, w->name));
         ap_rprintf(r,
                    "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"%s\">%s"
@@ -217,13 +218,14 @@ static void page_html(request_rec *r, const rlaas_admin_view_t *v)
     int i, nidle = 0;
 
     ap_set_content_type(r, "text/html; charset=utf-8");
-    ap_rprintf(r,
-               "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-               "<title>mod_rlaas console</title><style>%s</style></head>\n"
-               "<body>\n<h1>mod_rlaas console</h1>\n<p id=\"backend\">Backend: "
-               "<b>%s</b>%s%s%s</p>\n",
-               CSS, h(p, v->backend), v->redis ? " &middot; Redis <code>" : "",
-               v->redis ? h(p, v->redis) : "", v->redis ? "</code>" : "");
+    ap_rprintf(
+        r,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<title>mod_rlaas console</title><style>%s</style></head>\n"
+        "<body>\n<h1>mod_rlaas console</h1>\n<p id=\"backend\">Backend: "
+        "<b>%s</b>%s%s%s</p>\n",
+        CSS, h(p, v->backend), v->redis ? " &middot; Redis <code>" : "",
+        v->redis ? h(p, v->redis) : "", v->redis ? "</code>" : "");
     if (!v->tally)
         ap_rputs("<p class=\"den\">No shared memory for the counts: see the "
                  "error log.</p>\n",
@@ -250,11 +252,12 @@ static void page_html(request_rec *r, const rlaas_admin_view_t *v)
     }
     ap_rputs("</table>\n", r);
     if (nidle > 0)
-        ap_rprintf(r,
-                   "<details id=\"idle\"><summary>%d more without a decision "
-                   "in the last minute or a denial in the last %d minutes</summary>"
-                   "<p>%s</p></details>\n",
-                   nidle, RLAAS_TALLY_MINUTES, idle);
+        ap_rprintf(
+            r,
+            "<details id=\"idle\"><summary>%d more without a decision "
+            "in the last minute or a denial in the last %d minutes</summary>"
+            "<p>%s</p></details>\n",
+            nidle, RLAAS_TALLY_MINUTES, idle);
     chart(r, v);
     ap_rputs("<h2>Most denied right now</h2>\n<p class=\"muted\">Identities "
              "as their keys hold them: credentials (API keys, credential "
@@ -263,12 +266,13 @@ static void page_html(request_rec *r, const rlaas_admin_view_t *v)
              "<th>last</th></tr>\n",
              r);
     for (i = 0; i < v->ntop; i++)
-        ap_rprintf(r,
-                   "<tr><td>%s</td><td><code>%s</code></td><td class=\"n\">%u"
-                   "</td><td class=\"n\">%u</td><td class=\"n\">%" APR_INT64_T_FMT
-                   " s ago</td></tr>\n",
-                   h(p, v->top_zone[i]), h(p, v->top[i].id), v->top[i].count,
-                   v->top[i].error, v->now_ms / 1000 - v->top[i].last_s);
+        ap_rprintf(
+            r,
+            "<tr><td>%s</td><td><code>%s</code></td><td class=\"n\">%u"
+            "</td><td class=\"n\">%u</td><td class=\"n\">%" APR_INT64_T_FMT
+            " s ago</td></tr>\n",
+            h(p, v->top_zone[i]), h(p, v->top[i].id), v->top[i].count,
+            v->top[i].error, v->now_ms / 1000 - v->top[i].last_s);
     if (v->ntop == 0)
         ap_rputs("<tr><td colspan=\"5\" class=\"muted\">nobody denied in the "
                  "last minute</td></tr>\n",
@@ -280,12 +284,13 @@ static void page_html(request_rec *r, const rlaas_admin_view_t *v)
         const rlaas_admin_ban_t *b =
             &APR_ARRAY_IDX(v->bans, i, rlaas_admin_ban_t);
 
-        ap_rprintf(r,
-                   "<tr><td><code>%s</code></td><td class=\"n\">%" APR_INT64_T_FMT
-                   " s</td><td class=\"n\">%" APR_INT64_T_FMT " s</td></tr>\n",
-                   ban_zone_id(p, b->key, 0),
-                   b->until_ms >= 0 ? (b->until_ms - v->now_ms + 999) / 1000 : -1,
-                   b->length_ms >= 0 ? b->length_ms / 1000 : -1);
+        ap_rprintf(
+            r,
+            "<tr><td><code>%s</code></td><td class=\"n\">%" APR_INT64_T_FMT
+            " s</td><td class=\"n\">%" APR_INT64_T_FMT " s</td></tr>\n",
+            ban_zone_id(p, b->key, 0),
+            b->until_ms >= 0 ? (b->until_ms - v->now_ms + 999) / 1000 : -1,
+            b->length_ms >= 0 ? b->length_ms / 1000 : -1);
     }
     if (v->bans_error != NULL)
         ap_rprintf(r,
@@ -294,21 +299,22 @@ static void page_html(request_rec *r, const rlaas_admin_view_t *v)
                    h(p, v->bans_error));
     else if (v->bans->nelts == 0)
         ap_rputs("<tr><td colspan=\"3\" class=\"muted\">none</td></tr>\n", r);
-    ap_rputs("</table>\n<h2>Redis health, per child</h2>\n<table id=\"children\">"
-             "<tr><th>pid</th><th>connections</th><th>circuit</th><th>calls</th>"
-             "<th>avg latency</th><th>errors</th></tr>\n",
-             r);
+    ap_rputs(
+        "</table>\n<h2>Redis health, per child</h2>\n<table id=\"children\">"
+        "<tr><th>pid</th><th>connections</th><th>circuit</th><th>calls</th>"
+        "<th>avg latency</th><th>errors</th></tr>\n",
+        r);
     for (i = 0; i < v->nchildren; i++) {
         const rlaas_child_health_t *c = &v->children[i];
 
-        ap_rprintf(r,
-                   "<tr><td>%u</td><td class=\"n\">%u</td><td%s>%s</td>"
-                   "<td class=\"n\">%" APR_UINT64_T_FMT "</td><td class=\"n\">"
-                   "%.3f ms</td><td class=\"n\">%" APR_UINT64_T_FMT "</td></tr>\n",
-                   c->pid, c->connections, c->circuits ? " class=\"den\"" : "",
-                   c->circuits ? "open" : "closed", c->calls,
-                   c->calls ? c->latency_us / 1000.0 / c->calls : 0.0,
-                   c->errors);
+        ap_rprintf(
+            r,
+            "<tr><td>%u</td><td class=\"n\">%u</td><td%s>%s</td>"
+            "<td class=\"n\">%" APR_UINT64_T_FMT "</td><td class=\"n\">"
+            "%.3f ms</td><td class=\"n\">%" APR_UINT64_T_FMT "</td></tr>\n",
+            c->pid, c->connections, c->circuits ? " class=\"den\"" : "",
+            c->circuits ? "open" : "closed", c->calls,
+            c->calls ? c->latency_us / 1000.0 / c->calls : 0.0, c->errors);
     }
     ap_rputs(
         "</table>\n<h2>Act</h2>\n<form class=\"act\" method=\"post\" "
@@ -357,13 +363,13 @@ void rlaas_admin_render_result(request_rec *r, const rlaas_admin_result_t *res,
         return;
     }
     ap_set_content_type(r, "text/html; charset=utf-8");
-    ap_rprintf(r,
-               "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-               "<title>mod_rlaas console</title><style>%s</style></head><body>\n"
-               "<h1>%s</h1>\n<p id=\"result\">%s%s%s: %s</p>\n<ul>",
-               CSS, res->status == HTTP_OK ? "Done" : "Not done",
-               h(p, res->action), res->zone ? " in zone " : "",
-               h(p, res->zone), h(p, res->message));
+    ap_rprintf(
+        r,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<title>mod_rlaas console</title><style>%s</style></head><body>\n"
+        "<h1>%s</h1>\n<p id=\"result\">%s%s%s: %s</p>\n<ul>",
+        CSS, res->status == HTTP_OK ? "Done" : "Not done", h(p, res->action),
+        res->zone ? " in zone " : "", h(p, res->zone), h(p, res->message));
     for (i = 0; res->keys != NULL && i < res->keys->nelts; i++)
         ap_rprintf(r, "<li><code>%s</code></li>",
                    h(p, APR_ARRAY_IDX(res->keys, i, const char *)));

@@ -18,10 +18,10 @@ static apr_array_header_t *zones; /* of rlaas_admin_zone_t */
  * sections alike are listed once. */
 static const char *signature(apr_pool_t *p, const rlaas_admin_zone_t *z)
 {
-    const char *s = apr_psprintf(p, "%pp|%s|%s|%s|%s|%d|%" APR_INT64_T_FMT,
-                                 (const void *)z->server, z->name, z->zone ? z->zone : "-", z->prefix,
-                                 z->ns ? z->ns : "-", (int)z->strategy,
-                                 z->window_ms);
+    const char *s = apr_psprintf(
+        p, "%pp|%s|%s|%s|%s|%d|%" APR_INT64_T_FMT, (const void *)z->server,
+        z->name, z->zone ? z->zone : "-", z->prefix, z->ns ? z->ns : "-",
+        (int)z->strategy, z->window_ms);
     int i;
 
     for (i = 0; z->sources != NULL && i < z->sources->nelts; i++) {
@@ -76,8 +76,7 @@ static int encloses(const core_dir_config *a, const core_dir_config *b)
 }
 
 static void add_sections(apr_pool_t *p, apr_hash_t *seen, server_rec *s,
-                         const char *prefix,
-                         const rlaas_dir_conf_t *base,
+                         const char *prefix, const rlaas_dir_conf_t *base,
                          const apr_array_header_t *secs)
 {
     ap_conf_vector_t **v;
@@ -141,8 +140,7 @@ void rlaas_admin_zones_build(apr_pool_t *pconf, apr_pool_t *ptemp,
     }
 }
 
-apr_array_header_t *rlaas_admin_zones_named(apr_pool_t *p,
-                                            const server_rec *s,
+apr_array_header_t *rlaas_admin_zones_named(apr_pool_t *p, const server_rec *s,
                                             const char *name)
 {
     apr_array_header_t *out =
@@ -193,21 +191,23 @@ static const char *values(apr_pool_t *p, const rlaas_server_conf_t *sc,
         if (src[i].src.type == RLAAS_SRC_IP &&
             rlaas_ip_render(ip, v, strlen(v), rlaas_server_ipv6_prefix(sc)) ==
                 0)
-            return apr_psprintf(p, "zone %s is keyed by the client address: "
-                                   "the id must be one",
+            return apr_psprintf(p,
+                                "zone %s is keyed by the client address: "
+                                "the id must be one",
                                 z->name);
     }
     if (apr_strtok(NULL, " \t", &last) != NULL)
-        return apr_psprintf(p, "zone %s is keyed by %d source(s): too many "
-                               "values in the id",
+        return apr_psprintf(p,
+                            "zone %s is keyed by %d source(s): too many "
+                            "values in the id",
                             z->name, *n);
     return NULL;
 }
 
 const char *rlaas_admin_keys(apr_pool_t *p, const rlaas_server_conf_t *sc,
                              const rlaas_admin_zone_t *z, const char *id,
-                             int what, int64_t now_ms,
-                             apr_array_header_t *keys, const char **base_out)
+                             int what, int64_t now_ms, apr_array_header_t *keys,
+                             const char **base_out)
 {
     rlaas_key_part_t parts[RLAAS_SOURCES_MAX];
     char ip[RLAAS_IP_TEXT_MAX + 1];

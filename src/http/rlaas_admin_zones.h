@@ -26,7 +26,7 @@ typedef struct {
     const apr_array_header_t *sources; /* NULL: ip */
     rlaas_strategy_e strategy;
     int64_t window_ms;
-    int policy; /* an RLaaSPolicy */
+    int policy;               /* an RLaaSPolicy */
     const server_rec *server; /* the (virtual) host it is found in */
 } rlaas_admin_zone_t;
 
@@ -39,8 +39,7 @@ void rlaas_admin_zones_build(apr_pool_t *pconf, apr_pool_t *ptemp,
  * different sections), as an array of const rlaas_admin_zone_t *; empty
  * if none. A virtual host sees the main server's sections and policies
  * as its requests do. */
-apr_array_header_t *rlaas_admin_zones_named(apr_pool_t *p,
-                                            const server_rec *s,
+apr_array_header_t *rlaas_admin_zones_named(apr_pool_t *p, const server_rec *s,
                                             const char *name);
 
 #define RLAAS_ADMIN_KEYS_STATE 0 /* the strategy's state */
@@ -53,8 +52,8 @@ apr_array_header_t *rlaas_admin_zones_named(apr_pool_t *p,
  * window number or suffix. Returns NULL or why no key could be made. */
 const char *rlaas_admin_keys(apr_pool_t *p, const rlaas_server_conf_t *sc,
                              const rlaas_admin_zone_t *z, const char *id,
-                             int what, int64_t now_ms,
-                             apr_array_header_t *keys, const char **base_out);
+                             int what, int64_t now_ms, apr_array_header_t *keys,
+                             const char **base_out);
 
 /* The identity part of a key: past the prefix (prefix_len bytes) and the
  * zone (when has_zone), before the strategy's suffix. */
