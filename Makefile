@@ -43,7 +43,7 @@ CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
            src/core/rlaas_headers.c src/core/rlaas_verdict.c \
            src/core/rlaas_clock.c src/core/rlaas_ip.c \
            src/core/rlaas_cookie.c src/core/rlaas_slot.c \
-           src/core/rlaas_policy.c \
+           src/core/rlaas_policy.c src/core/rlaas_tally.c \
            src/core/rlaas_siphash.c $(ALGO_SRC) $(LOCAL_SRC) \
            src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
            src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \
@@ -57,6 +57,9 @@ HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_remote.c src/http/rlaas_unit.c \
             src/http/rlaas_authuser.c src/http/rlaas_policies.c \
             src/http/rlaas_backend.c src/http/rlaas_lease.c
+# the operator's console
+HTTPD_SRC += src/http/rlaas_admin.c src/http/rlaas_admin_zones.c \
+             src/http/rlaas_admin_act.c src/http/rlaas_admin_render.c
 GEN_SRC = src/redis/rlaas_scripts.c
 SRC = mod_rlaas.c $(HTTPD_SRC) $(CORE_SRC) $(GEN_SRC)
 HDR = $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.h))

@@ -9,7 +9,8 @@
  *               policies a request meets (rlaas_policies), the client
  *               identity (rlaas_identity), the decision and the response
  *               (rlaas_limit), metrics and mod_status (rlaas_metrics), the
- *               engines made per child (rlaas_remote)
+ *               engines made per child (rlaas_remote), the operator's
+ *               console (rlaas_admin*)
  *   src/redis/  the remote engine, no httpd headers: the facade the request
  *               path calls (rlaas_redis), connections (rlaas_conn,
  *               rlaas_pool, rlaas_resolve), one group's exchange
@@ -29,6 +30,7 @@
 #include "http_request.h"
 #include "mod_status.h"
 
+#include "rlaas_admin.h"
 #include "rlaas_backend.h"
 #include "rlaas_config.h"
 #include "rlaas_limit.h"
@@ -66,6 +68,9 @@ static void rlaas_register_hooks(apr_pool_t *p)
     ap_hook_post_config(rlaas_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(rlaas_backend_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(rlaas_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    /* the operator's console */
+    ap_hook_post_config(rlaas_admin_post_config, NULL, NULL, APR_HOOK_LAST);
+    ap_hook_handler(rlaas_admin_handler, NULL, NULL, APR_HOOK_MIDDLE);
     APR_OPTIONAL_HOOK(ap, status_hook, rlaas_metrics_status_hook, NULL, NULL,
                       APR_HOOK_MIDDLE);
 }

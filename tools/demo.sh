@@ -147,6 +147,9 @@ echo "Serving on http://127.0.0.1:$RLAAS_DEMO_PORT/ (Redis) and" \
 echo "  curl -i -H 'X-API-Key: mine' http://127.0.0.1:$RLAAS_DEMO_PORT/api/"
 echo "  curl -i -H 'X-API-Key: mine' http://127.0.0.1:$RLAAS_DEMO_LOCAL_PORT/api/"
 echo "  curl -i http://127.0.0.1:$RLAAS_DEMO_PORT/login/"
+echo "The operator's console (who is limited; reset, credit, unban):"
+echo "  http://127.0.0.1:$RLAAS_DEMO_PORT/rlaas-admin"
+echo "  http://127.0.0.1:$RLAAS_DEMO_LOCAL_PORT/rlaas-admin (local engine)"
 echo "Access log: $RLAAS_DEMO_DIR/access_log"
 while :; do
     sleep 1

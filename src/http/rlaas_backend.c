@@ -163,3 +163,10 @@ rlaas_local_t *rlaas_backend_table(void)
 {
     return table;
 }
+
+/* The operator's console (rlaas_admin): forget one record. */
+rlaas_lerr_e rlaas_backend_forget(const char *key, int *found)
+{
+    return rlaas_local_forget(table, key, strlen(key), rlaas_local_now_ms(),
+                              found);
+}

@@ -8,6 +8,7 @@
 #include "util_filter.h"
 #include "apr_strings.h"
 
+#include "rlaas_admin.h"
 #include "rlaas_authuser.h"
 #include "rlaas_backend.h"
 #include "rlaas_clock.h"
@@ -190,14 +191,19 @@ static void count_policies(const decision_t *dc, rlaas_outcome_e o)
 
         if (o == RLAAS_OUT_ERROR || o == RLAAS_OUT_FAIL_OPEN)
             rlaas_metrics_policy(it->metric, o);
-        else if (!it->v.allowed)
+        else if (!it->v.allowed) {
             rlaas_metrics_policy(it->metric, it->dry_run
                                                  ? RLAAS_OUT_DRY_RUN_DENIED
                                              : local ? RLAAS_OUT_LOCAL_DENIED
                                                      : RLAAS_OUT_DENIED);
-        else if (o != RLAAS_OUT_DENIED && o != RLAAS_OUT_LOCAL_DENIED)
+            if (!it->dry_run)
+                rlaas_admin_note(dc->r, dc->d, it, 1); /* the console */
+        }
+        else if (o != RLAAS_OUT_DENIED && o != RLAAS_OUT_LOCAL_DENIED) {
             rlaas_metrics_policy(it->metric,
                                  local ? RLAAS_OUT_LOCAL : RLAAS_OUT_ALLOWED);
+            rlaas_admin_note(dc->r, dc->d, it, 0); /* the console */
+        }
     }
 }
 

@@ -80,6 +80,10 @@ typedef struct {
     apr_uint32_t pid;
     apr_uint32_t connections;
     apr_uint32_t circuits;
+    /* the console's view of this child (rlaas_metrics_children) */
+    apr_uint64_t calls;      /* script calls timed */
+    apr_uint64_t latency_us; /* their round trips, summed */
+    apr_uint64_t errors;     /* Redis errors, all kinds */
 } rlaas_slot_t;
 
 /* Set in the parent before children fork; NULL if the segment could not
@@ -279,6 +283,9 @@ void rlaas_metrics_child_init(apr_pool_t *pchild, server_rec *s)
             apr_atomic_cas32(&sl->pid, me, pid) == pid) {
             apr_atomic_set32(&sl->connections, 0);
             apr_atomic_set32(&sl->circuits, 0);
+            apr_atomic_set64(&sl->calls, 0);
+            apr_atomic_set64(&sl->latency_us, 0);
+            apr_atomic_set64(&sl->errors, 0);
             my_slot = sl;
         }
     }
@@ -323,6 +330,8 @@ void rlaas_metrics_redis_error(rlaas_rerr_e e)
 {
     if (counters != NULL)
         apr_atomic_inc64(&counters->redis_errors[e]);
+    if (my_slot != NULL)
+        apr_atomic_inc64(&my_slot->errors);
 }
 
 void rlaas_metrics_local_error(rlaas_lerr_e e)
@@ -343,6 +352,10 @@ void rlaas_metrics_latency(apr_interval_time_t t)
         i++;
     apr_atomic_inc64(&counters->latency[i]);
     apr_atomic_add64(&counters->latency_sum_us, (apr_uint64_t)t);
+    if (my_slot != NULL) {
+        apr_atomic_inc64(&my_slot->calls);
+        apr_atomic_add64(&my_slot->latency_us, (apr_uint64_t)t);
+    }
 }
 
 void rlaas_metrics_connection(int opened)
@@ -412,6 +425,46 @@ void rlaas_metrics_circuit(int opened)
         apr_atomic_inc32(&my_slot->circuits);
     else
         apr_atomic_dec32(&my_slot->circuits);
+}
+
+/* ---- the operator's console (rlaas_admin) ---- */
+
+int rlaas_metrics_children(rlaas_child_health_t *out, int max)
+{
+    apr_uint32_t i;
+    int n = 0;
+
+    for (i = 0; slots != NULL && i < counters->nslots && n < max; i++) {
+        rlaas_slot_t *sl = &slots[i];
+        apr_uint32_t pid = apr_atomic_read32(&sl->pid);
+
+        if (!alive(pid))
+            continue;
+        out[n].pid = pid;
+        out[n].connections = apr_atomic_read32(&sl->connections);
+        out[n].circuits = apr_atomic_read32(&sl->circuits);
+        out[n].calls = apr_atomic_read64(&sl->calls);
+        out[n].latency_us = apr_atomic_read64(&sl->latency_us);
+        out[n].errors = apr_atomic_read64(&sl->errors);
+        n++;
+    }
+    return n;
+}
+
+int rlaas_metrics_names(void)
+{
+    return names != NULL ? names->nelts : 0;
+}
+
+const char *rlaas_metrics_name_of(int handle, int *is_policy)
+{
+    const rlaas_metric_name_t *e;
+
+    if (names == NULL || handle < 0 || handle >= names->nelts)
+        return NULL;
+    e = &APR_ARRAY_IDX(names, handle, rlaas_metric_name_t);
+    *is_policy = e->policy;
+    return e->name;
 }
 
 /* ---- exposition ---- */

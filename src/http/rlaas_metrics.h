@@ -72,4 +72,18 @@ void rlaas_metrics_circuit(int opened); /* +1 opened, -1 closed */
 int rlaas_metrics_handler(request_rec *r);
 int rlaas_metrics_status_hook(request_rec *r, int flags);
 
+/* The operator's console (rlaas_admin): each live child's Redis health,
+ * up to max of them; the names registered (handles 0 .. n-1). */
+typedef struct {
+    apr_uint32_t pid;
+    apr_uint32_t connections;
+    apr_uint32_t circuits; /* circuits open in it */
+    apr_uint64_t calls;
+    apr_uint64_t latency_us; /* summed over calls */
+    apr_uint64_t errors;
+} rlaas_child_health_t;
+int rlaas_metrics_children(rlaas_child_health_t *out, int max);
+int rlaas_metrics_names(void);
+const char *rlaas_metrics_name_of(int handle, int *is_policy);
+
 #endif

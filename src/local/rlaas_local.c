@@ -196,3 +196,31 @@ rlaas_lerr_e rlaas_local_eval(rlaas_local_t *lc, const rlaas_local_call_t *call,
 {
     return rlaas_local_eval_n(lc, call, 1, now_ms, v, rep, NULL);
 }
+
+/* ---- the operator's console: forget a record ---- */
+
+static int forget_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
+{
+    int *found = baton;
+
+    (void)val;
+    *found = *len > 0;
+    if (*len == 0)
+        return 1; /* nothing to forget: the table stays as it was */
+    *len = 0;     /* no state: the strategies start afresh */
+    *ttl_ms = 0;
+    return 0;
+}
+
+rlaas_lerr_e rlaas_local_forget(rlaas_local_t *lc, const char *key,
+                                size_t key_len, int64_t now_ms, int *found)
+{
+    rlaas_table_rc_e rc;
+
+    *found = 0;
+    if (lc == NULL)
+        return RLAAS_LERR_NONE_HERE;
+    rc = rlaas_table_update(lc, key, key_len, now_ms, RLAAS_LOCAL_LOCK_WAIT_US,
+                            forget_fn, found, NULL);
+    return rc == RLAAS_TABLE_REFUSED ? RLAAS_LERR_NONE : lerr(rc);
+}

@@ -91,4 +91,10 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
                                 rlaas_table_report_t *rep,
                                 rlaas_local_record_t *recs);
 
+/* The operator's console: the record of key (the whole key, window
+ * number included for fixed) is forgotten, its identity starts afresh;
+ * *found says whether it held state. */
+rlaas_lerr_e rlaas_local_forget(rlaas_local_t *lc, const char *key,
+                                size_t key_len, int64_t now_ms, int *found);
+
 #endif

@@ -1,0 +1,314 @@
+#include "rlaas_tally.h"
+
+#include <sched.h>
+#include <string.h>
+
+#define MAGIC 0x726c7431u /* "rlt1" */
+
+typedef struct {
+    int64_t stamp; /* the second (or minute) it counts; 0: none */
+    uint32_t allowed;
+    uint32_t denied;
+} bucket_t;
+
+typedef struct {
+    char name[RLAAS_TALLY_NAME_MAX + 1];
+    bucket_t sec[RLAAS_TALLY_SECONDS];
+    bucket_t min[RLAAS_TALLY_MINUTES];
+} row_t;
+
+typedef struct {
+    uint64_t hash; /* 0: free */
+    int32_t row;
+    uint32_t count;
+    uint32_t error;
+    int64_t last_s;
+    char id[RLAAS_TALLY_ID_MAX + 1];
+} slot_t;
+
+struct rlaas_tally_t {
+    uint32_t magic;
+    int32_t rows;
+    uint32_t lock; /* the top list's: 0 free, 1 held */
+    uint32_t pad;
+    slot_t top[RLAAS_TALLY_TOP];
+    row_t row[];
+};
+
+size_t rlaas_tally_bytes(int rows)
+{
+    return sizeof(rlaas_tally_t) +
+           (size_t)(rows > 0 ? rows : 0) * sizeof(row_t);
+}
+
+rlaas_tally_t *rlaas_tally_init(void *mem, size_t bytes, int rows)
+{
+    rlaas_tally_t *t = mem;
+
+    if (mem == NULL || rows < 1 || bytes < rlaas_tally_bytes(rows))
+        return NULL;
+    if (t->magic == MAGIC && t->rows == rows)
+        return t;
+    memset(mem, 0, rlaas_tally_bytes(rows));
+    t->rows = rows;
+    t->magic = MAGIC;
+    return t;
+}
+
+int rlaas_tally_rows(const rlaas_tally_t *t)
+{
+    return t->rows;
+}
+
+void rlaas_tally_name(rlaas_tally_t *t, int row, const char *name)
+{
+    row_t *w;
+
+    if (row < 0 || row >= t->rows)
+        return;
+    w = &t->row[row];
+    if (strncmp(w->name, name, RLAAS_TALLY_NAME_MAX) == 0)
+        return;
+    memset(w, 0, sizeof(*w));
+    strncpy(w->name, name, RLAAS_TALLY_NAME_MAX);
+}
+
+const char *rlaas_tally_row_name(const rlaas_tally_t *t, int row)
+{
+    return row >= 0 && row < t->rows ? t->row[row].name : "";
+}
+
+/* The bucket of stamp, claimed for it if it held an older one. */
+static bucket_t *claim(bucket_t *b, int64_t stamp)
+{
+    int64_t s = __atomic_load_n(&b->stamp, __ATOMIC_ACQUIRE);
+
+    while (s < stamp) {
+        if (__atomic_compare_exchange_n(&b->stamp, &s, stamp, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&b->allowed, 0, __ATOMIC_RELAXED);
+            __atomic_store_n(&b->denied, 0, __ATOMIC_RELAXED);
+            return b;
+        }
+    }
+    return s == stamp ? b : NULL; /* a later one: the clock went back */
+}
+
+static void count(bucket_t *b, int denied)
+{
+    if (b == NULL)
+        return;
+    if (denied)
+        __atomic_add_fetch(&b->denied, 1, __ATOMIC_RELAXED);
+    else
+        __atomic_add_fetch(&b->allowed, 1, __ATOMIC_RELAXED);
+}
+
+void rlaas_tally_add(rlaas_tally_t *t, int row, int denied, int64_t now_s)
+{
+    row_t *w;
+    int64_t m;
+
+    if (t == NULL || now_s < 1)
+        return;
+    if (row < 0 || row >= t->rows)
+        row = t->rows - 1; /* the last row: "other" */
+    w = &t->row[row];
+    count(claim(&w->sec[now_s % RLAAS_TALLY_SECONDS], now_s), denied);
+    m = now_s / 60 + 1;
+    count(claim(&w->min[m % RLAAS_TALLY_MINUTES], m), denied);
+}
+
+void rlaas_tally_sum(const rlaas_tally_t *t, int row, int64_t now_s, int span_s,
+                     uint64_t *allowed, uint64_t *denied)
+{
+    int i;
+
+    *allowed = *denied = 0;
+    if (row < 0 || row >= t->rows)
+        return;
+    if (span_s > RLAAS_TALLY_SECONDS - 1)
+        span_s = RLAAS_TALLY_SECONDS - 1;
+    for (i = 0; i < RLAAS_TALLY_SECONDS; i++) {
+        const bucket_t *b = &t->row[row].sec[i];
+        int64_t s = __atomic_load_n(&b->stamp, __ATOMIC_ACQUIRE);
+
+        if (s > now_s - span_s && s <= now_s) {
+            *allowed += __atomic_load_n(&b->allowed, __ATOMIC_RELAXED);
+            *denied += __atomic_load_n(&b->denied, __ATOMIC_RELAXED);
+        }
+    }
+}
+
+void rlaas_tally_minutes(const rlaas_tally_t *t, int row, int64_t now_s, int n,
+                         uint32_t *denied)
+{
+    int64_t m = now_s / 60 + 1;
+    int i;
+
+    if (n > RLAAS_TALLY_MINUTES)
+        n = RLAAS_TALLY_MINUTES;
+    for (i = 0; i < n; i++) {
+        int64_t want = m - (n - 1 - i);
+        const bucket_t *b;
+
+        denied[i] = 0;
+        if (row < 0 || row >= t->rows || want < 1)
+            continue;
+        b = &t->row[row].min[want % RLAAS_TALLY_MINUTES];
+        if (__atomic_load_n(&b->stamp, __ATOMIC_ACQUIRE) == want)
+            denied[i] = __atomic_load_n(&b->denied, __ATOMIC_RELAXED);
+    }
+}
+
+/* ---- the most-denied list ---- */
+
+/* FNV-1a over the row and the text; never 0 (0 marks a free slot). */
+static uint64_t hash_of(int row, const char *id, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)(uint32_t)row;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        h ^= (unsigned char)id[i];
+        h *= 1099511628211ULL;
+    }
+    return h != 0 ? h : 1;
+}
+
+static int try_lock(rlaas_tally_t *t)
+{
+    uint32_t free_ = 0;
+
+    return __atomic_compare_exchange_n(&t->lock, &free_, 1, 0, __ATOMIC_ACQUIRE,
+                                       __ATOMIC_RELAXED);
+}
+
+/* For readers and the operator's actions, never the request path: a
+ * holder keeps the lock for a few hundred instructions. */
+static int lock_wait(rlaas_tally_t *t)
+{
+    int i;
+
+    for (i = 0; i < 10000; i++) {
+        if (try_lock(t))
+            return 1;
+        sched_yield();
+    }
+    return 0;
+}
+
+static void unlock(rlaas_tally_t *t)
+{
+    __atomic_store_n(&t->lock, 0, __ATOMIC_RELEASE);
+}
+
+#define STALE_S 60
+
+void rlaas_tally_top_add(rlaas_tally_t *t, int row, const char *id, size_t len,
+                         int64_t now_s)
+{
+    uint64_t h;
+    slot_t *pick = NULL;
+    int i, live = 0;
+
+    if (t == NULL || len == 0)
+        return;
+    if (len > RLAAS_TALLY_ID_MAX)
+        len = RLAAS_TALLY_ID_MAX;
+    h = hash_of(row, id, len);
+    if (!try_lock(t))
+        return;
+    for (i = 0; i < RLAAS_TALLY_TOP; i++) {
+        slot_t *s = &t->top[i];
+
+        if (s->hash == h && s->row == row && strncmp(s->id, id, len) == 0 &&
+            s->id[len] == '\0') {
+            s->count++;
+            s->last_s = now_s;
+            unlock(t);
+            return;
+        }
+        /* a free slot, else a stale one, else the least counted */
+        if (s->hash == 0 || s->last_s <= now_s - STALE_S) {
+            if (pick == NULL || live) {
+                pick = s;
+                live = 0;
+            }
+        }
+        else if (pick == NULL || (live && s->count < pick->count)) {
+            pick = s;
+            live = 1;
+        }
+    }
+    if (live) {
+        pick->error = pick->count; /* space-saving: it inherits the count */
+        pick->count++;
+    }
+    else {
+        pick->error = 0;
+        pick->count = 1;
+    }
+    pick->hash = h;
+    pick->row = row;
+    pick->last_s = now_s;
+    memcpy(pick->id, id, len);
+    pick->id[len] = '\0';
+    unlock(t);
+}
+
+int rlaas_tally_top(const rlaas_tally_t *t, int64_t now_s, int64_t max_age_s,
+                    rlaas_tally_top_t *out, int max)
+{
+    rlaas_tally_t *w = (rlaas_tally_t *)t;
+    int n = 0, i, j;
+
+    if (!lock_wait(w))
+        return 0;
+    for (i = 0; i < RLAAS_TALLY_TOP && n < max; i++) {
+        const slot_t *s = &t->top[i];
+
+        if (s->hash == 0 || s->last_s <= now_s - max_age_s)
+            continue;
+        out[n].row = s->row;
+        memcpy(out[n].id, s->id, sizeof(out[n].id));
+        out[n].count = s->count;
+        out[n].error = s->error;
+        out[n].last_s = s->last_s;
+        n++;
+    }
+    unlock(w);
+    /* most denied first (insertion sort: 32 at most) */
+    for (i = 1; i < n; i++) {
+        rlaas_tally_top_t x = out[i];
+
+        for (j = i; j > 0 && out[j - 1].count < x.count; j--)
+            out[j] = out[j - 1];
+        out[j] = x;
+    }
+    return n;
+}
+
+int rlaas_tally_top_forget(rlaas_tally_t *t, int row, const char *id,
+                           size_t len)
+{
+    uint64_t h;
+    int i, found = 0;
+
+    if (len > RLAAS_TALLY_ID_MAX)
+        len = RLAAS_TALLY_ID_MAX;
+    h = hash_of(row, id, len);
+    if (!lock_wait(t))
+        return 0;
+    for (i = 0; i < RLAAS_TALLY_TOP; i++) {
+        slot_t *s = &t->top[i];
+
+        if (s->hash == h && s->row == row && strncmp(s->id, id, len) == 0 &&
+            s->id[len] == '\0') {
+            memset(s, 0, sizeof(*s));
+            found = 1;
+        }
+    }
+    unlock(t);
+    return found;
+}

@@ -1,0 +1,84 @@
+/*
+ * What the operator's console shows of the recent past, kept cheaply in
+ * one block of memory shared by every child of a server: per row (a zone
+ * or a policy, the metrics' name handle) the allowed and denied decisions
+ * of each of the last 64 seconds and of the last 16 minutes, and a
+ * bounded list of the identities most often denied (space-saving: 32
+ * slots; an identity that is not listed takes a free or stale slot, else
+ * the least counted one, inheriting its count as its error bound).
+ *
+ * The request path adds with atomic operations only: a bucket is claimed
+ * for its second by a compare-and-swap of its stamp; the top list is
+ * updated under a try-lock that a request never waits for (when another
+ * holds it, that one denial is not listed). Counts are approximate under
+ * races (a bucket's reset may lose an increment made at the same instant);
+ * they are a console's, not the metrics'.
+ *
+ * No httpd headers: the caller makes the memory and passes the time in.
+ */
+#ifndef RLAAS_TALLY_H
+#define RLAAS_TALLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RLAAS_TALLY_SECONDS 64  /* per-second buckets kept (a minute + slack)  \
+                                 */
+#define RLAAS_TALLY_MINUTES  16 /* per-minute buckets, for the chart */
+#define RLAAS_TALLY_TOP      32 /* slots of the most-denied list */
+#define RLAAS_TALLY_ID_MAX   95 /* identity text kept (longer: cut) */
+#define RLAAS_TALLY_NAME_MAX 63
+
+typedef struct rlaas_tally_t rlaas_tally_t;
+
+typedef struct {
+    int row;
+    char id[RLAAS_TALLY_ID_MAX + 1];
+    uint32_t count; /* denials counted since it took its slot */
+    uint32_t error; /* at most this many of them are another's */
+    int64_t last_s; /* last denial, seconds */
+} rlaas_tally_top_t;
+
+/* Bytes a tally of rows rows takes. */
+size_t rlaas_tally_bytes(int rows);
+
+/* Lays out a tally in mem (rlaas_tally_bytes(rows) long), or finds the
+ * one laid out there before with the same number of rows (a graceful
+ * restart keeps its counts). NULL if mem is too small. */
+rlaas_tally_t *rlaas_tally_init(void *mem, size_t bytes, int rows);
+
+int rlaas_tally_rows(const rlaas_tally_t *t);
+
+/* Names a row; a row that had another name is cleared. Rows out of range
+ * are ignored. Called before children run. */
+void rlaas_tally_name(rlaas_tally_t *t, int row, const char *name);
+const char *rlaas_tally_row_name(const rlaas_tally_t *t, int row);
+
+/* One decision of row at now_s (seconds, wall clock). */
+void rlaas_tally_add(rlaas_tally_t *t, int row, int denied, int64_t now_s);
+
+/* The decisions of the last span_s seconds (at most
+ * RLAAS_TALLY_SECONDS - 1), now_s's included. */
+void rlaas_tally_sum(const rlaas_tally_t *t, int row, int64_t now_s, int span_s,
+                     uint64_t *allowed, uint64_t *denied);
+
+/* Denials per minute, oldest first, of the n (<= RLAAS_TALLY_MINUTES)
+ * minutes up to now_s's. */
+void rlaas_tally_minutes(const rlaas_tally_t *t, int row, int64_t now_s, int n,
+                         uint32_t *denied);
+
+/* One denial of identity id (not NUL-terminated) in row. */
+void rlaas_tally_top_add(rlaas_tally_t *t, int row, const char *id, size_t len,
+                         int64_t now_s);
+
+/* The listed identities denied within the last max_age_s seconds, most
+ * denied first; returns how many were written (at most max). */
+int rlaas_tally_top(const rlaas_tally_t *t, int64_t now_s, int64_t max_age_s,
+                    rlaas_tally_top_t *out, int max);
+
+/* Takes an identity off the list (after an operator's reset); returns 1
+ * if it was listed. */
+int rlaas_tally_top_forget(rlaas_tally_t *t, int row, const char *id,
+                           size_t len);
+
+#endif

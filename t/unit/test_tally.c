@@ -1,0 +1,199 @@
+/* The console's tally (src/core/rlaas_tally.c): per-second and per-minute
+ * counts that forget what is older than they keep, rows renamed by a new
+ * configuration start afresh, and the most-denied list: bounded, heavy
+ * hitters kept while one-off identities churn, stale entries replaced
+ * first, an identity forgotten on request, ids cut to their bound. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rlaas_tally.h"
+
+#define ROWS 4
+#define T0   1700000000LL /* a minute's start: 1700000000 % 60 == 20 */
+
+static rlaas_tally_t *fresh(void **mem)
+{
+    size_t n = rlaas_tally_bytes(ROWS);
+
+    *mem = calloc(1, n);
+    assert_non_null(*mem);
+    return rlaas_tally_init(*mem, n, ROWS);
+}
+
+static void counts_last_minute(void **state)
+{
+    void *mem;
+    rlaas_tally_t *t = fresh(&mem);
+    uint64_t a, d;
+    int i;
+
+    (void)state;
+    rlaas_tally_name(t, 0, "api");
+    for (i = 0; i < 5; i++)
+        rlaas_tally_add(t, 0, 0, T0);
+    rlaas_tally_add(t, 0, 1, T0);
+    rlaas_tally_add(t, 0, 1, T0 + 30);
+    rlaas_tally_add(t, 1, 1, T0 + 30);
+    rlaas_tally_sum(t, 0, T0 + 30, 60, &a, &d);
+    assert_int_equal(a, 5);
+    assert_int_equal(d, 2);
+    /* 60 s later the first second is out of the minute */
+    rlaas_tally_sum(t, 0, T0 + 60, 60, &a, &d);
+    assert_int_equal(a, 0);
+    assert_int_equal(d, 1);
+    /* a bucket reused 64 s later counts its new second only */
+    rlaas_tally_add(t, 0, 0, T0 + 64);
+    rlaas_tally_sum(t, 0, T0 + 64, 60, &a, &d);
+    assert_int_equal(a, 1);
+    assert_int_equal(d, 1);
+    /* the clock going back: nothing counted into a newer bucket */
+    rlaas_tally_add(t, 0, 1, T0);
+    rlaas_tally_sum(t, 0, T0 + 64, 60, &a, &d);
+    assert_int_equal(d, 1);
+    /* out-of-range rows count as the last one ("other") */
+    rlaas_tally_add(t, 99, 1, T0);
+    rlaas_tally_add(t, -1, 1, T0);
+    rlaas_tally_sum(t, ROWS - 1, T0, 60, &a, &d);
+    assert_int_equal(d, 2);
+    free(mem);
+}
+
+static void minutes_for_the_chart(void **state)
+{
+    void *mem;
+    rlaas_tally_t *t = fresh(&mem);
+    uint32_t m[4];
+
+    (void)state;
+    rlaas_tally_add(t, 2, 1, T0 - 20);       /* minute M */
+    rlaas_tally_add(t, 2, 1, T0 - 20 + 59);  /* still M */
+    rlaas_tally_add(t, 2, 1, T0 - 20 + 120); /* M + 2 */
+    rlaas_tally_add(t, 2, 0, T0 - 20 + 120); /* allowed: not charted */
+    rlaas_tally_minutes(t, 2, T0 - 20 + 125, 4, m);
+    assert_int_equal(m[0], 0);
+    assert_int_equal(m[1], 2);
+    assert_int_equal(m[2], 0);
+    assert_int_equal(m[3], 1);
+    /* 16 minutes on, minute M's bucket holds another minute */
+    rlaas_tally_add(t, 2, 1, T0 - 20 + 16 * 60);
+    rlaas_tally_minutes(t, 2, T0 - 20 + 16 * 60, 4, m);
+    assert_int_equal(m[3], 1);
+    assert_int_equal(m[0] + m[1] + m[2], 0);
+    free(mem);
+}
+
+static void rename_clears_restart_keeps(void **state)
+{
+    void *mem;
+    rlaas_tally_t *t = fresh(&mem);
+    uint64_t a, d;
+
+    (void)state;
+    rlaas_tally_name(t, 0, "api");
+    rlaas_tally_add(t, 0, 1, T0);
+    /* the same layout found again (a graceful restart): counts kept */
+    t = rlaas_tally_init(mem, rlaas_tally_bytes(ROWS), ROWS);
+    rlaas_tally_name(t, 0, "api");
+    rlaas_tally_sum(t, 0, T0, 60, &a, &d);
+    assert_int_equal(d, 1);
+    assert_string_equal(rlaas_tally_row_name(t, 0), "api");
+    /* the row now names another zone: it starts afresh */
+    rlaas_tally_name(t, 0, "web");
+    rlaas_tally_sum(t, 0, T0, 60, &a, &d);
+    assert_int_equal(d, 0);
+    /* too small a block: no tally */
+    assert_null(rlaas_tally_init(mem, 16, ROWS));
+    free(mem);
+}
+
+static void top_keeps_heavy_hitters(void **state)
+{
+    void *mem;
+    rlaas_tally_t *t = fresh(&mem);
+    rlaas_tally_top_t top[RLAAS_TALLY_TOP];
+    char id[32];
+    int i, n;
+
+    (void)state;
+    /* two attackers among 500 one-off identities, in every row */
+    for (i = 0; i < 500; i++) {
+        rlaas_tally_top_add(t, 0, "key=~attacker", 13, T0);
+        if (i % 2 == 0)
+            rlaas_tally_top_add(t, 1, "10.0.0.9", 8, T0);
+        snprintf(id, sizeof(id), "user-%d", i);
+        rlaas_tally_top_add(t, 0, id, strlen(id), T0);
+    }
+    n = rlaas_tally_top(t, T0, 60, top, RLAAS_TALLY_TOP);
+    assert_int_equal(n, RLAAS_TALLY_TOP); /* bounded */
+    assert_string_equal(top[0].id, "key=~attacker");
+    assert_int_equal(top[0].row, 0);
+    assert_int_equal(top[0].count, 500);
+    assert_int_equal(top[0].error, 0);
+    assert_string_equal(top[1].id, "10.0.0.9");
+    assert_int_equal(top[1].row, 1);
+    assert_int_equal(top[1].count, 250);
+    /* one identity in two rows is two entries */
+    rlaas_tally_top_add(t, 1, "key=~attacker", 13, T0);
+    n = rlaas_tally_top(t, T0, 60, top, RLAAS_TALLY_TOP);
+    for (i = 0; i < n; i++)
+        if (top[i].row == 1 && strcmp(top[i].id, "key=~attacker") == 0)
+            break;
+    assert_true(i < n);
+    free(mem);
+}
+
+static void top_stale_and_forget(void **state)
+{
+    void *mem;
+    rlaas_tally_t *t = fresh(&mem);
+    rlaas_tally_top_t top[RLAAS_TALLY_TOP];
+    char id[32], longid[300];
+    int i, n;
+
+    (void)state;
+    for (i = 0; i < RLAAS_TALLY_TOP; i++) {
+        snprintf(id, sizeof(id), "old-%d", i);
+        rlaas_tally_top_add(t, 0, id, strlen(id), T0);
+        rlaas_tally_top_add(t, 0, id, strlen(id), T0);
+    }
+    /* a minute later the old ones are stale: a newcomer takes a slot
+     * with a count of its own, no inherited error */
+    rlaas_tally_top_add(t, 0, "new", 3, T0 + 61);
+    n = rlaas_tally_top(t, T0 + 61, 60, top, RLAAS_TALLY_TOP);
+    assert_int_equal(n, 1);
+    assert_string_equal(top[0].id, "new");
+    assert_int_equal(top[0].count, 1);
+    assert_int_equal(top[0].error, 0);
+    assert_int_equal(rlaas_tally_top_forget(t, 0, "new", 3), 1);
+    assert_int_equal(rlaas_tally_top_forget(t, 0, "new", 3), 0);
+    assert_int_equal(rlaas_tally_top(t, T0 + 61, 60, top, RLAAS_TALLY_TOP), 0);
+    /* a long identity is kept cut to its bound, and found again so */
+    memset(longid, 'a', sizeof(longid));
+    rlaas_tally_top_add(t, 2, longid, sizeof(longid), T0 + 61);
+    rlaas_tally_top_add(t, 2, longid, sizeof(longid), T0 + 61);
+    n = rlaas_tally_top(t, T0 + 61, 60, top, RLAAS_TALLY_TOP);
+    assert_int_equal(n, 1);
+    assert_int_equal(strlen(top[0].id), RLAAS_TALLY_ID_MAX);
+    assert_int_equal(top[0].count, 2);
+    free(mem);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(counts_last_minute),
+        cmocka_unit_test(minutes_for_the_chart),
+        cmocka_unit_test(rename_clears_restart_keeps),
+        cmocka_unit_test(top_keeps_heavy_hitters),
+        cmocka_unit_test(top_stale_and_forget),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
