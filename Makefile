@@ -41,7 +41,7 @@ CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
            src/core/rlaas_headers.c src/core/rlaas_verdict.c \
            src/core/rlaas_clock.c src/core/rlaas_ip.c \
            src/core/rlaas_cookie.c src/core/rlaas_slot.c \
-           src/core/rlaas_policy.c \
+           src/core/rlaas_policy.c src/core/rlaas_ban.c \
            src/core/rlaas_siphash.c $(ALGO_SRC) $(LOCAL_SRC) \
            src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
            src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \
