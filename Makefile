@@ -54,7 +54,7 @@ HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_limit.c src/http/rlaas_metrics.c \
             src/http/rlaas_remote.c src/http/rlaas_unit.c \
             src/http/rlaas_authuser.c src/http/rlaas_policies.c \
-            src/http/rlaas_backend.c
+            src/http/rlaas_backend.c src/http/rlaas_outcome.c
 GEN_SRC = src/redis/rlaas_scripts.c
 SRC = mod_rlaas.c $(HTTPD_SRC) $(CORE_SRC) $(GEN_SRC)
 HDR = $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.h))

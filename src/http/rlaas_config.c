@@ -6,6 +6,7 @@
 
 #include "rlaas_ip.h"
 #include "rlaas_metrics.h"
+#include "rlaas_outcome.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -845,6 +846,7 @@ void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
     d->limit_fallback = -1;
     d->cost = -1;
     d->zone_metric = -1;
+    rlaas_outcome_dir_init(d);
     return d;
 }
 
@@ -915,6 +917,7 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->headers = PICK(headers, RLAAS_HEADERS_UNSET);
     d->dry_run = PICK(dry_run, -1);
     d->circuit_fail_open = PICK(circuit_fail_open, -1);
+    rlaas_outcome_dir_merge(d, base, add);
     return d;
 }
 
@@ -1265,6 +1268,13 @@ const command_rec rlaas_cmds[] = {
                  "Off exempts this section from limiting"),
     AP_INIT_TAKE1(RLAAS_D_HEADERS, set_headers, NULL, DIR_SCOPE,
                   "Rate-limit header fields: draft, legacy, both or off"),
+    AP_INIT_TAKE1(RLAAS_D_COUNT_IF, rlaas_outcome_set_count_if, NULL,
+                  DIR_SCOPE,
+                  "EXPR or off: requests are checked before they are served "
+                  "and consume only if EXPR holds for the response"),
+    AP_INIT_TAKE_ARGV(RLAAS_D_BAN, rlaas_outcome_set_ban, NULL, DIR_SCOPE,
+                      "DURATION [escalate FACTOR MAX] or off: refuse an "
+                      "identity for DURATION once it is denied"),
     AP_INIT_FLAG(RLAAS_D_DRY_RUN, set_dry_run, NULL, DIR_SCOPE,
                  "On: evaluate, count and report, but never deny"),
     AP_INIT_FLAG(RLAAS_D_CIRCUIT_FAIL_OPEN, set_circuit_fail_open, NULL,

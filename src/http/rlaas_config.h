@@ -190,6 +190,12 @@ typedef struct {
      * of its own; it follows the section that last set either. */
     const char *ns;
     int zone_metric; /* the zone's row handle; -1: none ("other") */
+    /* RLaaSCountIf and RLaaSBan (rlaas_outcome.h) */
+    ap_expr_info_t *count_if; /* with count_if_set 1 */
+    int count_if_set;         /* -1: unset; 0: off; 1: an expression */
+    int64_t ban_ms;           /* -1: unset; 0: off; else D */
+    int64_t ban_factor;       /* F (1: no escalation) */
+    int64_t ban_max_ms;       /* M (D without escalation) */
 } rlaas_dir_conf_t;
 
 extern const command_rec rlaas_cmds[];
