@@ -143,6 +143,26 @@ for my $be (['redis', undef], ['local', $LV]) {
     };
 }
 
+subtest "the README's WordPress recipe, as written" => sub {
+    my $K = rkey('wp-login', '127.0.0.1');
+    my $clean = sub { $r->cmd('DEL', $K, "$K:ban") };
+    $clean->();
+    my $login = sub { req('/oc/wp/wp-login.php', method => 'POST', content => "log=bob&pwd=$_[0]",
+        h => { 'Content-Type' => 'application/x-www-form-urlencoded' }) };
+    is codes_of(map { req('/oc/wp/wp-login.php') } 1 .. 3), '200 200 200', 'the login page: never counted';
+    is codes_of(map { $login->('right') } 1 .. 2), '302 302', 'logins that succeed: never counted';
+    is $r->cmd('EXISTS', $K), 0, 'nothing counted yet';
+    is codes_of(map { $login->("wrong$_") } 1 .. 5), '200 200 200 200 200', 'five failed logins (200, the form again)';
+    my $res;
+    Apache::TestRLaaS::wait_for(sub { ($res = $login->('right'))->code == 429 }, 5);
+    is $res->code, 429, 'the sixth attempt, right password or not: 429';
+    is retry_after($res), 900, 'Retry-After: 900 (the 15 minute ban)';
+    my $pttl = $r->cmd('PTTL', "$K:ban");
+    ok $pttl > 86_400_000 && $pttl <= 86_400_000 + 900_000, "its record remembered a day past the ban ($pttl ms)";
+    is status_of(req('/oc/wp/wp-login.php')), 'banned', 'even the login page: banned';
+    $clean->();
+};
+
 subtest 'two servers sharing a zone: a ban made on one is enforced by the other at once' => sub {
     my $u = uid('oc-shared');
     is codes_of(map { get('/oc/shared/x', $u) } 1 .. 2), '200 429', 'banned on this server (limit 1)';
