@@ -94,6 +94,16 @@ for my $be (['redis', undef], ['local', $LV]) {
     };
 }
 
+subtest 'a policy with countif=: only its 404s count' => sub {
+    my $u = uid('oc-pol');
+    is codes_of(map { get('/oc/pol/ok.txt', $u) } 1 .. 5), '200 200 200 200 200', 'files that exist: not counted';
+    is codes_of(map { get("/oc/pol/miss$_", $u) } 1 .. 3), '404 404 404', 'three misses';
+    my $res;
+    Apache::TestRLaaS::wait_for(sub { ($res = get('/oc/pol/ok.txt', $u))->code == 429 }, 5);
+    is $res->code, 429, 'then 429 (a token bucket emptied by forced charges)';
+    is get('/oc/pol/ok.txt', uid('oc-pol-b'))->code, 200, 'another client is served';
+};
+
 # ---------------------------------------------------------------- bans
 for my $be (['redis', undef], ['local', $LV]) {
     my ($name, $vh) = @$be;

@@ -59,6 +59,10 @@ my @bad = (
     ['RLaaSBan 10m double 2 1h', qr/RLaaSBan: invalid word 'double'/, 'not "escalate"'],
     ['RLaaSBan 10m escalate 2', qr/RLaaSBan: takes DURATION \[escalate FACTOR MAX\], or off, not 3 arguments/, 'escalate without MAX'],
 );
+refused(qq{RLaaSPolicy p 5 1m countif="%{REQUEST_STATUS} =="\n},
+    qr/RLaaSPolicy p: invalid expression in 'countif=%\{REQUEST_STATUS\} =='/, 'a policy with a broken countif=');
+accepted(qq{RLaaSPolicy p 5 1m strategy=gcra countif="%{REQUEST_STATUS} -ge 500"\n<Location /a>\n    RLaaSApply p\n</Location>\n},
+    'a policy with countif=');
 for my $b (@bad) {
     my ($line, $re, $name) = @$b;
     refused("<Location /x>\n    RLaaSLimit 5\n    $line\n</Location>\n", $re, $name);

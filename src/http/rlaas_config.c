@@ -603,6 +603,9 @@ static const char *policy_option(cmd_parms *cmd, rlaas_policy_t *p,
     }
     if (strncmp(opt, "key=", 4) == 0)
         return policy_sources(cmd, p, opt + 4);
+    if (strncmp(opt, "countif=", 8) == 0)
+        return rlaas_outcome_policy_count_if(cmd, p->name, opt + 8,
+                                             &p->count_if);
     if (strncmp(opt, "cost=", 5) == 0) {
         if (rlaas_parse_nonneg_int(opt + 5, RLAAS_LIMIT_MAX, &v) != NULL ||
             v > p->limit)
@@ -615,7 +618,8 @@ static const char *policy_option(cmd_parms *cmd, rlaas_policy_t *p,
     }
     return apr_psprintf(cmd->pool,
                         "%s %s: invalid option '%s': expected "
-                        "strategy=STRATEGY, key=\"SOURCES\" or cost=N",
+                        "strategy=STRATEGY, key=\"SOURCES\", cost=N or "
+                        "countif=EXPR",
                         cmd->cmd->name, p->name, opt);
 }
 
@@ -1238,7 +1242,7 @@ const command_rec rlaas_cmds[] = {
                       "(remove an inherited one) or none"),
     AP_INIT_RAW_ARGS(RLAAS_D_POLICY, set_policy, NULL, RSRC_CONF,
                      "NAME LIMIT WINDOW [strategy=S] [key=\"SOURCES\"] "
-                     "[cost=N]: a named policy"),
+                     "[cost=N] [countif=EXPR]: a named policy"),
     AP_INIT_TAKE_ARGV(RLAAS_D_ENFORCE, set_enforce, NULL, RSRC_CONF,
                       "Policies applied to every request of the server or "
                       "virtual host, whatever its sections say"),

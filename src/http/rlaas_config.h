@@ -145,6 +145,9 @@ typedef struct {
      * namespace (rlaas_key_namespace), set in post_config; else NULL */
     const char *ns;
     int metric; /* its row handle (rlaas_metrics_name) */
+    /* countif=EXPR (RLaaSCountIf for this policy, rlaas_outcome.h), or
+     * NULL */
+    ap_expr_info_t *count_if;
 } rlaas_policy_t;
 
 typedef struct {

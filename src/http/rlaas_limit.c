@@ -67,9 +67,9 @@ typedef struct {
 /* RLaaSCountIf: what a decision leaves to charge once the response is
  * known (rlaas_limit_log_transaction). */
 typedef struct {
-    ap_expr_info_t *expr;
     const rlaas_dir_conf_t *d;
     rlaas_item_t it[RLAAS_POLICIES_MAX];
+    ap_expr_info_t *expr[RLAAS_POLICIES_MAX]; /* each item's condition */
     int n;
 } pending_t;
 
@@ -718,30 +718,33 @@ static int select_items(decision_t *dc, const rlaas_item_t *all, int n,
 
 /* ---- RLaaSCountIf ---- */
 
-/* The section's own limit and the policies it applies (not the host's
- * enforced ones) are checked now, one unit without consuming, and their
- * charges kept for after the response, forced. */
+/* The items that count by outcome (a policy's countif=, else the
+ * section's RLaaSCountIf for its own limit and the policies it applies,
+ * not the host's enforced ones) are checked now, one unit without
+ * consuming, and their charges kept for after the response, forced. */
 static pending_t *countif_prepare(decision_t *dc)
 {
-    ap_expr_info_t *expr = rlaas_outcome_count_if(dc->d);
-    pending_t *pd;
+    ap_expr_info_t *section = rlaas_outcome_count_if(dc->d), *expr;
+    pending_t *pd = NULL;
     int i;
 
-    if (expr == NULL)
-        return NULL;
-    pd = apr_pcalloc(dc->r->pool, sizeof(*pd));
     for (i = 0; i < dc->n; i++) {
-        if (dc->it[i].enforced)
+        const rlaas_item_t *it = &dc->it[i];
+
+        expr = it->p != NULL && it->p->count_if != NULL ? it->p->count_if
+               : it->enforced                           ? NULL
+                                                        : section;
+        if (expr == NULL)
             continue;
-        pd->it[pd->n] = dc->it[i];
+        if (pd == NULL) {
+            pd = apr_pcalloc(dc->r->pool, sizeof(*pd));
+            pd->d = dc->d;
+        }
+        pd->it[pd->n] = *it;
         pd->it[pd->n].call.mode |= RLAAS_MODE_FORCE;
-        pd->n++;
+        pd->expr[pd->n++] = expr;
         dc->it[i].call.cost = "0";
     }
-    if (pd->n == 0)
-        return NULL;
-    pd->expr = expr;
-    pd->d = dc->d;
     return pd;
 }
 
@@ -754,13 +757,22 @@ static void charge(request_rec *r, rlaas_unit_t *u, const pending_t *pd)
     decision_t dc;
     rlaas_rerr_e e;
     rlaas_lerr_e le = RLAAS_LERR_NONE;
+    int i, j, holds[RLAAS_POLICIES_MAX];
 
     memset(&dc, 0, sizeof(dc));
     dc.r = r;
     dc.d = pd->d;
     dc.u = u;
-    dc.n = pd->n;
-    memcpy(dc.it, pd->it, sizeof(pd->it[0]) * (size_t)pd->n);
+    /* the items whose condition holds, each condition evaluated once */
+    for (i = 0; i < pd->n; i++) {
+        for (j = 0; j < i && pd->expr[j] != pd->expr[i]; j++)
+            ;
+        holds[i] = j < i ? holds[j] : rlaas_outcome_counts(r, pd->expr[i]);
+        if (holds[i])
+            dc.it[dc.n++] = pd->it[i];
+    }
+    if (dc.n == 0)
+        return;
     if (rlaas_server_local(sc))
         le = decide_local(&dc, 1);
     else if ((e = run(&dc, detail)) != RLAAS_RERR_NONE) {
@@ -799,12 +811,8 @@ int rlaas_limit_log_transaction(request_rec *r)
         return DECLINED;
     pending = u->outcome;
     u->outcome = NULL;
-    for (i = 0; i < pending->nelts; i++) {
-        const pending_t *pd = APR_ARRAY_IDX(pending, i, const pending_t *);
-
-        if (rlaas_outcome_counts(r, pd->expr))
-            charge(r, u, pd);
-    }
+    for (i = 0; i < pending->nelts; i++)
+        charge(r, u, APR_ARRAY_IDX(pending, i, const pending_t *));
     return DECLINED;
 }
 

@@ -33,6 +33,21 @@ const char *rlaas_outcome_set_count_if(cmd_parms *cmd, void *dv,
     return NULL;
 }
 
+const char *rlaas_outcome_policy_count_if(cmd_parms *cmd, const char *policy,
+                                          const char *text,
+                                          ap_expr_info_t **out)
+{
+    const char *err = NULL;
+
+    *out = text[0] ? ap_expr_parse_cmd(cmd, text, 0, &err, NULL) : NULL;
+    if (err != NULL || text[0] == '\0')
+        return apr_psprintf(cmd->pool,
+                            "%s %s: invalid expression in 'countif=%s': %s "
+                            "(expected a boolean ap_expr)",
+                            cmd->cmd->name, policy, text, err ? err : "empty");
+    return NULL;
+}
+
 static const char *bad(cmd_parms *cmd, const char *what, const char *arg,
                        const char *accepted)
 {

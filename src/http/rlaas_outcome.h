@@ -36,6 +36,12 @@ const char *rlaas_outcome_set_count_if(cmd_parms *cmd, void *dv,
 const char *rlaas_outcome_set_ban(cmd_parms *cmd, void *dv, int argc,
                                   char *const argv[]);
 
+/* RLaaSPolicy's countif=EXPR: the policy counts by outcome wherever it
+ * applies, enforced too (the condition is the host's own). */
+const char *rlaas_outcome_policy_count_if(cmd_parms *cmd, const char *policy,
+                                          const char *text,
+                                          ap_expr_info_t **out);
+
 /* The fields' unset values, and the merge (add over base). */
 void rlaas_outcome_dir_init(rlaas_dir_conf_t *d);
 void rlaas_outcome_dir_merge(rlaas_dir_conf_t *d, const rlaas_dir_conf_t *base,
