@@ -94,6 +94,14 @@ for my $be (['redis', undef], ['local', $LV]) {
     };
 }
 
+subtest 'behind an ErrorDocument, the error status counts' => sub {
+    my $u = uid('oc-errdoc');
+    is codes_of(map { get("/oc/errdoc/miss$_", $u) } 1 .. 3), '404 404 404', 'three misses, answered by the error document';
+    my $res;
+    Apache::TestRLaaS::wait_for(sub { ($res = get('/oc/errdoc/ok.txt', $u))->code == 429 }, 5);
+    is $res->code, 429, 'then 429';
+};
+
 subtest 'a policy with countif=: only its 404s count' => sub {
     my $u = uid('oc-pol');
     is codes_of(map { get('/oc/pol/ok.txt', $u) } 1 .. 5), '200 200 200 200 200', 'files that exist: not counted';
