@@ -185,9 +185,29 @@ subtest 'two servers sharing a zone: a ban made on one is enforced by the other 
     my $u = uid('oc-shared');
     is codes_of(map { get('/oc/shared/x', $u) } 1 .. 2), '200 429', 'banned on this server (limit 1)';
     my $res = get('/oc/shared/x', $u, vhost => 'rlaas_oc2');
-    is $res->code, 429, 'the other server (limit 100) refuses too';
+    is $res->code, 429, 'its virtual host rlaas_oc2 (limit 100) refuses too';
     is status_of($res), 'banned', 'by the shared ban';
     is get('/oc/shared/x', uid('oc-shared-b'), vhost => 'rlaas_oc2')->code, 200, 'another client is served there';
+};
+
+subtest 'two httpd servers on one Redis: a ban made by one is enforced by the other' => sub {
+    my $port = $ENV{RLAAS_TEST_REDIS_PORT} or plan skip_all => 'the suite\'s Redis port is not known';
+    my $h = private_httpd(<<"EOC");
+RLaaSRedis 127.0.0.1:$port
+RLaaSRedisTimeout 2s
+<Location /oc/shared>
+    RLaaSLimit 100
+    RLaaSWindow 1s
+    RLaaSZone oc-shared
+    RLaaSKeyBy header:X-User
+    RLaaSBan 5s
+</Location>
+EOC
+    my ($u, $v) = (uid('oc-2httpd'), uid('oc-2httpd-b'));
+    is $h->get('/oc/shared/x', { 'X-User' => $v }), 200, 'the second httpd serves';
+    is codes_of(map { get('/oc/shared/x', $u) } 1 .. 2), '200 429', 'the first httpd bans it (limit 1)';
+    is $h->get('/oc/shared/x', { 'X-User' => $u }), 429, 'the second httpd (limit 100) refuses it at once';
+    is $h->get('/oc/shared/x', { 'X-User' => $v }), 200, 'and still serves another client';
 };
 
 done_testing;
