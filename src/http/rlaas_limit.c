@@ -442,6 +442,7 @@ static void ban_prepare(decision_t *dc)
 static void ban_started(decision_t *dc)
 {
     int64_t len = dc->ban_v.retry_ms;
+    long dropped;
     int i;
 
     if (dc->ban_key == NULL || dc->ban_v.remaining != 2)
@@ -456,9 +457,15 @@ static void ban_started(decision_t *dc)
         v->reset_ms = v->reset_ms > len ? v->reset_ms : len;
     }
     rlaas_metrics_outcome(RLAAS_METRIC_BANS);
-    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, dc->r,
-                  "RLAAS0101: %s banned for %" APR_INT64_T_FMT "ms (RLaaSBan)",
-                  dc->ban_key, len);
+    /* at info, at most one line a second per child, as denials */
+    if (!APLOG_R_IS_LEVEL(dc->r, APLOG_INFO))
+        return;
+    dropped = rlaas_log_gate_pass(&gate_denied, rlaas_clock_us(), 1);
+    if (dropped >= 0)
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, dc->r,
+                      "RLAAS0101: %s banned for %" APR_INT64_T_FMT
+                      "ms (RLaaSBan)%s",
+                      dc->ban_key, len, suppressed(dc->r, dropped));
 }
 
 /* Refused by a ban: nothing was decided; RLAAS_STATUS says banned. */
