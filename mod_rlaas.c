@@ -60,6 +60,9 @@ static void rlaas_register_hooks(apr_pool_t *p)
     ap_hook_access_checker(rlaas_limit_access_checker, NULL, NULL,
                            APR_HOOK_REALLY_FIRST);
     ap_hook_handler(rlaas_limit_handler, NULL, NULL, APR_HOOK_REALLY_FIRST);
+    /* RLaaSCountIf: charged once the response is known */
+    ap_hook_log_transaction(rlaas_limit_log_transaction, NULL, NULL,
+                            APR_HOOK_MIDDLE);
     ap_hook_insert_error_filter(rlaas_limit_insert_error_filter, NULL, NULL,
                                 APR_HOOK_MIDDLE);
     rlaas_limit_register_filters();

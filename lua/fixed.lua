@@ -15,7 +15,7 @@ local function rlaas_fixed(K, L, W, cost, m, commit)
   end
   local n = tonumber(redis.call('GET', key)) or 0
   local ok = n + need <= L
-  if ok and commit and cost > 0 then
+  if charges(ok, commit, cost, m) then
     n = redis.call('INCRBY', key, cost)
     if n == cost then redis.call('PEXPIRE', key, s(W)) end
   end

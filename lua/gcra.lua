@@ -41,8 +41,12 @@ local function rlaas_gcra(K, L, W, cost, m, commit)
   end
   local u = n + (f > 0 and 1 or 0)
   local ok = u + need <= L
-  if ok and commit and cost > 0 then
-    n, u = n + cost, u + cost
+  local charge = charges(ok, commit, cost, m)
+  if charge then
+    n = n + cost
+    -- forced: a full bucket stays full
+    if n > L or (n == L and f > 0) then n, f = L, 0 end
+    u = n + (f > 0 and 1 or 0)
     c, d, l = n, f, L
   end
   -- until empty: ceil(D / l) ms
@@ -50,7 +54,7 @@ local function rlaas_gcra(K, L, W, cost, m, commit)
   x = x + d
   q, x = q + math.floor(x / l), x % l
   local reset = q + (x > 0 and 1 or 0)
-  if ok and commit and cost > 0 then
+  if charge then
     -- the TAT: now + D / L = now + q ms + x ticks of 1/L ms
     a = now + q
     if m % 2 == 1 then

@@ -24,15 +24,19 @@ local function rlaas_leaky(K, L, W, cost, m, commit)
   -- a hit of need units fits iff level + need * W <= L * W
   local u = n + (f > 0 and 1 or 0)
   local ok = u + need <= L
-  if ok and commit and cost > 0 then
-    n, u = n + cost, u + cost
+  local charge = charges(ok, commit, cost, m)
+  if charge then
+    n = n + cost
+    -- forced: a full bucket stays full
+    if n > L or (n == L and f > 0) then n, f = L, 0 end
+    u = n + (f > 0 and 1 or 0)
     a, b, r = n, f, L
   end
   local off = ts - now
   -- until empty: ceil((a * W + b) / r)
   local q, x = muldiv(a, W, r)
   local reset = off + q + math.ceil((x + b) / r)
-  if ok and commit and cost > 0 then
+  if charge then
     bucket_put(K, 'level', n, f, ts, L, W, m, l, reset)
   end
   local retry = 0

@@ -2,36 +2,76 @@
 -- KEYS[i] = K of policy i; ARGV = for each: strategy (0 fixed, 1 sliding
 -- log, 2 sliding, 3 token, 4 leaky, 5 gcra), limit, window ms, cost, mode.
 -- Each is decided without charging; only if every one that is not a dry
--- run allows are they all charged. Reply: 4 integers per policy.
+-- run (nor forced) allows are they all charged. Reply: 4 integers each.
+-- A ban: strategy 6, length D, longest M, factor F, 0; K:ban holds
+-- "<until>:<length>" (src/core/rlaas_ban.h). While it holds nothing is decided.
 local run = {[0] = rlaas_fixed, rlaas_sliding_log, rlaas_sliding, rlaas_token,
   rlaas_leaky, rlaas_gcra}
-local P, seen = {}, {}
+local P, seen, ban = {}, {}, nil
 if #KEYS < 1 or #KEYS > 8 or #ARGV < 5 * #KEYS then
   return redis.error_reply('ERR rlaas: 1 to 8 keys, 5 arguments each')
 end
 for i = 1, #KEYS do
   local j = 5 * i - 4
-  local f = run[tonumber(ARGV[j])]
-  local L, W, c, m = args(ARGV[j + 1], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4])
   -- one key twice would be charged twice
-  if not (f and L) or seen[KEYS[i]] then
-    return redis.error_reply('ERR rlaas: bad policy ' .. i)
-  end
+  if seen[KEYS[i]] then return redis.error_reply('ERR rlaas: bad policy ' .. i) end
   seen[KEYS[i]] = true
-  P[i] = {f, KEYS[i], L, W, c, m}
+  if ARGV[j] == '6' then
+    local D, M, F = int(ARGV[j + 1], 1, 2^35), int(ARGV[j + 2], 1, 2^35), int(ARGV[j + 3], 1, 1000)
+    if ban or not (D and M and F) or M < D or string.sub(KEYS[i], -4) ~= ':ban' then
+      return redis.error_reply('ERR rlaas: bad ban ' .. i)
+    end
+    ban = {i = i, K = KEYS[i], D = D, M = M, F = F}
+  else
+    local f = run[tonumber(ARGV[j])]
+    local L, W, c, m = args(ARGV[j + 1], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4])
+    if not (f and L) then
+      return redis.error_reply('ERR rlaas: bad policy ' .. i)
+    end
+    P[#P + 1] = {f, KEYS[i], L, W, c, m, i}
+  end
 end
-local out, go = {}, true
-for i, p in ipairs(P) do
+if #P < 1 then return redis.error_reply('ERR rlaas: a ban alone') end
+local out = {}
+local function reply()
+  local r = {}
+  for i = 1, #KEYS do
+    for k = 1, 4 do r[4 * i - 4 + k] = out[i][k] end
+  end
+  return r
+end
+local last
+if ban then
+  local u, l = string.match(redis.call('GET', ban.K) or '', '^(%d+):(%d+)$')
+  u, l = tonumber(u), tonumber(l)
+  if u and u > now + 2 * ban.M then u, l = nil, nil end
+  if u and u > now then
+    for _, p in ipairs(P) do out[p[7]] = {0, 0, u - now, u - now} end
+    out[ban.i] = {0, 1, u - now, u - now}
+    return reply()
+  end
+  last = l
+end
+local go = true
+for _, p in ipairs(P) do
+  local i = p[7]
   out[i] = p[1](p[2], p[3], p[4], p[5], p[6], false)
   -- an error (fixed's RLAASWINDOW) before anything is written
   if out[i].err then return out[i] end
-  if out[i][1] == 0 and p[6] < 2 then go = false end
+  if out[i][1] == 0 and p[6] % 4 < 2 and p[6] % 8 < 4 then go = false end
 end
 if go then
-  for i, p in ipairs(P) do out[i] = p[1](p[2], p[3], p[4], p[5], p[6], true) end
+  for _, p in ipairs(P) do out[p[7]] = p[1](p[2], p[3], p[4], p[5], p[6], true) end
 end
-local r = {}
-for i = 1, #P do
-  for k = 1, 4 do r[4 * i - 4 + k] = out[i][k] end
+if ban then
+  out[ban.i] = {1, 0, 0, 0}
+  if not go then
+    local len = ban.D
+    if last and ban.F > 1 then len = math.min(math.max(last, ban.D) * ban.F, ban.M) end
+    local ttl = len
+    if ban.F > 1 then ttl = len + ban.M end
+    redis.call('SET', ban.K, s(now + len) .. ':' .. s(len), 'PX', s(ttl))
+    out[ban.i] = {0, 2, len, len}
+  end
 end
-return r
+return reply()

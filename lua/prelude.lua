@@ -1,7 +1,8 @@
 -- rlaas: prelude + a strategy's body + a call, or + all six + multi.lua.
 -- KEYS[1] = K, built in C; ARGV = limit, window ms, cost (1; 0: a check),
--- mode (0; bit 1: limit varies per request, bit 2: dry run); reply {ok,
--- remaining, reset, retry}. A denial never charges.
+-- mode (0; bit 1: limit varies per request, bit 2: dry run, bit 4: forced,
+-- RLaaSCountIf: charged even if denied, buckets at most to capacity);
+-- reply {ok, remaining, reset, retry}. A denial never charges.
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME') -- rlaas:clock
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -12,7 +13,7 @@ local function int(x, lo, hi)
 end
 -- one policy's arguments, or nothing
 local function args(L, W, c, m)
-  L, W, c, m = int(L, 1, 1e9), int(W, 1, 2^35), int(c or 1, 0, 1e9), int(m or 0, 0, 3)
+  L, W, c, m = int(L, 1, 1e9), int(W, 1, 2^35), int(c or 1, 0, 1e9), int(m or 0, 0, 7)
   if L and W and c and m and c <= L then return L, W, c, m end
 end
 -- exact a*b = q*m + x, 0 <= x < m (a, m < 2^36, b and q < 2^53): directly
@@ -80,6 +81,10 @@ local function bucket_put(K, field, n, f, ts, L, W, m, l, ttl)
     redis.call('HMSET', K, field, put(n, f / g, W / g, L), 'ts', s(ts))
   end
   redis.call('PEXPIRE', K, s(math.max(1, ttl)))
+end
+-- allowed or forced, committed, not a check
+local function charges(ok, commit, cost, m)
+  return (ok or m % 8 >= 4) and commit and cost > 0
 end
 -- a single policy
 local function one(f)

@@ -37,7 +37,7 @@ local function rlaas_sliding(K, L, W, cost, m, commit)
   local wp = q + (x > 0 and 1 or 0)
   local ok = wp + C + need <= L
   local off = i * W + e - now
-  if ok and commit and cost > 0 then
+  if charges(ok, commit, cost, m) then
     C = C + cost
     -- one small integer while the counts fit, else "i:prev:curr"
     if P < B and C < B then

@@ -36,7 +36,7 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
   end
   local used = seq - base
   local ok = used + need <= L
-  if ok and commit and cost > 0 then
+  if charges(ok, commit, cost, m) then
     -- totals stay exact below 2^53: far before, restart them at 0
     if seq + cost > 4503599627370496 then
       local all = redis.call('ZRANGE', K, dead, -1, 'WITHSCORES')

@@ -20,8 +20,9 @@ local function rlaas_token(K, L, W, cost, m, commit)
   -- until full: ceil(((L - n) * W - f) / L)
   local q, x = muldiv(L - n, W, L)
   local reset = off + q + math.ceil((x - f) / L)
-  if ok and commit and cost > 0 then
+  if charges(ok, commit, cost, m) then
     n = n - cost
+    if n < 0 then n, f = 0, 0 end
     q, x = muldiv(L - n, W, L)
     reset = off + q + math.ceil((x - f) / L)
     -- under a larger limit it takes longer to fill, never over W

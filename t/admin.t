@@ -2,7 +2,8 @@
 # last minute, the most-denied identities (a credential only ever hashed),
 # the same as JSON; and its actions, each behind Require, a same-origin
 # check and a form body: reset lets one limited client in again and no
-# other, credit gives units back, unban removes a ban key; a GET never
+# other, credit gives units back, unban lifts a ban RLaaSBan made (on
+# Redis and on the local engine) for that client alone; a GET never
 # acts. The local backend's reset clears its record.
 use strict;
 use warnings;
@@ -10,6 +11,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use JSON::PP ();
+use Time::HiRes ();
 use File::Spec::Functions qw(catfile);
 use RLaaS::Test qw(:all);
 
@@ -176,6 +178,40 @@ is($res->code, 200, 'unban: 200');
 is(result($res)->{changed}, 1, '... one ban key deleted') or diag $res->content;
 is(redis_cmd('EXISTS', $BAN), 0, 'the ban key is gone from Redis');
 is(result(post({ action => 'unban', zone => 'adm-user', id => $D }))->{changed}, 0, 'unban again: nothing to delete');
+
+# A ban made by RLaaSBan itself, on Redis and on the local engine: the
+# console lists it (Redis) and unban lifts it for that client alone, whose
+# next request is decided by its counters again.
+sub banned_pair {
+    my ($path, %o) = @_;
+    my ($g, $h) = (uid('adm-g'), uid('adm-h'));
+    is(user_codes($path, $_, 2, %o), '200 429', "$path: $_ denied, so banned") for $g, $h;
+    Time::HiRes::sleep(1.2);    # past the 1 s window: only the ban refuses now
+    my $res = req($path, h => { 'X-User' => $g }, %o);
+    is($res->code, 429, "$path: still refused after the window");
+    is(status_of($res), 'banned', '... by the ban');
+    return ($g, $h);
+}
+{
+    my ($g, $h) = banned_pair('/rl/adm/ban');
+    my $key = ukey('adm-ban', $g) . ':ban';
+    ($j) = console_json();
+    ok((grep { $_->{key} eq $key } @{ $j->{bans} }), 'a ban made by RLaaSBan is listed')
+        or diag explain $j->{bans};
+    $res = post({ action => 'unban', zone => 'adm-ban', id => $g });
+    is(result($res)->{changed}, 1, 'unban of a real ban: its record deleted') or diag $res->content;
+    $res = req('/rl/adm/ban', h => { 'X-User' => $g });
+    is($res->code, 200, 'the unbanned client is served again');
+    is(status_of($res), 'allowed', '... decided by its counters');
+    is(status_of(req('/rl/adm/ban', h => { 'X-User' => $h })), 'banned', 'the other banned client stays banned');
+
+    ($g, $h) = banned_pair('/rl/adm/loban', vhost => $LV);
+    $res = post({ action => 'unban', zone => 'adm-loban', id => $g }, vhost => $LV);
+    is(result($res)->{changed}, 1, 'local: unban deletes the ban record') or diag $res->content;
+    is(hit('/rl/adm/loban', h => { 'X-User' => $g }, vhost => $LV), 200, 'local: the unbanned client is served again');
+    is(status_of(req('/rl/adm/loban', h => { 'X-User' => $h }, vhost => $LV)), 'banned',
+        'local: the other stays banned');
+}
 
 # ---------------------------------------------------------------- local backend
 my ($E, $F) = (uid('adm-e'), uid('adm-f'));

@@ -1,9 +1,9 @@
 # Every example configuration in conf/ that is meant to be complete passes
 # `apache2 -t` with the module built here: conf/demo.conf as it is (with
 # the variables `make demo` sets), and the files meant to be included in
-# an httpd.conf (httpd-example.conf, policies.conf, two-tenants.conf) in a
-# minimal server, with the module's path, document roots and port made
-# local. conf/htaccess-example is a .htaccess, not a configuration.
+# an httpd.conf (httpd-example.conf, policies.conf, two-tenants.conf,
+# fail2ban.conf) in a minimal server, with the module's path, document
+# roots and port made local. conf/htaccess-example is a .htaccess, not a configuration.
 use strict;
 use warnings;
 use FindBin;
@@ -17,7 +17,7 @@ plan skip_all => 'mod_rlaas is not built' unless have_module();
 
 my $confdir = catfile(repo_top(), 'conf');
 my @files = sort glob("$confdir/*.conf");
-ok(scalar(@files) >= 4, 'conf/ holds the examples: ' . join(' ', map { (split m{/})[-1] } @files));
+ok(scalar(@files) >= 5, 'conf/ holds the examples: ' . join(' ', map { (split m{/})[-1] } @files));
 
 chomp(my $libexec = `apxs -q LIBEXECDIR 2>/dev/null` || '');
 $libexec ||= '/usr/lib/apache2/modules';

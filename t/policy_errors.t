@@ -108,7 +108,7 @@ refused("RLaaSPolicy p 5 1m strategy=bogus\n", qr/RLaaSPolicy p: invalid value '
 refused("RLaaSPolicy p 5 1m key=bogus\n", qr/RLaaSPolicy: invalid value 'bogus': expected ip, user, api_key/, 'a bad source');
 refused("RLaaSPolicy p 5 1m key=\"ip\n", qr/RLaaSPolicy: a quote is left open/, 'a quote left open');
 refused("RLaaSPolicy p 5 1m colour=red\n",
-    qr/RLaaSPolicy p: invalid option 'colour=red': expected strategy=STRATEGY, key="SOURCES" or cost=N/, 'an unknown option');
+    qr/RLaaSPolicy p: invalid option 'colour=red': expected strategy=STRATEGY, key="SOURCES", cost=N or countif=EXPR/, 'an unknown option');
 refused("RLaaSLimitMax 0\n", qr/RLaaSLimitMax: invalid value '0': expected an integer from 1 to 1000000000/, 'RLaaSLimitMax 0');
 refused("<Location /x>\n    RLaaSPolicy p 5 1m\n</Location>\n", qr/RLaaSPolicy not allowed (?:here|in <Location> context)/, 'RLaaSPolicy in a section');
 refused("<Location /x>\n    RLaaSEnforce p\n</Location>\n", qr/RLaaSEnforce not allowed (?:here|in <Location> context)/, 'RLaaSEnforce in a section');

@@ -11,7 +11,7 @@ int rlaas_algo_call_ok(const rlaas_algo_call_t *c)
            c->limit >= 1 && c->limit <= RLAAS_LIMIT_MAX && c->window_ms >= 1 &&
            c->window_ms <= RLAAS_ALGO_WINDOW_MAX && c->now_ms >= 0 &&
            c->now_ms <= RLAAS_ALGO_NOW_MAX && c->cost >= 0 &&
-           c->cost <= c->limit && c->mode >= 0 && c->mode <= 3;
+           c->cost <= c->limit && c->mode >= 0 && c->mode <= RLAAS_ALGO_MODE_MAX;
 }
 
 size_t rlaas_algo_suffix(const rlaas_algo_call_t *c, char *buf)

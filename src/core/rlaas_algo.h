@@ -42,9 +42,13 @@
 
 /* Mode bits, as the scripts take them (lua/prelude.lua): the limit varies
  * per request (a bucket keeps the limit it was charged under), a dry run
- * (only the multi call reads it). */
+ * (only the multi call reads it), a forced charge (RLaaSCountIf, after the
+ * response: charged whatever the verdict; counters count it whole, a
+ * bucket fills up to its capacity at most). */
 #define RLAAS_ALGO_LIMIT_VARIES 1
 #define RLAAS_ALGO_DRY_RUN      2
+#define RLAAS_ALGO_FORCE        4
+#define RLAAS_ALGO_MODE_MAX     7
 
 typedef struct {
     rlaas_strategy_e strategy;

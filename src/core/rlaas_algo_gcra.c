@@ -94,7 +94,8 @@ int rlaas_algo_gcra(const rlaas_algo_call_t *cl, void *state, size_t *len,
     ok = u + need <= L;
     if (rlaas_charges(cl, ok)) {
         n += cl->cost;
-        u += cl->cost;
+        rlaas_cap(L, &n, &f);
+        u = n + (f > 0);
         c = n;
         d = f;
         l = L;

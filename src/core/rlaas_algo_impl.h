@@ -70,10 +70,20 @@ static inline int64_t rlaas_need(const rlaas_algo_call_t *c)
     return c->cost > 1 ? c->cost : 1;
 }
 
-/* Whether an allowed call charges: committed, and not a check. */
+/* Whether a call charges: allowed (or forced), committed, and not a
+ * check. */
 static inline int rlaas_charges(const rlaas_algo_call_t *c, int ok)
 {
-    return ok && c->commit && c->cost > 0;
+    return (ok || (c->mode & RLAAS_ALGO_FORCE)) && c->commit && c->cost > 0;
+}
+
+/* A forced charge fills a bucket (leaky, gcra) up to its capacity L. */
+static inline void rlaas_cap(int64_t L, int64_t *n, int64_t *f)
+{
+    if (*n > L || (*n == L && *f > 0)) {
+        *n = L;
+        *f = 0;
+    }
 }
 
 static inline void rlaas_reply(rlaas_verdict_t *v, int ok, int64_t rem,

@@ -66,7 +66,8 @@ int rlaas_algo_leaky(const rlaas_algo_call_t *cl, void *state, size_t *len,
     off = b.ts - now;
     if (rlaas_charges(cl, ok)) {
         b.n += cl->cost;
-        u += cl->cost;
+        rlaas_cap(L, &b.n, &b.f);
+        u = b.n + (b.f > 0);
         a = b.n;
         bf = b.f;
         b.r = L;

@@ -45,6 +45,11 @@ int rlaas_algo_token(const rlaas_algo_call_t *cl, void *state, size_t *len,
     off = b.ts - now;
     if (rlaas_charges(cl, ok)) {
         b.n -= cl->cost;
+        /* forced: an empty bucket stays empty */
+        if (b.n < 0) {
+            b.n = 0;
+            b.f = 0;
+        }
         reset = until(L, b.n, b.f, L, W, off);
         rlaas_bucket_put(state, len, b.n, b.f, b.ts, L, W, cl->mode, b.l);
         /* under a larger limit it takes longer to fill, never over W */

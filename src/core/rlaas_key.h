@@ -12,7 +12,8 @@
  *            for everything else: long values, other bytes, credentials,
  *            suffix-like and address-like values.
  * suffix-like:  all digits (a fixed window's number), or exactly "tb",
- *               "sw", "lb" or "gcra" (the other strategies' suffixes), so
+ *               "sw", "lb", "gcra" (the other strategies' suffixes) or
+ *               "ban" (a ban's record, RLAAS_KEY_BAN), so
  *               that no identity ends in another strategy's key;
  * address-like: what the client address renderer (rlaas_ip.h) can write:
  *               only digits and dots, or lowercase hex groups joined by
@@ -79,5 +80,9 @@ void rlaas_key_sha1_hex(char *out, size_t n, const char *val, size_t len);
  * Redis TIME. The scripts derive no other key text. */
 #define RLAAS_KEY_SUFFIX_MAX 5 /* ":gcra" */
 const char *rlaas_key_suffix(rlaas_strategy_e st);
+
+/* The identity's ban record (RLaaSBan), in place of a strategy: ":ban",
+ * suffix-like as the strategies' suffixes are. */
+#define RLAAS_KEY_BAN ((rlaas_strategy_e)RLAAS_STRATEGY_COUNT)
 
 #endif

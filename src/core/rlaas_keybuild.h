@@ -11,7 +11,8 @@
  * .htaccess set the zone or the limit, or that declared the policy, when
  * that host has no RLaaSKeyPrefix of its own. I  the identity, S  the
  * strategy's state
- * suffix: "tb" (token), "sw" (sliding), "lb" (leaky), "gcra"; none for the
+ * suffix: "tb" (token), "sw" (sliding), "lb" (leaky), "gcra", "ban" (a ban's
+ * record, RLAAS_KEY_BAN, in place of a strategy); none for the
  * sliding log (a ZSET at the key itself). For fixed the key ends in ":" and
  * the script appends the window number it computes from Redis TIME; that
  * is the one thing a script appends, and no client chooses it.

@@ -230,17 +230,13 @@ const char *rlaas_admin_keys(apr_pool_t *p, const rlaas_server_conf_t *sc,
     k.ip = ip;
     k.ip_len = strlen(ip);
     k.hashtag = rlaas_target_cluster(sc->target);
-    k.strategy =
-        what == RLAAS_ADMIN_KEYS_BAN ? RLAAS_STRATEGY_SLIDING_LOG : z->strategy;
+    /* a ban's record is built as RLaaSBan builds it (rlaas_limit.c) */
+    k.strategy = what == RLAAS_ADMIN_KEYS_BAN ? RLAAS_KEY_BAN : z->strategy;
     len = rlaas_key_build(key, &k);
     if (len == 0)
         return "the key could not be built (a value too long?)";
     if (base_out != NULL)
         *base_out = key;
-    if (what == RLAAS_ADMIN_KEYS_BAN) {
-        APR_ARRAY_PUSH(keys, const char *) = apr_pstrcat(p, key, ":ban", NULL);
-        return NULL;
-    }
     if (k.strategy != RLAAS_STRATEGY_FIXED) {
         APR_ARRAY_PUSH(keys, const char *) = key;
         return NULL;

@@ -6,6 +6,7 @@
 
 #include "rlaas_ip.h"
 #include "rlaas_metrics.h"
+#include "rlaas_outcome.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -602,6 +603,9 @@ static const char *policy_option(cmd_parms *cmd, rlaas_policy_t *p,
     }
     if (strncmp(opt, "key=", 4) == 0)
         return policy_sources(cmd, p, opt + 4);
+    if (strncmp(opt, "countif=", 8) == 0)
+        return rlaas_outcome_policy_count_if(cmd, p->name, opt + 8,
+                                             &p->count_if);
     if (strncmp(opt, "cost=", 5) == 0) {
         if (rlaas_parse_nonneg_int(opt + 5, RLAAS_LIMIT_MAX, &v) != NULL ||
             v > p->limit)
@@ -614,7 +618,8 @@ static const char *policy_option(cmd_parms *cmd, rlaas_policy_t *p,
     }
     return apr_psprintf(cmd->pool,
                         "%s %s: invalid option '%s': expected "
-                        "strategy=STRATEGY, key=\"SOURCES\" or cost=N",
+                        "strategy=STRATEGY, key=\"SOURCES\", cost=N or "
+                        "countif=EXPR",
                         cmd->cmd->name, p->name, opt);
 }
 
@@ -846,6 +851,7 @@ void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
     d->cost = -1;
     d->zone_metric = -1;
     d->lease = -1;
+    rlaas_outcome_dir_init(d);
     return d;
 }
 
@@ -917,6 +923,7 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->dry_run = PICK(dry_run, -1);
     d->circuit_fail_open = PICK(circuit_fail_open, -1);
     d->lease = PICK(lease, -1);
+    rlaas_outcome_dir_merge(d, base, add);
     return d;
 }
 
@@ -1270,7 +1277,7 @@ const command_rec rlaas_cmds[] = {
                       "(remove an inherited one) or none"),
     AP_INIT_RAW_ARGS(RLAAS_D_POLICY, set_policy, NULL, RSRC_CONF,
                      "NAME LIMIT WINDOW [strategy=S] [key=\"SOURCES\"] "
-                     "[cost=N]: a named policy"),
+                     "[cost=N] [countif=EXPR]: a named policy"),
     AP_INIT_TAKE_ARGV(RLAAS_D_ENFORCE, set_enforce, NULL, RSRC_CONF,
                       "Policies applied to every request of the server or "
                       "virtual host, whatever its sections say"),
@@ -1300,6 +1307,13 @@ const command_rec rlaas_cmds[] = {
                  "Off exempts this section from limiting"),
     AP_INIT_TAKE1(RLAAS_D_HEADERS, set_headers, NULL, DIR_SCOPE,
                   "Rate-limit header fields: draft, legacy, both or off"),
+    AP_INIT_TAKE1(RLAAS_D_COUNT_IF, rlaas_outcome_set_count_if, NULL,
+                  DIR_SCOPE,
+                  "EXPR or off: requests are checked before they are served "
+                  "and consume only if EXPR holds for the response"),
+    AP_INIT_TAKE_ARGV(RLAAS_D_BAN, rlaas_outcome_set_ban, NULL, DIR_SCOPE,
+                      "DURATION [escalate FACTOR MAX] or off: refuse an "
+                      "identity for DURATION once it is denied"),
     AP_INIT_FLAG(RLAAS_D_DRY_RUN, set_dry_run, NULL, DIR_SCOPE,
                  "On: evaluate, count and report, but never deny"),
     AP_INIT_TAKE1(RLAAS_D_LEASE, set_lease, NULL, DIR_SCOPE,

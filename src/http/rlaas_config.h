@@ -146,6 +146,9 @@ typedef struct {
      * namespace (rlaas_key_namespace), set in post_config; else NULL */
     const char *ns;
     int metric; /* its row handle (rlaas_metrics_name) */
+    /* countif=EXPR (RLaaSCountIf for this policy, rlaas_outcome.h), or
+     * NULL */
+    ap_expr_info_t *count_if;
 } rlaas_policy_t;
 
 typedef struct {
@@ -192,6 +195,12 @@ typedef struct {
     const char *ns;
     int zone_metric; /* the zone's row handle; -1: none ("other") */
     int lease;       /* RLaaSLease: -1 unset (off) */
+    /* RLaaSCountIf and RLaaSBan (rlaas_outcome.h) */
+    ap_expr_info_t *count_if; /* with count_if_set 1 */
+    int count_if_set;         /* -1: unset; 0: off; 1: an expression */
+    int64_t ban_ms;           /* -1: unset; 0: off; else D */
+    int64_t ban_factor;       /* F (1: no escalation) */
+    int64_t ban_max_ms;       /* M (D without escalation) */
 } rlaas_dir_conf_t;
 
 extern const command_rec rlaas_cmds[];

@@ -18,6 +18,7 @@
 #include "rlaas_lease.h"
 #include "rlaas_log.h"
 #include "rlaas_metrics.h"
+#include "rlaas_outcome.h"
 #include "rlaas_policies.h"
 #include "rlaas_policy.h"
 #include "rlaas_redis.h"
@@ -34,9 +35,15 @@ APLOG_USE_MODULE(rlaas);
 
 /* The mode bits mean the same to both engines. */
 typedef char same_mode[RLAAS_MODE_LIMIT_VARIES == RLAAS_ALGO_LIMIT_VARIES &&
-                               RLAAS_MODE_DRY_RUN == RLAAS_ALGO_DRY_RUN
+                               RLAAS_MODE_DRY_RUN == RLAAS_ALGO_DRY_RUN &&
+                               RLAAS_MODE_FORCE == RLAAS_ALGO_FORCE
                            ? 1
                            : -1];
+/* ... and so does a ban's place among the calls. */
+typedef char same_ban[(int)RLAAS_KEY_BAN == (int)RLAAS_LOCAL_BAN &&
+                              (int)RLAAS_KEY_BAN == (int)RLAAS_CALL_BAN
+                          ? 1
+                          : -1];
 
 /* One gate per kind of line, per child: at most one line a second. */
 static rlaas_log_gate_t gate_error;
@@ -51,7 +58,22 @@ typedef struct {
     rlaas_unit_t *u;
     rlaas_item_t it[RLAAS_POLICIES_MAX];
     int n;
+    /* RLaaSBan: the ban's record goes with the policies (ban_key NULL:
+     * none), and its verdict: remaining 1 refused by a ban, 2 banned now */
+    const char *ban_key;
+    size_t ban_key_len;
+    rlaas_ban_conf_t ban;
+    rlaas_verdict_t ban_v;
 } decision_t;
+
+/* RLaaSCountIf: what a decision leaves to charge once the response is
+ * known (rlaas_limit_log_transaction). */
+typedef struct {
+    const rlaas_dir_conf_t *d;
+    rlaas_item_t it[RLAAS_POLICIES_MAX];
+    ap_expr_info_t *expr[RLAAS_POLICIES_MAX]; /* each item's condition */
+    int n;
+} pending_t;
 
 /* Decimal text in the request pool, without apr_psprintf's formatter. */
 static const char *num(apr_pool_t *p, int64_t v)
@@ -391,6 +413,79 @@ static void trace(const decision_t *dc)
     }
 }
 
+/* ---- RLaaSBan ---- */
+
+/* The ban's record goes with the section's own limit (not a dry run):
+ * same identity, same zone, ":ban" for the strategy's suffix. */
+static void ban_prepare(decision_t *dc)
+{
+    request_rec *r = dc->r;
+    const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
+    rlaas_identity_spec_t spec;
+    size_t window_at;
+    int i, own = 0;
+
+    dc->ban_key = NULL;
+    if (!rlaas_outcome_ban(dc->d, &dc->ban) || dc->n >= RLAAS_POLICIES_MAX)
+        return;
+    for (i = 0; i < dc->n; i++)
+        own |= dc->it[i].p == NULL && !dc->it[i].dry_run;
+    if (!own)
+        return;
+    spec.prefix = rlaas_server_prefix(sc);
+    spec.zone = dc->d->zone;
+    spec.ns = dc->d->ns;
+    spec.sources = dc->d->sources;
+    spec.strategy = RLAAS_KEY_BAN;
+    spec.window_ms = 0;
+    dc->ban_key =
+        rlaas_identity_key(r, sc, &spec, &dc->ban_key_len, &window_at);
+    if (dc->ban_key_len == 0)
+        dc->ban_key = NULL;
+}
+
+/* A ban started by this denial: Retry-After and the RateLimit fields say
+ * when it ends. */
+static void ban_started(decision_t *dc)
+{
+    int64_t len = dc->ban_v.retry_ms;
+    long dropped;
+    int i;
+
+    if (dc->ban_key == NULL || dc->ban_v.remaining != 2)
+        return;
+    for (i = 0; i < dc->n; i++) {
+        rlaas_verdict_t *v = &dc->it[i].v;
+
+        if (v->allowed || dc->it[i].dry_run)
+            continue;
+        v->remaining = 0;
+        v->retry_ms = v->retry_ms > len ? v->retry_ms : len;
+        v->reset_ms = v->reset_ms > len ? v->reset_ms : len;
+    }
+    rlaas_metrics_outcome(RLAAS_METRIC_BANS);
+    /* at info, at most one line a second per child, as denials */
+    if (!APLOG_R_IS_LEVEL(dc->r, APLOG_INFO))
+        return;
+    dropped = rlaas_log_gate_pass(&gate_denied, rlaas_clock_us(), 1);
+    if (dropped >= 0)
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, dc->r,
+                      "RLAAS0101: %s banned for %" APR_INT64_T_FMT
+                      "ms (RLaaSBan)%s",
+                      dc->ban_key, len, suppressed(dc->r, dropped));
+}
+
+/* Refused by a ban: nothing was decided; RLAAS_STATUS says banned. */
+static int banned(decision_t *dc, int shown, rlaas_outcome_e denied)
+{
+    int rc = deny(dc, shown, denied);
+
+    dc->u->status = "banned";
+    carry_status(dc->r, dc->u);
+    rlaas_metrics_outcome(RLAAS_METRIC_BAN_REFUSALS);
+    return rc;
+}
+
 /* The verdicts, from either engine: the request is refused where a policy
  * that counts denied (the shown one gives Retry-After), else it goes on,
  * counted as allowed or denied by that engine. */
@@ -402,6 +497,7 @@ static int decided(decision_t *dc, rlaas_outcome_e allowed,
     int i, shown;
 
     trace(dc);
+    ban_started(dc);
     for (i = 0; i < dc->n; i++) {
         o[i].v = dc->it[i].v;
         o[i].dry_run = dc->it[i].dry_run;
@@ -409,6 +505,8 @@ static int decided(decision_t *dc, rlaas_outcome_e allowed,
     shown = rlaas_policy_pick(o, dc->n, &why);
     switch (why) {
     case RLAAS_PICK_DENIED:
+        if (dc->ban_key != NULL && dc->ban_v.remaining == 1)
+            return banned(dc, shown, denied);
         log_denied(dc, &dc->it[shown], 0);
         return deny(dc, shown, denied);
     case RLAAS_PICK_DRY_RUN_DENIED:
@@ -425,8 +523,8 @@ static int decided(decision_t *dc, rlaas_outcome_e allowed,
  * that). */
 static rlaas_lerr_e decide_local(decision_t *dc, int divisor)
 {
-    rlaas_local_call_t calls[RLAAS_POLICIES_MAX];
-    rlaas_verdict_t v[RLAAS_POLICIES_MAX];
+    rlaas_local_call_t calls[RLAAS_POLICIES_MAX + 1];
+    rlaas_verdict_t v[RLAAS_POLICIES_MAX + 1];
     rlaas_lerr_e e;
     int64_t cost;
     int i;
@@ -450,11 +548,24 @@ static rlaas_lerr_e decide_local(decision_t *dc, int divisor)
         c->cost = cost < c->limit ? cost : c->limit;
         c->mode = it->call.mode;
     }
-    e = rlaas_backend_eval(dc->r, calls, dc->n, v);
+    if (dc->ban_key != NULL) {
+        rlaas_local_call_t *c = &calls[dc->n];
+
+        memset(c, 0, sizeof(*c));
+        c->strategy = RLAAS_LOCAL_BAN;
+        c->key = dc->ban_key;
+        c->key_len = dc->ban_key_len;
+        c->limit = dc->ban.length_ms;
+        c->window_ms = dc->ban.max_ms;
+        c->cost = dc->ban.factor;
+    }
+    e = rlaas_backend_eval(dc->r, calls, dc->n + (dc->ban_key != NULL), v);
     if (e != RLAAS_LERR_NONE)
         rlaas_metrics_local_error(e);
     for (i = 0; e == RLAAS_LERR_NONE && i < dc->n; i++)
         dc->it[i].v = v[i];
+    if (e == RLAAS_LERR_NONE && dc->ban_key != NULL)
+        dc->ban_v = v[dc->n];
     return e;
 }
 
@@ -512,10 +623,10 @@ static int undecided(decision_t *dc, rlaas_rerr_e e, const char *detail)
 static rlaas_rerr_e run(decision_t *dc, char *detail)
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(dc->r->server);
-    rlaas_call_t calls[RLAAS_POLICIES_MAX];
-    rlaas_verdict_t v[RLAAS_POLICIES_MAX];
+    rlaas_call_t calls[RLAAS_POLICIES_MAX + 1];
+    rlaas_verdict_t v[RLAAS_POLICIES_MAX + 1];
     rlaas_rerr_e e;
-    int i;
+    int i, n = dc->n;
 
     if (sc->target->redis == NULL) {
         apr_cpystrn(detail, "no Redis engine in this process",
@@ -524,9 +635,22 @@ static rlaas_rerr_e run(decision_t *dc, char *detail)
     }
     for (i = 0; i < dc->n; i++)
         calls[i] = dc->it[i].call;
-    e = rlaas_redis_eval(sc->target->redis, calls, dc->n, v, detail);
+    if (dc->ban_key != NULL) {
+        rlaas_call_t *c = &calls[n++];
+
+        memset(c, 0, sizeof(*c));
+        c->strategy = (rlaas_strategy_e)RLAAS_CALL_BAN;
+        c->key = dc->ban_key;
+        c->key_len = dc->ban_key_len;
+        c->limit = num(dc->r->pool, dc->ban.length_ms);
+        c->window = num(dc->r->pool, dc->ban.max_ms);
+        c->cost = num(dc->r->pool, dc->ban.factor);
+    }
+    e = rlaas_redis_eval(sc->target->redis, calls, n, v, detail);
     for (i = 0; e == RLAAS_RERR_NONE && i < dc->n; i++)
         dc->it[i].v = v[i];
+    if (e == RLAAS_RERR_NONE && dc->ban_key != NULL)
+        dc->ban_v = v[dc->n];
     return e;
 }
 
@@ -614,11 +738,112 @@ static int select_items(decision_t *dc, const rlaas_item_t *all, int n,
     return before_auth;
 }
 
+/* ---- RLaaSCountIf ---- */
+
+/* The items that count by outcome (a policy's countif=, else the
+ * section's RLaaSCountIf for its own limit and the policies it applies,
+ * not the host's enforced ones) are checked now, one unit without
+ * consuming, and their charges kept for after the response, forced. */
+static pending_t *countif_prepare(decision_t *dc)
+{
+    ap_expr_info_t *section = rlaas_outcome_count_if(dc->d), *expr;
+    pending_t *pd = NULL;
+    int i;
+
+    for (i = 0; i < dc->n; i++) {
+        const rlaas_item_t *it = &dc->it[i];
+
+        expr = it->p != NULL && it->p->count_if != NULL ? it->p->count_if
+               : it->enforced                           ? NULL
+                                                        : section;
+        if (expr == NULL)
+            continue;
+        if (pd == NULL) {
+            pd = apr_pcalloc(dc->r->pool, sizeof(*pd));
+            pd->d = dc->d;
+        }
+        pd->it[pd->n] = *it;
+        pd->it[pd->n].call.mode |= RLAAS_MODE_FORCE;
+        pd->expr[pd->n++] = expr;
+        dc->it[i].call.cost = "0";
+    }
+    return pd;
+}
+
+/* One decision's charges, on the engine that decides there. */
+static void charge(request_rec *r, rlaas_unit_t *u, const pending_t *pd)
+{
+    const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
+    char detail[RLAAS_DETAIL_MAX];
+    const char *why = NULL;
+    decision_t dc;
+    rlaas_rerr_e e;
+    rlaas_lerr_e le = RLAAS_LERR_NONE;
+    int i, j, holds[RLAAS_POLICIES_MAX];
+
+    memset(&dc, 0, sizeof(dc));
+    dc.r = r;
+    dc.d = pd->d;
+    dc.u = u;
+    /* the items whose condition holds, each condition evaluated once */
+    for (i = 0; i < pd->n; i++) {
+        for (j = 0; j < i && pd->expr[j] != pd->expr[i]; j++)
+            ;
+        holds[i] = j < i ? holds[j] : rlaas_outcome_counts(r, pd->expr[i]);
+        if (holds[i])
+            dc.it[dc.n++] = pd->it[i];
+    }
+    if (dc.n == 0)
+        return;
+    if (rlaas_server_local(sc))
+        le = decide_local(&dc, 1);
+    else if ((e = run(&dc, detail)) != RLAAS_RERR_NONE) {
+        rlaas_metrics_redis_error(e);
+        why = detail;
+        if (rlaas_dir_fail_local(pd->d))
+            le = decide_local(&dc, rlaas_server_local_divisor(sc));
+        if (le == RLAAS_LERR_NONE && rlaas_dir_fail_local(pd->d))
+            why = NULL;
+    }
+    if (le != RLAAS_LERR_NONE)
+        why = rlaas_lerr_name(le);
+    if (why != NULL) {
+        long dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);
+
+        if (dropped >= 0)
+            ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                          "RLAAS0102: " RLAAS_D_COUNT_IF
+                          ": the request could not be charged (%s)%s",
+                          why[0] ? why : "-", suppressed(r, dropped));
+        return;
+    }
+    rlaas_metrics_outcome(RLAAS_METRIC_COUNTIF_CHARGES);
+}
+
+/* After the response (log_transaction): each decision that RLaaSCountIf
+ * left to charge is charged if its expression holds for the response. */
+int rlaas_limit_log_transaction(request_rec *r)
+{
+    rlaas_unit_t *u;
+    apr_array_header_t *pending;
+    int i;
+
+    if (r->main != NULL || (u = rlaas_unit_find(r)) == NULL ||
+        u->outcome == NULL)
+        return DECLINED;
+    pending = u->outcome;
+    u->outcome = NULL;
+    for (i = 0; i < pending->nelts; i++)
+        charge(r, u, APR_ARRAY_IDX(pending, i, const pending_t *));
+    return DECLINED;
+}
+
 static int decide(decision_t *dc, int before_auth)
 {
     request_rec *r = dc->r;
     const char *err;
-    int i;
+    pending_t *pd;
+    int i, rc;
 
     for (i = 0; i < dc->n; i++) {
         if (rlaas_unit_decided(dc->u, dc->it[i].p, dc->d) == NULL)
@@ -634,7 +859,18 @@ static int decide(decision_t *dc, int before_auth)
         rlaas_authuser_before_auth(r, 0);
     if (err != NULL)
         return undecided(dc, RLAAS_RERR_NONE, err);
-    return limit(dc);
+    pd = countif_prepare(dc);
+    ban_prepare(dc);
+    rc = limit(dc);
+    /* served: charged once the response is known */
+    if (rc == DECLINED && pd != NULL) {
+        if (dc->u->outcome == NULL)
+            dc->u->outcome =
+                apr_array_make(r->pool, 1, sizeof(const pending_t *));
+        APR_ARRAY_PUSH((apr_array_header_t *)dc->u->outcome,
+                       const pending_t *) = pd;
+    }
+    return rc;
 }
 
 /* More policies than one call decides: the configuration's fault, told
@@ -659,6 +895,7 @@ static int checkpoint(request_rec *r, phase_e phase)
     if (r->main != NULL)
         return DECLINED;
     dc.r = r;
+    dc.ban_key = NULL;
     dc.u = rlaas_unit_find(r);
     if (dc.u != NULL) {
         /* the access checker decided everything for this very record */

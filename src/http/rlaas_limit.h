@@ -19,6 +19,9 @@ int rlaas_limit_access_checker(request_rec *r);
  * (after a fast redirect, or where httpd skipped the access checkers). */
 int rlaas_limit_handler(request_rec *r);
 
+/* log_transaction: RLaaSCountIf's charges, once the response is known. */
+int rlaas_limit_log_transaction(request_rec *r);
+
 /* The output filter that labels our 429 body text/plain. */
 void rlaas_limit_register_filters(void);
 

@@ -39,6 +39,7 @@ typedef struct {
     apr_uint64_t connects;
     apr_uint64_t script_loads;
     apr_uint64_t circuit_opened;
+    apr_uint64_t outcome[RLAAS_METRIC_OUTCOME_COUNT]; /* bans, countif */
     apr_uint32_t nslots; /* gauge slots that follow the counters */
 } rlaas_counters_t;
 
@@ -536,6 +537,30 @@ static void write_decisions(request_rec *r, rlaas_counters_t *c)
                fail_open);
 }
 
+/* RLaaSBan and RLaaSCountIf. */
+static void write_outcome(request_rec *r, rlaas_counters_t *c)
+{
+    static const char *const name[RLAAS_METRIC_OUTCOME_COUNT] = {
+        "rlaas_bans_total", "rlaas_ban_refusals_total",
+        "rlaas_countif_charges_total"};
+    static const char *const text[RLAAS_METRIC_OUTCOME_COUNT] = {
+        "Bans started (RLaaSBan).", "Requests refused by a ban.",
+        "Requests charged after their response (RLaaSCountIf)."};
+    int i;
+
+    for (i = 0; i < RLAAS_METRIC_OUTCOME_COUNT; i++) {
+        help(r, name[i], "counter", text[i]);
+        ap_rprintf(r, "%s %" APR_UINT64_T_FMT "\n", name[i],
+                   rd(&c->outcome[i]));
+    }
+}
+
+void rlaas_metrics_outcome(rlaas_metric_outcome_e m)
+{
+    if (counters != NULL && m >= 0 && m < RLAAS_METRIC_OUTCOME_COUNT)
+        apr_atomic_inc64(&counters->outcome[m]);
+}
+
 /* Per node: calls, and the groups that failed by kind. */
 static void write_nodes(request_rec *r)
 {
@@ -664,6 +689,7 @@ int rlaas_metrics_handler(request_rec *r)
     if (r->header_only)
         return OK;
     write_decisions(r, counters);
+    write_outcome(r, counters);
     write_redis(r, counters);
     write_local(r, counters);
     return OK;

@@ -69,6 +69,16 @@ void rlaas_metrics_script_load(void);
 void rlaas_metrics_node(const char *node, rlaas_rerr_e e, int calls);
 void rlaas_metrics_circuit(int opened); /* +1 opened, -1 closed */
 
+/* RLaaSBan and RLaaSCountIf: bans started, requests refused by a ban,
+ * requests charged after their response. */
+typedef enum {
+    RLAAS_METRIC_BANS = 0,
+    RLAAS_METRIC_BAN_REFUSALS,
+    RLAAS_METRIC_COUNTIF_CHARGES,
+    RLAAS_METRIC_OUTCOME_COUNT
+} rlaas_metric_outcome_e;
+void rlaas_metrics_outcome(rlaas_metric_outcome_e m);
+
 int rlaas_metrics_handler(request_rec *r);
 int rlaas_metrics_status_hook(request_rec *r, int flags);
 

@@ -53,6 +53,9 @@ typedef struct {
     const request_rec *checked;
     const ap_conf_vector_t *checked_conf;
     int left_for_handler;
+    /* RLaaSCountIf: charges left for after the response (rlaas_limit.c),
+     * or NULL */
+    void *outcome;
 } rlaas_unit_t;
 
 /* The unit of r's client request, or NULL if nothing was recorded yet. */

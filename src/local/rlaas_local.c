@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "rlaas_algo.h"
+#include "rlaas_ban.h"
 
 typedef char same_keep[RLAAS_ALGO_TTL_KEEP == RLAAS_TABLE_TTL_KEEP ? 1 : -1];
 typedef char
@@ -54,6 +55,24 @@ typedef struct {
 static int prepare(const rlaas_local_call_t *call, int64_t now_ms,
                    prepared_t *p)
 {
+    if (call->strategy == RLAAS_LOCAL_BAN) {
+        rlaas_ban_conf_t b = {call->limit, call->window_ms, call->cost};
+
+        memset(&p->ac, 0, sizeof(p->ac));
+        p->ac.strategy = RLAAS_LOCAL_BAN;
+        if (!rlaas_ban_conf_ok(&b) || call->key_len < 4 ||
+            memcmp(call->key + call->key_len - 4, ":ban", 4) != 0 ||
+            call->key_len > RLAAS_TABLE_KEY_MAX)
+            return 0;
+        p->ac.limit = call->limit;
+        p->ac.window_ms = call->window_ms;
+        p->ac.cost = call->cost;
+        p->ac.now_ms = now_ms;
+        memcpy(p->key, call->key, call->key_len);
+        p->key[call->key_len] = '\0';
+        p->len = call->key_len;
+        return 1;
+    }
     p->ac.strategy = call->strategy;
     p->ac.limit = call->limit;
     p->ac.window_ms = call->window_ms;
@@ -115,14 +134,55 @@ static rlaas_lerr_e first_pass(rlaas_table_hold_t *hd, prepared_t *p, int n,
 
     *go = 1;
     for (i = 0; i < n; i++) {
+        if (p[i].ac.strategy == RLAAS_LOCAL_BAN)
+            continue;
         e = hit_held(hd, i, &p[i], 0, &v[i], rep,
                      recs != NULL ? &recs[i] : NULL);
         if (e != RLAAS_LERR_NONE)
             return e;
-        if (!v[i].allowed && !(p[i].ac.mode & RLAAS_ALGO_DRY_RUN))
+        if (!v[i].allowed &&
+            !(p[i].ac.mode & (RLAAS_ALGO_DRY_RUN | RLAAS_ALGO_FORCE)))
             *go = 0;
     }
     return RLAAS_LERR_NONE;
+}
+
+/* A ban record, read (start 0) or started (start 1) inside the table's
+ * update of it. */
+typedef struct {
+    const rlaas_algo_call_t *ac;
+    int start;
+    int64_t left, last, length;
+} ban_t;
+
+static int ban_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
+{
+    ban_t *b = baton;
+    rlaas_ban_conf_t bc = {b->ac->limit, b->ac->window_ms, b->ac->cost};
+
+    b->left = rlaas_ban_left(val, *len, b->ac->now_ms, &bc, &b->last);
+    if (!b->start)
+        return 1;
+    b->length = rlaas_ban_length(&bc, b->last);
+    *ttl_ms = rlaas_ban_store(val, len, b->ac->now_ms, b->length, &bc);
+    return 0;
+}
+
+static rlaas_lerr_e ban_held(rlaas_table_hold_t *hd, int i, prepared_t *p,
+                             ban_t *b, rlaas_table_report_t *rep,
+                             rlaas_local_record_t *rec)
+{
+    rlaas_table_rc_e rc;
+
+    b->ac = &p->ac;
+    rc = rlaas_table_update_held(hd, i, p->key, p->len, ban_fn, b, rep);
+    if (rc == RLAAS_TABLE_REFUSED && !b->start)
+        rc = RLAAS_TABLE_OK;
+    if (rc == RLAAS_TABLE_OK && rec != NULL) {
+        memcpy(rec->key, p->key, p->len + 1);
+        rec->ttl_ms = rep->vlen > 0 ? rep->expire - hd->now : -2;
+    }
+    return lerr(rc);
 }
 
 rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
@@ -137,7 +197,8 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
     rlaas_table_report_t dummy;
     rlaas_table_hold_t hd;
     rlaas_lerr_e e = RLAAS_LERR_NONE;
-    int i, j, go = 1;
+    ban_t b = {NULL, 0, 0, 0, 0};
+    int i, j, go = 1, ban = -1;
 
     if (rep == NULL)
         rep = &dummy;
@@ -150,6 +211,12 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
     for (i = 0; i < n; i++) {
         if (!prepare(&calls[i], now_ms, &p[i]))
             return RLAAS_LERR_CALL;
+        if (p[i].ac.strategy == RLAAS_LOCAL_BAN) {
+            /* one ban, beside a policy */
+            if (ban >= 0 || n < 2)
+                return RLAAS_LERR_CALL;
+            ban = i;
+        }
         keys[i] = p[i].key;
         lens[i] = p[i].len;
         for (j = 0; j < i; j++) {
@@ -161,14 +228,51 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
                               RLAAS_LOCAL_LOCK_WAIT_US, &hd, rep));
     if (e != RLAAS_LERR_NONE)
         return e;
+    if (ban >= 0) {
+        e = ban_held(&hd, ban, &p[ban], &b, rep,
+                     recs != NULL ? &recs[ban] : NULL);
+        /* banned: nothing is decided */
+        if (e == RLAAS_LERR_NONE && b.left > 0) {
+            for (i = 0; i < n; i++) {
+                /* the records as they are, for tests */
+                if (recs != NULL && i != ban && e == RLAAS_LERR_NONE)
+                    e = hit_held(&hd, i, &p[i], 0, &v[i], rep, &recs[i]);
+                v[i].allowed = 0;
+                v[i].remaining = i == ban;
+                v[i].reset_ms = b.left;
+                v[i].retry_ms = b.left;
+            }
+            rlaas_table_release(&hd);
+            return e;
+        }
+    }
     /* one policy is charged at once, as its own script does; several
      * only if all allow (a dry run's denial charges nothing, and blocks
-     * nothing); else the first pass's verdicts stand */
-    if (n > 1)
+     * nothing; forced charges are made whatever they decide); else the
+     * first pass's verdicts stand */
+    if (e == RLAAS_LERR_NONE && n - (ban >= 0) > 1)
         e = first_pass(&hd, p, n, v, rep, recs, &go);
-    for (i = 0; go && e == RLAAS_LERR_NONE && i < n; i++)
+    for (i = 0; go && e == RLAAS_LERR_NONE && i < n; i++) {
+        if (i == ban)
+            continue;
         e = hit_held(&hd, i, &p[i], 1, &v[i], rep,
                      recs != NULL ? &recs[i] : NULL);
+        if (!v[i].allowed &&
+            !(p[i].ac.mode & (RLAAS_ALGO_DRY_RUN | RLAAS_ALGO_FORCE)))
+            go = 0;
+    }
+    if (ban >= 0 && e == RLAAS_LERR_NONE) {
+        v[ban].allowed = 1;
+        v[ban].remaining = v[ban].reset_ms = v[ban].retry_ms = 0;
+        if (!go) {
+            b.start = 1;
+            e = ban_held(&hd, ban, &p[ban], &b, rep,
+                         recs != NULL ? &recs[ban] : NULL);
+            v[ban].allowed = 0;
+            v[ban].remaining = 2;
+            v[ban].reset_ms = v[ban].retry_ms = b.length;
+        }
+    }
     rlaas_table_release(&hd);
     return e;
 }

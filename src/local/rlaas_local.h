@@ -37,10 +37,19 @@ typedef struct {
     int64_t limit;
     int64_t window_ms;
     int64_t cost; /* units, 0 .. limit (0: a check); 1 for a plain hit */
-    int mode;     /* RLAAS_ALGO_LIMIT_VARIES, RLAAS_ALGO_DRY_RUN */
+    int mode;     /* RLAAS_ALGO_LIMIT_VARIES, RLAAS_ALGO_DRY_RUN, _FORCE */
 } rlaas_local_call_t;
 
-/* Policies one call decides at most, as lua/multi.lua. */
+/* A ban (RLaaSBan, rlaas_ban.h) among a request's calls, as lua/multi.lua
+ * takes one: strategy RLAAS_LOCAL_BAN, the ban's key (ending in ":ban"),
+ * limit = its length D ms, window_ms = the longest M ms, cost = the
+ * factor F. At most one per call, beside at least one policy. While the
+ * ban holds, no policy is decided: each gets {0, 0, left, left}, the ban
+ * {0, 1, left, left}; else a denial by a policy that is not a dry run (nor
+ * forced) starts a ban: {0, 2, length, length}; no ban: {1, 0, 0, 0}. */
+#define RLAAS_LOCAL_BAN RLAAS_STRATEGY_COUNT
+
+/* Calls (policies and a ban) one call decides at most, as lua/multi.lua. */
 #define RLAAS_LOCAL_CALLS_MAX 8
 
 /* A record after a call, for tests: its key and time to live (-2: there

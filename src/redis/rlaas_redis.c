@@ -353,7 +353,9 @@ static const char *call_error(const rlaas_call_t *calls, int n)
     for (i = 0; i < n; i++) {
         if (calls[i].key_len > RLAAS_CALL_KEY_MAX)
             return "key too long";
-        if (calls[i].strategy < 0 || calls[i].strategy >= RLAAS_STRATEGY_COUNT)
+        if (calls[i].strategy < 0 ||
+            (calls[i].strategy >= RLAAS_STRATEGY_COUNT &&
+             (calls[i].strategy != RLAAS_CALL_BAN || n < 2)))
             return "no such strategy";
         if (calls[i].lease_want > 0 &&
             (n != 1 || calls[i].strategy == RLAAS_STRATEGY_SLIDING_LOG))

@@ -28,6 +28,13 @@
  * policy). */
 #define RLAAS_MODE_LIMIT_VARIES 1
 #define RLAAS_MODE_DRY_RUN      2
+/* ... a forced charge (RLaaSCountIf: charged whatever it decides). */
+#define RLAAS_MODE_FORCE 4
+
+/* A ban's record among the calls of the multi script (RLaaSBan): as
+ * strategy, then its length (limit), its longest (window) and its factor
+ * (cost) in ms; lua/multi.lua. */
+#define RLAAS_CALL_BAN RLAAS_STRATEGY_COUNT
 
 /* One policy of a call: a strategy's script on one complete key. */
 typedef struct {

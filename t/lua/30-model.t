@@ -46,13 +46,14 @@ sub timeline {
     my $now = T0 + int(rand($W));
     my $bad = 0;
     for my $step (1 .. $STEPS) {
-        my ($L, $c) = $pick->();
-        my $got = $engine{$e}->($s, $K, $L, $W, $now, $c, $mode);
-        my $allowed = $m->hit($now, $L, $c);
+        my ($L, $c, $force) = $pick->();
+        my $mo = $force ? $mode | 4 : $mode;
+        my $got = $engine{$e}->($s, $K, $L, $W, $now, $c, $mo);
+        my $allowed = $m->hit($now, $L, $c, 1, $force);
         my $want = $m->expect($now, $allowed, $L, $c);
         if (!ref $got || "@$got" ne "@$want") {
             $bad++;
-            diag "$e $s L=$L W=$W cost=$c mode=$mode step $step t=" . ($now - T0)
+            diag "$e $s L=$L W=$W cost=$c mode=$mo step $step t=" . ($now - T0)
                 . ": got @{[ref $got ? qq(@$got) : $got]}, want @$want";
             last if $bad > 5;
         }
@@ -116,6 +117,25 @@ for my $e (qw(lua c)) {
                     "$e: $s limits @$Ls (changing every $every), W=$W, costs: $STEPS steps match the model";
             }
         }
+    }
+
+    # Forced charges (mode 4, RLaaSCountIf: the response is sent, the
+    # request counts whatever the check said): half the requests forced,
+    # costs, a fixed and a changing limit. Counters overshoot the limit,
+    # buckets stay within their capacity.
+    for my $s (STRATEGIES) {
+        for my $cf ([1, 1000], [3, 1000], [5, 5000], [7, 3001], [4, 7], [12, 250]) {
+            my ($L, $W) = @$cf;
+            srand(4000 * $L + $W + length $s);
+            is timeline($e, $s, $L, $W, 0, sub { ($L, cost_of($L), rand() < 0.5) }), 0,
+                "$e: $s L=$L W=$W, forced charges: $STEPS steps match the model";
+        }
+        srand(4100 + length $s);
+        my $L = 5;
+        is timeline($e, $s, 5, 1001, 1, sub {
+            $L = (3, 5, 9)[ int(rand(3)) ] if rand() < 0.3;
+            return ($L, cost_of($L), rand() < 0.5) }), 0,
+            "$e: $s limits 3/5/9 changing, forced charges: $STEPS steps match the model";
     }
 
     # The limit fixed, read per request all the same (mode 1): as with mode 0.

@@ -84,7 +84,7 @@ subtest 'limits: eight policies, refused beyond; bad arguments are errors' => su
         [[['fixed', K(), 2, 1000, 3]], 'a cost above the limit'],
         [[['fixed', K(), 0, 1000]], 'limit 0'],
         [[['fixed', K(), 2, 0]], 'window 0'],
-        [[['fixed', K(), 2, 1000, 1, 4]], 'mode 4'],
+        [[['fixed', K(), 2, 1000, 1, 8]], 'mode 8'],
     );
     for my $e (@err) {
         my $y = $h->run_multi(T0, @{ $e->[0] });
@@ -136,6 +136,49 @@ for my $round (1 .. 12) {
     is $bad, 0, "round $round: " . join(', ', map { "$_->{s}/$_->{L}/$_->{W}" . ($_->{dry} ? '/dry' : '') } @pol)
         . ": $STEPS requests match the models, all or nothing";
 }
+
+subtest 'forced charges (mode 4): all charged whatever they decide' => sub {
+    my ($A, $B) = (K(), K());
+    my @p = (['fixed', $A, 2, 60000, 1, 4], ['sliding_log', $B, 1, 60000, 1, 4]);
+    $h->run_multi(T0 + 10 * $_, @p) for 1 .. 5;
+    my $i = int(T0 / 60000);
+    is $r->cmd('GET', "$A:$i"), 5, 'A counted 5 of 5, beyond its limit of 2';
+    is $r->cmd('ZCARD', $B), 5, 'B holds 5 beyond its limit of 1';
+    my $x = $h->run_multi(T0 + 100, map { [@$_[0 .. 4], 0] } @p);
+    is_deeply [$x->[0], $x->[4]], [0, 0], 'the next plain check refuses both';
+};
+
+subtest 'a ban (strategy 6): refuses while it holds, nothing decided; escalates' => sub {
+    my ($A, $X) = (K(), K());
+    # fixed 2 per 60 s; ban 5 s, escalating x3 up to 40 s
+    my @p = (['fixed', $A, 2, 60000], ['ban', "$A-b", 5000, 40000, 3, 0]);
+    is_deeply $h->run_multi(T0 + 1, @p), [1, 1, 59999, 0, 1, 0, 0, 0], 'first allowed, no ban';
+    is_deeply $h->run_multi(T0 + 2, @p), [1, 0, 59998, 59998, 1, 0, 0, 0], 'second allowed';
+    is_deeply $h->run_multi(T0 + 3, @p), [0, 0, 59997, 59997, 0, 2, 5000, 5000], 'third denied: banned now, 5 s';
+    is $h->pttl("$A-b:ban"), 45000, 'the ban record lives 5 s + 40 s (escalation remembers)';
+    is_deeply $h->run_multi(T0 + 1003, @p), [0, 0, 4000, 4000, 0, 1, 4000, 4000], 'refused by the ban: 4 s left';
+    is $r->cmd('GET', "$A:" . int(T0 / 60000)), 2, 'refusals charged nothing';
+    # the window rolls over (T0 is a multiple of 60 s): counters allow, the ban still holds
+    is_deeply $h->run_multi(T0 + 4999, @p), [0, 0, 4, 4, 0, 1, 4, 4], '1 ms before it ends: still refused';
+    is_deeply $h->run_multi(T0 + 5003, @p), [0, 0, 54997, 54997, 0, 2, 15000, 15000],
+        'ended; denied again by the counter: banned 3 x 5 s = 15 s';
+    is_deeply $h->run_multi(T0 + 20003, @p), [0, 0, 39997, 39997, 0, 2, 40000, 40000],
+        'then 45 s, capped at 40 s';
+    my @q = (['fixed', $X, 2, 60000], ['ban', "$X-b", 5000, 40000, 3, 0]);
+    is_deeply $h->run_multi(T0 + 20004, @q), [1, 1, 39996, 0, 1, 0, 0, 0], 'another identity: not banned';
+    # no escalation (factor 1): each ban is D long, record lives D
+    my $Y = K();
+    my @y = (['fixed', $Y, 1, 1000], ['ban', "$Y-b", 3000, 3000, 1, 0]);
+    $h->run_multi(T0 + 60000, @y);
+    is_deeply $h->run_multi(T0 + 60001, @y), [0, 0, 999, 999, 0, 2, 3000, 3000], 'banned 3 s';
+    is $h->pttl("$Y-b:ban"), 3000, 'without escalation the record lives as long as the ban';
+    is_deeply $h->run_multi(T0 + 63001, @y), [1, 0, 999, 999, 1, 0, 0, 0], 'over: allowed again';
+    is_deeply $h->run_multi(T0 + 63002, @y), [0, 0, 998, 998, 0, 2, 3000, 3000], 'a denial bans again, 3 s again';
+    my $e = $r->cmd('EVALSHA', $h->{fake}{multi}, 2, "$Y:ban", "$Y:", 6, 0, 3000, 1, 0, 0, 1, 1000, 1, 0, 1, 0);
+    ok RLaaS::Redis::is_error($e), 'a ban of length 0: an error reply';
+    $e = $r->cmd('EVALSHA', $h->{fake}{multi}, 1, "$Y:ban", 6, 3000, 3000, 1, 0, 1, 0);
+    ok RLaaS::Redis::is_error($e), 'a ban alone: an error reply';
+};
 
 is_deeply [$h->no_ttl], [], 'every key written had a TTL';
 done_testing;

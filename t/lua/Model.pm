@@ -8,7 +8,11 @@ package Model;
 # A request has a limit L (it may differ from one request to the next: the
 # limit read per request) and a cost c (units; 0 checks without charging:
 # allowed iff one unit fits; need = max(c, 1) units must fit). A denied
-# request never charges. What each strategy keeps:
+# request never charges, unless the charge is forced (mode bit 4,
+# RLaaSCountIf after the response): then the counters count it whole and
+# the buckets fill to their capacity at most (token: no fewer than 0
+# tokens; leaky, gcra: no more than L hits of water). What each strategy
+# keeps:
 #   fixed, sliding, sliding_log: the units charged (per window, per hit);
 #     the limit at hand is compared with them;
 #   token: the tokens left (in 1/W token), refilled since the last charge
@@ -37,39 +41,41 @@ sub clone {
 
 # One request at time $now with limit $L (default the model's) and cost $c
 # (default 1): 1 allowed, 0 denied; charged when allowed and $commit (1 by
-# default). A request that is not committed only checks.
+# default). A request that is not committed only checks; with $force a
+# committed one charges whatever it decides.
 sub hit {
-    my ($self, $now, $L, $c, $commit) = @_;
+    my ($self, $now, $L, $c, $commit, $force) = @_;
     $L //= $self->{L};
     $c //= 1;
     $commit //= 1;
     my $need = $c > 0 ? $c : 1;
     my ($W, $st, $s) = ($self->{W}, $self->{st}, $self->{s});
     my $charge = sub { $commit && $c > 0 };
+    my $ok;
     if ($s eq 'fixed') {
         my $i = $now / $W;
         my $n = $st->{c}{$i} || 0;
-        return 0 if $n + $need > $L;
-        $st->{c}{$i} = $n + $c if $charge->();
-        return 1;
+        $ok = $n + $need <= $L ? 1 : 0;
+        $st->{c}{$i} = $n + $c if $charge->() && ($ok || $force);
+        return $ok;
     }
     if ($s eq 'sliding_log') {
         my @in = grep { $_->[0] > $now - $W } @{ $st->{log} || [] };
         $st->{log} = \@in;
         my $used = 0;
         $used += $_->[1] for @in;
-        return 0 if $used + $need > $L;
-        push @{ $st->{log} }, [$now, $c] if $charge->();
-        return 1;
+        $ok = $used + $need <= $L ? 1 : 0;
+        push @{ $st->{log} }, [$now, $c] if $charge->() && ($ok || $force);
+        return $ok;
     }
     if ($s eq 'sliding') {
         my $i = $now / $W;
         my $e = $now - $i * $W;
         my $p = $st->{c}{ $i - 1 } || 0;
         my $n = $st->{c}{$i} || 0;
-        return 0 if $p * ($W - $e) + ($n + $need) * $W > $L * $W;
-        $st->{c}{$i} = $n + $c if $charge->();
-        return 1;
+        $ok = $p * ($W - $e) + ($n + $need) * $W <= $L * $W ? 1 : 0;
+        $st->{c}{$i} = $n + $c if $charge->() && ($ok || $force);
+        return $ok;
     }
     # Buckets in units of 1/W token: a token is W units, L units per ms.
     if ($s eq 'token') {
@@ -78,9 +84,12 @@ sub hit {
             $lvl = $st->{lvl} + ($now - $st->{ts}) * $L;
             $lvl = $L * $W if $lvl > $L * $W;
         }
-        return 0 if $lvl < $need * $W;
-        @{$st}{qw(lvl ts L)} = ($lvl - $c * $W, $now, $L) if $charge->();
-        return 1;
+        $ok = $lvl >= $need * $W ? 1 : 0;
+        if ($charge->() && ($ok || $force)) {
+            my $to = $lvl - $c * $W;
+            @{$st}{qw(lvl ts L)} = ($to < 0 ? 0 : $to, $now, $L);
+        }
+        return $ok;
     }
     if ($s eq 'leaky' || $s eq 'gcra') {
         my $lvl = 0;
@@ -90,9 +99,12 @@ sub hit {
             $lvl = 0 if $lvl < 0;
             $lvl = $L * $W if $lvl > $L * $W;
         }
-        return 0 if $lvl + $need * $W > $L * $W;
-        @{$st}{qw(lvl ts L)} = ($lvl + $c * $W, $now, $L) if $charge->();
-        return 1;
+        $ok = $lvl + $need * $W <= $L * $W ? 1 : 0;
+        if ($charge->() && ($ok || $force)) {
+            my $to = $lvl + $c * $W;
+            @{$st}{qw(lvl ts L)} = ($to > $L * $W ? $L * $W : $to, $now, $L);
+        }
+        return $ok;
     }
     die "unknown strategy $s";
 }

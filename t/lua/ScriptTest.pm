@@ -24,7 +24,8 @@ use Scalar::Util ();
 
 our @EXPORT = qw(STRATEGIES STRATEGY_ID lua_path lua_text source_text fake_text key_of key_arg T0);
 our @STRATEGIES = qw(fixed sliding_log sliding token leaky gcra);
-our %STRATEGY_ID = map { $STRATEGIES[$_] => $_ } 0 .. $#STRATEGIES;
+# 'ban' (6): a ban among the multi script's entries, [ban, K, D, M, F, 0]
+our %STRATEGY_ID = ((map { $STRATEGIES[$_] => $_ } 0 .. $#STRATEGIES), ban => 6);
 sub STRATEGIES { @STRATEGIES }
 sub STRATEGY_ID { $STRATEGY_ID{ $_[0] } }
 
@@ -71,7 +72,7 @@ sub fake_text {
 # (src/core/rlaas_key.c): KEYS[1] is the whole key; fixed's ends in ':'
 # and the script appends only the window number.
 my %SUFFIX = (fixed => ':', sliding_log => '', sliding => ':sw',
-    token => ':tb', leaky => ':lb', gcra => ':gcra');
+    token => ':tb', leaky => ':lb', gcra => ':gcra', ban => ':ban');
 sub key_arg { "$_[1]$SUFFIX{$_[0]}" }
 
 # The key each strategy writes for base key K at time now_ms.

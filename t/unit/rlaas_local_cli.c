@@ -41,12 +41,15 @@ static int64_t num(const char *s, int *ok)
     return (int64_t)v;
 }
 
-/* One policy from arg[0..n): STRATEGY KEY LIMIT WINDOW_MS [COST [MODE]]. */
+/* One policy from arg[0..n): STRATEGY KEY LIMIT WINDOW_MS [COST [MODE]];
+ * STRATEGY "ban": a ban, KEY LENGTH_MS MAX_MS FACTOR 0. */
 static int policy(char **arg, int n, rlaas_local_call_t *call)
 {
     int ok = n >= 4 && n <= 6;
 
-    if (!ok || rlaas_parse_strategy(arg[0], &call->strategy) != NULL)
+    if (ok && strcmp(arg[0], "ban") == 0)
+        call->strategy = RLAAS_LOCAL_BAN;
+    else if (!ok || rlaas_parse_strategy(arg[0], &call->strategy) != NULL)
         return 0;
     call->key = arg[1];
     call->key_len = strlen(arg[1]);

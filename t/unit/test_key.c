@@ -143,8 +143,8 @@ static void fallback_cannot_be_forged(void **state)
  * number: those are hashed, wherever they come from. */
 static void suffix_like_values_are_hashed(void **state)
 {
-    static const char *words[] = {"tb", "sw",    "lb",      "gcra",
-                                  "0",  "12345", "28332000"};
+    static const char *words[] = {"tb", "sw",    "lb",       "gcra",
+                                  "0",  "12345", "28332000", "ban"};
     char out[RLAAS_SEG_MAX + 1];
     size_t i;
 

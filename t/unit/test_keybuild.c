@@ -283,7 +283,7 @@ static void out_of_bounds_specs(void **state)
     part.name = "X:A";
     assert_int_equal(rlaas_key_build(out, &k), 0);
     part.name = "X-A";
-    k.strategy = RLAAS_STRATEGY_COUNT;
+    k.strategy = RLAAS_KEY_BAN + 1;
     assert_int_equal(rlaas_key_build(out, &k), 0);
     k.strategy = RLAAS_STRATEGY_TOKEN;
     memset(pre, 'p', sizeof(pre));
@@ -494,7 +494,7 @@ static const char *const sources[] = {"ip",
                                       "expr=%{REQUEST_METHOD}"};
 
 static const char *const zones[] = {NULL,    "za", "zb",   "tb",   "123",
-                                    "h.x-a", "ip", "user", "alice"};
+                                    "h.x-a", "ip", "user", "alice", "ban"};
 
 /* Namespaces, often none; some spell a zone, a value or a segment. */
 static const char *const namespaces[] = {
@@ -523,6 +523,7 @@ static const char *const fixed_vals[] = {
     "203.0.113.9",
     "2001-db8-1-2_64",
     "tb",
+    "ban",
     "sw",
     "lb",
     "gcra",
@@ -561,7 +562,8 @@ static void random_tuple(tuple_t *t)
     static const long windows[] = {0, 7, 123, 12345, 28332000};
     int i, n = 1 + (int)pick(pick(4) == 0 ? RLAAS_SOURCES_MAX : 3);
 
-    tuple(t, zones[pick(COUNT(zones))], (rlaas_strategy_e)pick(6),
+    /* the six strategies and the ban record */
+    tuple(t, zones[pick(COUNT(zones))], (rlaas_strategy_e)pick(7),
           ips[pick(COUNT(ips))]);
     t->ns = namespaces[pick(COUNT(namespaces))];
     t->window = windows[pick(COUNT(windows))];

@@ -1,0 +1,213 @@
+# Counting by outcome, and bans (issue 18): RLaaSCountIf checks every
+# request before it is served without consuming, and charges it after the
+# response only when the expression holds (401s, 404s), even past the
+# limit, so concurrent failures are all counted; RLaaSBan refuses an
+# identity once denied, for its duration whatever the counters say,
+# escalating, one client's ban never another's, shared by every server
+# that shares the zone; on Redis and on the local engine.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use Time::HiRes ();
+use RLaaS::Test qw(:all);
+use Apache::TestRLaaS ();
+
+plan skip_all => 'mod_rlaas is not loaded' unless have_module();
+
+my $LV = 'rlaas_oc_local';
+my $r = redis();
+
+sub get {
+    my ($path, $user, %o) = @_;
+    return req($path, h => { 'X-User' => $user }, %o);
+}
+sub codes_of { join ' ', map { $_->code } @_ }
+sub remaining { (Apache::TestRLaaS::ratelimit_fields($_[0]) || {})->{remaining} }
+sub retry_after { Apache::TestRLaaS::retry_after($_[0]) }
+
+# a sliding log's units (ZSET members), as charged after the responses
+sub zcard { $r->cmd('ZCARD', $_[0]) }
+sub settles { my ($f, $want) = @_; Apache::TestRLaaS::wait_for(sub { $f->() == $want }, 5) ? $want : $f->() }
+
+# ---------------------------------------------------------------- 401s
+subtest 'Basic auth: only 401s count; the check refuses without consuming' => sub {
+    my ($alice, $mallory) = (uid('oc-alice'), uid('oc-mal'));
+    my $K = ukey('oc-auth', $mallory);
+    my @ok = map { get('/oc/auth/x', $alice, auth => ['bob', 'bob-pw']) } 1 .. 5;
+    is codes_of(@ok), '200 200 200 200 200', 'five good logins: all served';
+    is $r->cmd('EXISTS', ukey('oc-auth', $alice)), 0, 'and none counted';
+    my @bad = map { get('/oc/auth/x', $mallory, auth => ['bob', "wrong$_"]) } 1 .. 3;
+    is codes_of(@bad), '401 401 401', 'three failed logins answered 401';
+    is settles(sub { zcard($K) }, 3), 3, 'each counted once';
+    my $res = get('/oc/auth/x', $mallory, auth => ['bob', 'bob-pw']);
+    is $res->code, 429, 'after 3 failures even the right password gets 429';
+    is status_of($res), 'denied', 'RLAAS_STATUS denied';
+    ok defined $res->header('Retry-After'), 'with Retry-After';
+    get('/oc/auth/x', $mallory, auth => ['bob', 'wrong']) for 1 .. 3;
+    is zcard($K), 3, 'refused requests consume nothing';
+};
+
+subtest 'N concurrent failures against a limit of 3 all count' => sub {
+    my $u = uid('oc-par');
+    my $K = ukey('oc-auth', $u);
+    my $m0 = metrics();
+    my @c = Apache::TestRLaaS::parallel_codes(6, '/oc/auth/x',
+        h => { 'X-User' => $u }, auth => ['bob', 'nope']);
+    my $n401 = grep { $_ == 401 } @c;
+    ok $n401 >= 3, "at least the limit served ($n401 of 6: @c)";
+    is scalar(grep { $_ != 401 && $_ != 429 } @c), 0, 'nothing but 401 and 429';
+    is settles(sub { zcard($K) }, $n401), $n401, "the counter holds every failure served ($n401), past the limit";
+    is get('/oc/auth/x', $u, auth => ['bob', 'bob-pw'])->code, 429, 'the next check refuses';
+    my $m1 = metrics();
+    ok mdelta($m0, $m1, 'rlaas_countif_charges_total') >= $n401, 'rlaas_countif_charges_total counts the charges';
+};
+
+# ---------------------------------------------------------------- 404s
+for my $be (['redis', undef], ['local', $LV]) {
+    my ($name, $vh) = @$be;
+    subtest "$name: only 404s count; after 3 misses even a file that exists is refused" => sub {
+        my $u = uid("oc-404-$name");
+        my @o = $vh ? (vhost => $vh) : ();
+        is codes_of(map { get('/oc/files/ok.txt', $u, @o) } 1 .. 6), '200 200 200 200 200 200',
+            'six requests for a file that exists: never counted';
+        is codes_of(map { get("/oc/files/missing-$_.php", $u, @o) } 1 .. 3), '404 404 404', 'three misses';
+        my $res;
+        Apache::TestRLaaS::wait_for(sub { ($res = get('/oc/files/ok.txt', $u, @o))->code == 429 }, 5);
+        is $res->code, 429, 'then the existing file: 429';
+        is get('/oc/files/ok.txt', uid('oc-other'), @o)->code, 200, 'another client is served';
+    };
+
+    subtest "$name: concurrent failures leave the counter at N" => sub {
+        my $u = uid("oc-many-$name");
+        my @o = $vh ? (vhost => $vh) : ();
+        my @c = Apache::TestRLaaS::parallel_codes(6, '/oc/many/nothing-here', h => { 'X-User' => $u }, @o);
+        is "@c", '404 404 404 404 404 404', 'six concurrent misses, under a limit of 10';
+        # a request that is served (200) consumes nothing: it shows 10 - 6
+        # once the charges are in
+        my $rem;
+        Apache::TestRLaaS::wait_for(sub { ($rem = remaining(get('/oc/many/ok.txt', $u, @o)) // -1) == 4 }, 5);
+        is $rem, 4, 'remaining 4: six charged, the 200s not';
+        my @more = map { get("/oc/many/miss$_", $u, @o)->code } 1 .. 5;
+        is "@more", '404 404 404 404 429', 'four more misses served, then refused';
+    };
+}
+
+subtest 'behind an ErrorDocument, the error status counts' => sub {
+    my $u = uid('oc-errdoc');
+    is codes_of(map { get("/oc/errdoc/miss$_", $u) } 1 .. 3), '404 404 404', 'three misses, answered by the error document';
+    my $res;
+    Apache::TestRLaaS::wait_for(sub { ($res = get('/oc/errdoc/ok.txt', $u))->code == 429 }, 5);
+    is $res->code, 429, 'then 429';
+};
+
+subtest 'a policy with countif=: only its 404s count' => sub {
+    my $u = uid('oc-pol');
+    is codes_of(map { get('/oc/pol/ok.txt', $u) } 1 .. 5), '200 200 200 200 200', 'files that exist: not counted';
+    is codes_of(map { get("/oc/pol/miss$_", $u) } 1 .. 3), '404 404 404', 'three misses';
+    my $res;
+    Apache::TestRLaaS::wait_for(sub { ($res = get('/oc/pol/ok.txt', $u))->code == 429 }, 5);
+    is $res->code, 429, 'then 429 (a token bucket emptied by forced charges)';
+    is get('/oc/pol/ok.txt', uid('oc-pol-b'))->code, 200, 'another client is served';
+};
+
+# ---------------------------------------------------------------- bans
+for my $be (['redis', undef], ['local', $LV]) {
+    my ($name, $vh) = @$be;
+    subtest "$name: a ban outlasts the window, spares others, then lifts" => sub {
+        my ($u, $v) = (uid("oc-ban-$name"), uid("oc-bystander-$name"));
+        my @o = $vh ? (vhost => $vh) : ();
+        my $m0 = metrics();
+        my $t0 = Time::HiRes::time();
+        my @r = map { get('/oc/ban/x', $u, @o) } 1 .. 3;
+        is codes_of(@r), '200 200 429', 'limit 2 per 1 s: the third is denied';
+        is retry_after($r[2]), 3, 'Retry-After: the 3 s ban';
+        if (!$vh) {
+            my $pttl = $r->cmd('PTTL', ukey('oc-ban', $u) . ':ban');
+            ok $pttl > 1500 && $pttl <= 3000, "the ban record in Redis, ending in 3 s ($pttl ms)";
+        }
+        is get('/oc/ban/x', $v, @o)->code, 200, 'another client: served';
+        Time::HiRes::sleep(1.3 - (Time::HiRes::time() - $t0));
+        my $res = get('/oc/ban/x', $u, @o);
+        is $res->code, 429, 'after the window (counters would allow): still refused';
+        is status_of($res), 'banned', 'RLAAS_STATUS banned';
+        my $ra = retry_after($res);
+        ok defined $ra && $ra >= 1 && $ra <= 2, 'Retry-After: when the ban ends (' . ($ra // 'none') . ')';
+        my $f = Apache::TestRLaaS::ratelimit_fields($res) || {};
+        ok defined $f->{reset} && $f->{reset} >= 1 && $f->{reset} <= 2, "RateLimit t= says so too ($f->{fields})";
+        is get('/oc/ban/x', $v, @o)->code, 200, 'the bystander is never banned';
+        Time::HiRes::sleep(3.3 - (Time::HiRes::time() - $t0));
+        is get('/oc/ban/x', $u, @o)->code, 200, 'after 3 s the ban lifts';
+        my $m1 = metrics();
+        ok mdelta($m0, $m1, 'rlaas_bans_total') >= 1, 'rlaas_bans_total counted it';
+        ok mdelta($m0, $m1, 'rlaas_ban_refusals_total') >= 1, 'rlaas_ban_refusals_total counted the refusal';
+    };
+
+    subtest "$name: escalation, 1 s then 3 s" => sub {
+        my $u = uid("oc-esc-$name");
+        my @o = $vh ? (vhost => $vh) : ();
+        my @r = map { get('/oc/esc/x', $u, @o) } 1 .. 2;
+        is codes_of(@r), '200 429', 'limit 1: the second is denied';
+        is retry_after($r[1]), 1, 'first ban: 1 s';
+        Time::HiRes::sleep(1.2);
+        @r = map { get('/oc/esc/x', $u, @o) } 1 .. 2;
+        is codes_of(@r), '200 429', 'the ban and the window over: served, then denied again';
+        is retry_after($r[1]), 3, 'second ban: 3 x 1 s';
+        Time::HiRes::sleep(1.2);
+        my $res = get('/oc/esc/x', $u, @o);
+        is $res->code, 429, 'still banned after 1.2 s';
+        is status_of($res), 'banned', 'by the ban';
+    };
+}
+
+subtest "the README's WordPress recipe, as written" => sub {
+    my $K = rkey('wp-login', '127.0.0.1');
+    my $clean = sub { $r->cmd('DEL', $K, "$K:ban") };
+    $clean->();
+    my $login = sub { req('/oc/wp/wp-login.php', method => 'POST', content => "log=bob&pwd=$_[0]",
+        h => { 'Content-Type' => 'application/x-www-form-urlencoded' }) };
+    is codes_of(map { req('/oc/wp/wp-login.php') } 1 .. 3), '200 200 200', 'the login page: never counted';
+    is codes_of(map { $login->('right') } 1 .. 2), '302 302', 'logins that succeed: never counted';
+    is $r->cmd('EXISTS', $K), 0, 'nothing counted yet';
+    is codes_of(map { $login->("wrong$_") } 1 .. 5), '200 200 200 200 200', 'five failed logins (200, the form again)';
+    my $res;
+    Apache::TestRLaaS::wait_for(sub { ($res = $login->('right'))->code == 429 }, 5);
+    is $res->code, 429, 'the sixth attempt, right password or not: 429';
+    is retry_after($res), 900, 'Retry-After: 900 (the 15 minute ban)';
+    my $pttl = $r->cmd('PTTL', "$K:ban");
+    ok $pttl > 86_400_000 && $pttl <= 86_400_000 + 900_000, "its record remembered a day past the ban ($pttl ms)";
+    is status_of(req('/oc/wp/wp-login.php')), 'banned', 'even the login page: banned';
+    $clean->();
+};
+
+subtest 'two servers sharing a zone: a ban made on one is enforced by the other at once' => sub {
+    my $u = uid('oc-shared');
+    is codes_of(map { get('/oc/shared/x', $u) } 1 .. 2), '200 429', 'banned on this server (limit 1)';
+    my $res = get('/oc/shared/x', $u, vhost => 'rlaas_oc2');
+    is $res->code, 429, 'its virtual host rlaas_oc2 (limit 100) refuses too';
+    is status_of($res), 'banned', 'by the shared ban';
+    is get('/oc/shared/x', uid('oc-shared-b'), vhost => 'rlaas_oc2')->code, 200, 'another client is served there';
+};
+
+subtest 'two httpd servers on one Redis: a ban made by one is enforced by the other' => sub {
+    my $port = $ENV{RLAAS_TEST_REDIS_PORT} or plan skip_all => 'the suite\'s Redis port is not known';
+    my $h = private_httpd(<<"EOC");
+RLaaSRedis 127.0.0.1:$port
+RLaaSRedisTimeout 2s
+<Location /oc/shared>
+    RLaaSLimit 100
+    RLaaSWindow 1s
+    RLaaSZone oc-shared
+    RLaaSKeyBy header:X-User
+    RLaaSBan 5s
+</Location>
+EOC
+    my ($u, $v) = (uid('oc-2httpd'), uid('oc-2httpd-b'));
+    is $h->get('/oc/shared/x', { 'X-User' => $v }), 200, 'the second httpd serves';
+    is codes_of(map { get('/oc/shared/x', $u) } 1 .. 2), '200 429', 'the first httpd bans it (limit 1)';
+    is $h->get('/oc/shared/x', { 'X-User' => $u }), 429, 'the second httpd (limit 100) refuses it at once';
+    is $h->get('/oc/shared/x', { 'X-User' => $v }), 200, 'and still serves another client';
+};
+
+done_testing;
