@@ -12,21 +12,7 @@ use RLaaS::Test qw(:all);
 
 plan skip_all => 'mod_rlaas is not built' unless have_module();
 
-sub accepted {
-    my ($conf, $name) = @_;
-    my ($rc, $out) = httpd_config_test($conf);
-    is($rc, 0, "accepted: $name") or diag($out);
-}
-
-sub refused {
-    my ($conf, $re, $name) = @_;
-    my ($rc, $out) = httpd_config_test($conf);
-    my $ok = isnt($rc, 0, "refused: $name");
-    $ok &&= like($out, $re, "  the message: $re");
-    diag($out) unless $ok;
-}
-
-accepted(<<'EOC', 'every form');
+config_accepted(<<'EOC', 'every form');
 RLaaSCountIf "%{REQUEST_STATUS} -ge 500"
 RLaaSBan 10m
 <Location /wp-login.php>
@@ -59,13 +45,13 @@ my @bad = (
     ['RLaaSBan 10m double 2 1h', qr/RLaaSBan: invalid word 'double'/, 'not "escalate"'],
     ['RLaaSBan 10m escalate 2', qr/RLaaSBan: takes DURATION \[escalate FACTOR MAX\], or off, not 3 arguments/, 'escalate without MAX'],
 );
-refused(qq{RLaaSPolicy p 5 1m countif="%{REQUEST_STATUS} =="\n},
+config_refused(qq{RLaaSPolicy p 5 1m countif="%{REQUEST_STATUS} =="\n},
     qr/RLaaSPolicy p: invalid expression in 'countif=%\{REQUEST_STATUS\} =='/, 'a policy with a broken countif=');
-accepted(qq{RLaaSPolicy p 5 1m strategy=gcra countif="%{REQUEST_STATUS} -ge 500"\n<Location /a>\n    RLaaSApply p\n</Location>\n},
+config_accepted(qq{RLaaSPolicy p 5 1m strategy=gcra countif="%{REQUEST_STATUS} -ge 500"\n<Location /a>\n    RLaaSApply p\n</Location>\n},
     'a policy with countif=');
 for my $b (@bad) {
     my ($line, $re, $name) = @$b;
-    refused("<Location /x>\n    RLaaSLimit 5\n    $line\n</Location>\n", $re, $name);
+    config_refused("<Location /x>\n    RLaaSLimit 5\n    $line\n</Location>\n", $re, $name);
 }
 
 done_testing;

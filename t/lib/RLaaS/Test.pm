@@ -37,7 +37,7 @@ our @EXPORT_OK = qw(
     req codes hit hits_until_denied uid hseg seg ipseg fallback tseg xtag
     rkey ukey prefix suffix_like address_like
     redis redis_cmd redis_time_ms wait_fixed_window keys_like status_of
-    httpd_config_test t_logs error_log_mark error_log_since wait_for
+    httpd_config_test config_accepted config_refused t_logs error_log_mark error_log_since wait_for
     log_lines_with basic_auth repo_top module_path mpm parallel_codes
     parallel_requests
     have_module
@@ -221,6 +221,23 @@ EOC
     my $out = `'$httpd' -t -f '$conf' 2>&1`;
     my $rc = $? >> 8;
     return ($rc, $out);
+}
+
+# config_accepted(SNIPPET, NAME): one test that `apache2 -t` accepts it.
+# config_refused(SNIPPET, RE, NAME): one that it refuses, and one that the
+# message matches RE (the output shown when either fails).
+sub config_accepted {
+    my ($conf, $name) = @_;
+    my ($rc, $out) = httpd_config_test($conf);
+    Test::More::is($rc, 0, "accepted: $name") or Test::More::diag($out);
+}
+
+sub config_refused {
+    my ($conf, $re, $name) = @_;
+    my ($rc, $out) = httpd_config_test($conf);
+    my $ok = Test::More::isnt($rc, 0, "refused: $name");
+    $ok &&= Test::More::like($out, $re, "  the message: $re");
+    Test::More::diag($out) unless $ok;
 }
 
 # ================================================================ signals,
