@@ -3,8 +3,10 @@
 -- log, 2 sliding, 3 token, 4 leaky, 5 gcra), limit, window ms, cost, mode.
 -- Each is decided without charging; only if every one that is not a dry
 -- run (nor forced) allows are they all charged. Reply: 4 integers each.
--- A ban: strategy 6, length D, longest M, factor F, 0; K:ban holds
+-- A ban: strategy 6, length D, longest M, factor F, O; K:ban holds
 -- "<until>:<length>" (src/core/rlaas_ban.h). While it holds nothing is decided.
+-- O: the place (1-based) of the policy whose denial starts a ban (the
+-- section's own limit, keyed as the ban is); 0: any denial.
 local run = {[0] = rlaas_fixed, rlaas_sliding_log, rlaas_sliding, rlaas_token,
   rlaas_leaky, rlaas_gcra}
 local P, seen, ban = {}, {}, nil
@@ -18,10 +20,11 @@ for i = 1, #KEYS do
   seen[KEYS[i]] = true
   if ARGV[j] == '6' then
     local D, M, F = int(ARGV[j + 1], 1, 2^35), int(ARGV[j + 2], 1, 2^35), int(ARGV[j + 3], 1, 1000)
-    if ban or not (D and M and F) or M < D or string.sub(KEYS[i], -4) ~= ':ban' then
+    local O = int(ARGV[j + 4], 0, #KEYS)
+    if ban or not (D and M and F and O) or M < D or O == i or string.sub(KEYS[i], -4) ~= ':ban' then
       return redis.error_reply('ERR rlaas: bad ban ' .. i)
     end
-    ban = {i = i, K = KEYS[i], D = D, M = M, F = F}
+    ban = {i = i, K = KEYS[i], D = D, M = M, F = F, O = O}
   else
     local f = run[tonumber(ARGV[j])]
     local L, W, c, m = args(ARGV[j + 1], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4])
@@ -65,7 +68,7 @@ if go then
 end
 if ban then
   out[ban.i] = {1, 0, 0, 0}
-  if not go then
+  if not go and (ban.O == 0 or out[ban.O][1] == 0) then
     local len = ban.D
     if last and ban.F > 1 then len = math.min(math.max(last, ban.D) * ban.F, ban.M) end
     local ttl = len

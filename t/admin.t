@@ -206,11 +206,34 @@ sub banned_pair {
     is(status_of(req('/rl/adm/ban', h => { 'X-User' => $h })), 'banned', 'the other banned client stays banned');
 
     ($g, $h) = banned_pair('/rl/adm/loban', vhost => $LV);
+    ($j) = console_json(vhost => $LV);
+    like($j->{bans_error} // '', qr/local engine .* not listed/, 'local: the page says its bans are not listed');
     $res = post({ action => 'unban', zone => 'adm-loban', id => $g }, vhost => $LV);
     is(result($res)->{changed}, 1, 'local: unban deletes the ban record') or diag $res->content;
     is(hit('/rl/adm/loban', h => { 'X-User' => $g }, vhost => $LV), 200, 'local: the unbanned client is served again');
     is(status_of(req('/rl/adm/loban', h => { 'X-User' => $h }, vhost => $LV)), 'banned',
         'local: the other stays banned');
+}
+
+# ---------------------------------------------------------------- a tenant's .htaccess
+# AllowOverride FileInfo lets a tenant write `SetHandler rlaas-admin`;
+# without the operator's RLaaSConsole on it is no console: no page, no
+# action, whatever Origin the tenant sends from curl.
+{
+    my $T = '/htaccess/admin/';
+    my $m = error_log_mark();
+    my $res = req($T, h => { Accept => 'application/json' });
+    is($res->code, 404, 'a tenant setting the handler in .htaccess gets no console page');
+    unlike($res->content, qr/adm-user|"zones"/, '... and none of its data');
+    my $L = uid('adm-t');
+    is(user_codes('/rl/adm/user', $L, 3), '200 200 429', 'a client limited in the operator\'s zone');
+    $res = req({ path => $T, method => 'POST', content => "action=reset&zone=adm-user&id=$L",
+                 headers => { 'Content-Type' => 'application/x-www-form-urlencoded', Origin => origin() } });
+    is($res->code, 404, 'the tenant\'s reset with a matching Origin: 404');
+    is(user_codes('/rl/adm/user', $L, 1), '429', '... and the client stays limited');
+    my $log = '';
+    wait_for(sub { $log = error_log_since($m); $log =~ /RLAAS0124/ }, 3);
+    like($log, qr/RLAAS0124: SetHandler rlaas-admin without RLaaSConsole on/, 'the error log says why');
 }
 
 # ---------------------------------------------------------------- local backend

@@ -45,6 +45,7 @@ for my $c (
     ['fileinfo', qr/RLaaSLimit not allowed here/, 'RLaaSLimit under AllowOverride FileInfo (no Limit class)'],
     ['redis',    qr/RLaaSRedis not allowed here/, 'RLaaSRedis (server only) even under AllowOverride All'],
     ['prefix',   qr/RLaaSKeyPrefix not allowed here/, 'RLaaSKeyPrefix (server only) even under AllowOverride All'],
+    ['consoleon', qr/RLaaSConsole not allowed here/, 'RLaaSConsole (the server\'s own configuration only) even under AllowOverride All'],
     ['badvalue', qr/RLaaSLimit.*'?0'?/, 'a bad value (RLaaSLimit 0)'],
 ) {
     my ($dir, $re, $name) = @$c;

@@ -113,6 +113,27 @@ subtest 'a policy with countif=: only its 404s count' => sub {
 };
 
 # ---------------------------------------------------------------- bans
+subtest 'only the section\'s own limit bans: another policy denying does not' => sub {
+    my ($u, $k1, $k2) = (uid('oc-bp'), uid('oc-bp-k1'), uid('oc-bp-k2'));
+    my @r = map { req('/oc/banpol/x', h => { 'X-User' => $u, 'X-Key' => $k1 }) } 1 .. 2;
+    is codes_of(@r), '200 429', 'the policy keyed by X-Key (1 a minute) denies the second';
+    isnt status_of($r[1]), 'banned', '... as a limit, not a ban';
+    my $res = req('/oc/banpol/x', h => { 'X-User' => $u, 'X-Key' => $k2 });
+    is $res->code, 200, 'the same X-User with another key: served, not banned';
+    is $r->cmd('EXISTS', ukey('oc-banpol', $u) . ':ban'), 0, 'no ban record for the X-User identity';
+};
+
+subtest 'RLaaSLease with RLaaSBan: every decision reads the ban' => sub {
+    my ($u, $v) = (uid('oc-lb'), uid('oc-lb-other'));
+    my $t0 = Time::HiRes::time();
+    is codes_of(map { get('/oc/leaseban/x', $u) } 1 .. 3), '200 200 429', 'limit 2 per 1 s: the third is denied';
+    Time::HiRes::sleep(1.3 - (Time::HiRes::time() - $t0));
+    my $res = get('/oc/leaseban/x', $u);
+    is $res->code, 429, 'after the window: still refused';
+    is status_of($res), 'banned', '... by the ban a lease would have skipped';
+    is get('/oc/leaseban/x', $v)->code, 200, 'another client: served';
+};
+
 for my $be (['redis', undef], ['local', $LV]) {
     my ($name, $vh) = @$be;
     subtest "$name: a ban outlasts the window, spares others, then lifts" => sub {

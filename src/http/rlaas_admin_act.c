@@ -385,6 +385,22 @@ static const char *ban_pattern(apr_pool_t *p, const char *prefix)
     return out;
 }
 
+/* SCAN answers [cursor, [key...]], all strings; anything else (a proxy
+ * in between, a future Redis) is refused, never dereferenced. */
+static int scan_reply_ok(const redisReply *rep)
+{
+    size_t i;
+
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+        rep->element[0]->type != REDIS_REPLY_STRING ||
+        rep->element[1]->type != REDIS_REPLY_ARRAY)
+        return 0;
+    for (i = 0; i < rep->element[1]->elements; i++)
+        if (rep->element[1]->element[i]->type != REDIS_REPLY_STRING)
+            return 0;
+    return 1;
+}
+
 const char *rlaas_admin_bans(request_rec *r, apr_array_header_t *out)
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
@@ -396,7 +412,8 @@ const char *rlaas_admin_bans(request_rec *r, apr_array_header_t *out)
     int round, i, status;
 
     if (rlaas_server_local(sc))
-        return NULL; /* bans live in Redis */
+        return "the local engine keeps its bans in shared memory, not "
+               "listed here; unban works";
     if ((a = redis_open(r, &why, &status)) == NULL)
         return why;
     for (round = 0; round < SCAN_ROUNDS && found->nelts < BANS_MAX; round++) {
@@ -412,7 +429,7 @@ const char *rlaas_admin_bans(request_rec *r, apr_array_header_t *out)
         cmds[0] = cmd;
         if ((why = run(r, a, 1, cmds, &rep)) != NULL)
             return why;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
+        if (!scan_reply_ok(rep)) {
             freeReplyObject(rep);
             return "Redis: unexpected reply to SCAN";
         }

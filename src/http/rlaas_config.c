@@ -851,6 +851,7 @@ void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
     d->cost = -1;
     d->zone_metric = -1;
     d->lease = -1;
+    d->console = -1;
     rlaas_outcome_dir_init(d);
     return d;
 }
@@ -923,6 +924,7 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->dry_run = PICK(dry_run, -1);
     d->circuit_fail_open = PICK(circuit_fail_open, -1);
     d->lease = PICK(lease, -1);
+    d->console = PICK(console, -1);
     rlaas_outcome_dir_merge(d, base, add);
     return d;
 }
@@ -1307,8 +1309,7 @@ const command_rec rlaas_cmds[] = {
                  "Off exempts this section from limiting"),
     AP_INIT_TAKE1(RLAAS_D_HEADERS, set_headers, NULL, DIR_SCOPE,
                   "Rate-limit header fields: draft, legacy, both or off"),
-    AP_INIT_TAKE1(RLAAS_D_COUNT_IF, rlaas_outcome_set_count_if, NULL,
-                  DIR_SCOPE,
+    AP_INIT_TAKE1(RLAAS_D_COUNT_IF, rlaas_outcome_set_count_if, NULL, DIR_SCOPE,
                   "EXPR or off: requests are checked before they are served "
                   "and consume only if EXPR holds for the response"),
     AP_INIT_TAKE_ARGV(RLAAS_D_BAN, rlaas_outcome_set_ban, NULL, DIR_SCOPE,
@@ -1319,6 +1320,13 @@ const command_rec rlaas_cmds[] = {
     AP_INIT_TAKE1(RLAAS_D_LEASE, set_lease, NULL, DIR_SCOPE,
                   "On: spend a busy identity's quota in portions taken "
                   "from Redis (not with the sliding log)"),
+    /* the server's own configuration only: no .htaccess (override) may
+     * turn a tenant's SetHandler into the operator's console */
+    AP_INIT_FLAG(RLAAS_D_CONSOLE, ap_set_flag_slot,
+                 (void *)APR_OFFSETOF(rlaas_dir_conf_t, console),
+                 RSRC_CONF | ACCESS_CONF,
+                 "On: SetHandler rlaas-admin serves the operator's console "
+                 "here"),
     AP_INIT_FLAG(RLAAS_D_CIRCUIT_FAIL_OPEN, set_circuit_fail_open, NULL,
                  DIR_SCOPE,
                  "On: allow requests while the circuit breaker is open, "
@@ -1377,6 +1385,11 @@ int rlaas_dir_fail_local(const rlaas_dir_conf_t *d)
 int rlaas_dir_lease(const rlaas_dir_conf_t *d)
 {
     return d != NULL && d->lease == 1;
+}
+
+int rlaas_dir_console(const rlaas_dir_conf_t *d)
+{
+    return d != NULL && d->console == 1;
 }
 
 rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d)

@@ -8,6 +8,7 @@
 #include "rlaas_clock.h"
 #include "rlaas_grant.h"
 #include "rlaas_local.h"
+#include "rlaas_outcome.h"
 #include "rlaas_redis.h"
 
 APLOG_USE_MODULE(rlaas);
@@ -20,6 +21,7 @@ typedef enum {
     WHY_LOG,
     WHY_VARIES,
     WHY_DRY_RUN,
+    WHY_BAN,
     WHY_COUNT
 } why_e;
 
@@ -29,7 +31,8 @@ static const char *const whys[WHY_COUNT] = {
     "Redis Cluster (RLaaSRedisCluster)",
     "the sliding log (sliding-window-algo) keeps no count to share out",
     "the limit is read per request (RLaaSLimit expr=)",
-    "a dry run (RLaaSDryRun on)"};
+    "a dry run (RLaaSDryRun on)",
+    "bans (RLaaSBan): a ban is read and started with every decision"};
 
 static volatile apr_uint32_t told[WHY_COUNT];
 
@@ -61,6 +64,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     rlaas_local_t *table = rlaas_backend_table();
     rlaas_verdict_t v[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+    rlaas_ban_conf_t ban;
     rlaas_grant_ask_t a;
     rlaas_grant_e what;
     rlaas_call_t call;
@@ -78,6 +82,8 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
         return not_here(r, it, WHY_DRY_RUN);
     if (it->call.mode != 0)
         return not_here(r, it, WHY_VARIES);
+    if (rlaas_outcome_ban(d, &ban))
+        return not_here(r, it, WHY_BAN);
     if (table == NULL || sc->target->redis == NULL)
         return RLAAS_LEASE_NO;
     a.strategy = it->call.strategy;

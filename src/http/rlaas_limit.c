@@ -62,6 +62,7 @@ typedef struct {
      * none), and its verdict: remaining 1 refused by a ban, 2 banned now */
     const char *ban_key;
     size_t ban_key_len;
+    int ban_own; /* the section's own limit, 1-based: its denial bans */
     rlaas_ban_conf_t ban;
     rlaas_verdict_t ban_v;
 } decision_t;
@@ -428,10 +429,14 @@ static void ban_prepare(decision_t *dc)
     dc->ban_key = NULL;
     if (!rlaas_outcome_ban(dc->d, &dc->ban) || dc->n >= RLAAS_POLICIES_MAX)
         return;
-    for (i = 0; i < dc->n; i++)
-        own |= dc->it[i].p == NULL && !dc->it[i].dry_run;
+    for (i = 0; i < dc->n && !own; i++)
+        if (dc->it[i].p == NULL && !dc->it[i].dry_run)
+            own = i + 1;
     if (!own)
         return;
+    /* only the section's own limit bans: a policy keyed otherwise (an
+     * enforced floor per API key, say) denying must not ban this identity */
+    dc->ban_own = own;
     spec.prefix = rlaas_server_prefix(sc);
     spec.zone = dc->d->zone;
     spec.ns = dc->d->ns;
@@ -558,6 +563,7 @@ static rlaas_lerr_e decide_local(decision_t *dc, int divisor)
         c->limit = dc->ban.length_ms;
         c->window_ms = dc->ban.max_ms;
         c->cost = dc->ban.factor;
+        c->mode = dc->ban_own;
     }
     e = rlaas_backend_eval(dc->r, calls, dc->n + (dc->ban_key != NULL), v);
     if (e != RLAAS_LERR_NONE)
@@ -645,6 +651,7 @@ static rlaas_rerr_e run(decision_t *dc, char *detail)
         c->limit = num(dc->r->pool, dc->ban.length_ms);
         c->window = num(dc->r->pool, dc->ban.max_ms);
         c->cost = num(dc->r->pool, dc->ban.factor);
+        c->mode = dc->ban_own;
     }
     e = rlaas_redis_eval(sc->target->redis, calls, n, v, detail);
     for (i = 0; e == RLAAS_RERR_NONE && i < dc->n; i++)
@@ -896,6 +903,7 @@ static int checkpoint(request_rec *r, phase_e phase)
         return DECLINED;
     dc.r = r;
     dc.ban_key = NULL;
+    memset(&dc.ban_v, 0, sizeof(dc.ban_v));
     dc.u = rlaas_unit_find(r);
     if (dc.u != NULL) {
         /* the access checker decided everything for this very record */

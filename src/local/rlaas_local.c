@@ -60,13 +60,15 @@ static int prepare(const rlaas_local_call_t *call, int64_t now_ms,
 
         memset(&p->ac, 0, sizeof(p->ac));
         p->ac.strategy = RLAAS_LOCAL_BAN;
-        if (!rlaas_ban_conf_ok(&b) || call->key_len < 4 ||
+        if (!rlaas_ban_conf_ok(&b) || call->mode < 0 ||
+            call->mode > RLAAS_LOCAL_CALLS_MAX || call->key_len < 4 ||
             memcmp(call->key + call->key_len - 4, ":ban", 4) != 0 ||
             call->key_len > RLAAS_TABLE_KEY_MAX)
             return 0;
         p->ac.limit = call->limit;
         p->ac.window_ms = call->window_ms;
         p->ac.cost = call->cost;
+        p->ac.mode = call->mode; /* the policy it follows, 1-based; 0 any */
         p->ac.now_ms = now_ms;
         memcpy(p->key, call->key, call->key_len);
         p->key[call->key_len] = '\0';
@@ -213,7 +215,8 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
             return RLAAS_LERR_CALL;
         if (p[i].ac.strategy == RLAAS_LOCAL_BAN) {
             /* one ban, beside a policy */
-            if (ban >= 0 || n < 2)
+            if (ban >= 0 || n < 2 || p[i].ac.mode > n ||
+                p[i].ac.mode == i + 1)
                 return RLAAS_LERR_CALL;
             ban = i;
         }
@@ -264,7 +267,7 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
     if (ban >= 0 && e == RLAAS_LERR_NONE) {
         v[ban].allowed = 1;
         v[ban].remaining = v[ban].reset_ms = v[ban].retry_ms = 0;
-        if (!go) {
+        if (!go && (p[ban].ac.mode == 0 || !v[p[ban].ac.mode - 1].allowed)) {
             b.start = 1;
             e = ban_held(&hd, ban, &p[ban], &b, rep,
                          recs != NULL ? &recs[ban] : NULL);

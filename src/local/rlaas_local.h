@@ -45,8 +45,9 @@ typedef struct {
  * limit = its length D ms, window_ms = the longest M ms, cost = the
  * factor F. At most one per call, beside at least one policy. While the
  * ban holds, no policy is decided: each gets {0, 0, left, left}, the ban
- * {0, 1, left, left}; else a denial by a policy that is not a dry run (nor
- * forced) starts a ban: {0, 2, length, length}; no ban: {1, 0, 0, 0}. */
+ * {0, 1, left, left}; else a denial by the policy at place mode (1-based;
+ * mode 0: by any policy that is not a dry run, nor forced) starts a ban:
+ * {0, 2, length, length}; no ban: {1, 0, 0, 0}. */
 #define RLAAS_LOCAL_BAN RLAAS_STRATEGY_COUNT
 
 /* Calls (policies and a ban) one call decides at most, as lua/multi.lua. */

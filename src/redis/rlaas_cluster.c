@@ -340,6 +340,25 @@ static rlaas_rerr_e one_slot(rlaas_cluster_t *cl, const rlaas_call_t *call,
     return job.e;
 }
 
+/* A ban names the policy it follows by its place among all the calls
+ * (1-based); within a slot's group that place is the group's own. The
+ * ban's key carries that policy's identity as its hash tag, so the two
+ * are always in one group. */
+static void ban_place(rlaas_call_t *grp, const int *at, int k)
+{
+    int b, j, own;
+
+    for (b = 0; b < k; b++) {
+        if (grp[b].strategy != (rlaas_strategy_e)RLAAS_CALL_BAN ||
+            grp[b].mode == 0)
+            continue;
+        for (own = 0, j = 0; j < k && own == 0; j++)
+            if (at[j] == grp[b].mode - 1)
+                own = j + 1;
+        grp[b].mode = own;
+    }
+}
+
 rlaas_rerr_e rlaas_cluster_eval(rlaas_cluster_t *cl, const rlaas_call_t *calls,
                                 int n, rlaas_verdict_t *v, char *detail)
 {
@@ -365,6 +384,7 @@ rlaas_rerr_e rlaas_cluster_eval(rlaas_cluster_t *cl, const rlaas_call_t *calls,
             at[k] = j;
             grp[k++] = calls[j];
         }
+        ban_place(grp, at, k);
         if ((e = one_slot(cl, grp, k, gv, detail)) != RLAAS_RERR_NONE)
             return e;
         for (j = 0; j < k; j++)

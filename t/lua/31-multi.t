@@ -180,5 +180,25 @@ subtest 'a ban (strategy 6): refuses while it holds, nothing decided; escalates'
     ok RLaaS::Redis::is_error($e), 'a ban alone: an error reply';
 };
 
+subtest 'a ban follows the policy at its place: another one denying bans nobody' => sub {
+    my ($P, $Q) = (K(), K());
+    # policy 1 (the section's own, 5 a minute), policy 2 (1 a minute)
+    my @p = (['fixed', $P, 5, 60000], ['fixed', $Q, 1, 60000]);
+    my $v = $h->run_multi(T0 + 1, @p, ['ban', "$P-b", 5000, 5000, 1, 1]);
+    is_deeply [@$v[8 .. 11]], [1, 0, 0, 0], 'both allow: no ban';
+    $v = $h->run_multi(T0 + 2, @p, ['ban', "$P-b", 5000, 5000, 1, 1]);
+    is $v->[4], 0, 'policy 2 denies';
+    is $v->[0], 1, 'policy 1 would allow';
+    is_deeply [@$v[8 .. 11]], [1, 0, 0, 0], 'the ban follows policy 1: not started';
+    is $h->pttl("$P-b:ban"), -2, '... no ban record';
+    $v = $h->run_multi(T0 + 3, @p, ['ban', "$P-b", 5000, 5000, 1, 2]);
+    is_deeply [@$v[8 .. 11]], [0, 2, 5000, 5000], 'following policy 2: its denial bans';
+    for my $bad ([3, 'its own place'], [4, 'a place past the calls'], [-1, 'a negative place']) {
+        my $e = $r->cmd('EVALSHA', $h->{fake}{multi}, 2, "$Q:", "$Q-b:ban",
+            0, 1, 60000, 1, 0, 6, 3000, 3000, 1, $bad->[0]);
+        ok RLaaS::Redis::is_error($e), "a ban following $bad->[1]: an error reply";
+    }
+};
+
 is_deeply [$h->no_ttl], [], 'every key written had a TTL';
 done_testing;
