@@ -1,6 +1,9 @@
 #include "rlaas_tally.h"
 
+#include <errno.h>
 #include <sched.h>
+#include <signal.h>
+#include <unistd.h>
 #include <string.h>
 
 #define MAGIC 0x726c7431u /* "rlt1" */
@@ -29,7 +32,7 @@ typedef struct {
 struct rlaas_tally_t {
     uint32_t magic;
     int32_t rows;
-    uint32_t lock; /* the top list's: 0 free, 1 held */
+    uint32_t lock; /* the top list's: 0 free, else the holder's pid */
     uint32_t pad;
     slot_t top[RLAAS_TALLY_TOP];
     row_t row[];
@@ -180,14 +183,17 @@ static int try_lock(rlaas_tally_t *t)
 {
     uint32_t free_ = 0;
 
-    return __atomic_compare_exchange_n(&t->lock, &free_, 1, 0, __ATOMIC_ACQUIRE,
-                                       __ATOMIC_RELAXED);
+    return __atomic_compare_exchange_n(&t->lock, &free_, (uint32_t)getpid(),
+                                       0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
 /* For readers and the operator's actions, never the request path: a
- * holder keeps the lock for a few hundred instructions. */
+ * holder keeps the lock for a few hundred instructions. A holder that
+ * died holding it (a child killed) would leave the list frozen for good:
+ * the reader takes the lock over from a process that no longer exists. */
 static int lock_wait(rlaas_tally_t *t)
 {
+    uint32_t holder;
     int i;
 
     for (i = 0; i < 10000; i++) {
@@ -195,7 +201,15 @@ static int lock_wait(rlaas_tally_t *t)
             return 1;
         sched_yield();
     }
-    return 0;
+    holder = __atomic_load_n(&t->lock, __ATOMIC_ACQUIRE);
+    return holder != 0 && kill((pid_t)holder, 0) == -1 && errno == ESRCH &&
+           __atomic_compare_exchange_n(&t->lock, &holder, (uint32_t)getpid(),
+                                       0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+void rlaas_tally_set_holder(rlaas_tally_t *t, uint32_t pid)
+{
+    __atomic_store_n(&t->lock, pid, __ATOMIC_RELEASE);
 }
 
 static void unlock(rlaas_tally_t *t)

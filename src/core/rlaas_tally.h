@@ -81,4 +81,7 @@ int rlaas_tally_top(const rlaas_tally_t *t, int64_t now_s, int64_t max_age_s,
 int rlaas_tally_top_forget(rlaas_tally_t *t, int row, const char *id,
                            size_t len);
 
+/* For tests: as if process pid held the top list's lock. */
+void rlaas_tally_set_holder(rlaas_tally_t *t, uint32_t pid);
+
 #endif

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -185,6 +187,33 @@ static void top_stale_and_forget(void **state)
     free(mem);
 }
 
+/* A child killed while it held the top list's lock: the next reader
+ * takes the lock over, so the list is not frozen until a full restart;
+ * a live holder's lock is never taken. */
+static void lock_of_a_dead_holder(void **state)
+{
+    void *mem;
+    rlaas_tally_t *t = fresh(&mem);
+    rlaas_tally_top_t top[RLAAS_TALLY_TOP];
+    pid_t dead = fork();
+
+    (void)state;
+    assert_true(dead >= 0);
+    if (dead == 0)
+        _exit(0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    rlaas_tally_top_add(t, 0, "before", 6, T0);
+    rlaas_tally_set_holder(t, (uint32_t)getppid()); /* alive */
+    assert_int_equal(rlaas_tally_top(t, T0, 60, top, RLAAS_TALLY_TOP), 0);
+    rlaas_tally_set_holder(t, (uint32_t)dead);
+    rlaas_tally_top_add(t, 0, "while", 5, T0); /* a request never waits */
+    assert_int_equal(rlaas_tally_top(t, T0, 60, top, RLAAS_TALLY_TOP), 1);
+    assert_string_equal(top[0].id, "before");
+    rlaas_tally_top_add(t, 0, "after", 5, T0); /* released by the reader */
+    assert_int_equal(rlaas_tally_top(t, T0, 60, top, RLAAS_TALLY_TOP), 2);
+    free(mem);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +222,7 @@ int main(void)
         cmocka_unit_test(rename_clears_restart_keeps),
         cmocka_unit_test(top_keeps_heavy_hitters),
         cmocka_unit_test(top_stale_and_forget),
+        cmocka_unit_test(lock_of_a_dead_holder),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
