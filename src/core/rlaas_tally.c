@@ -183,8 +183,8 @@ static int try_lock(rlaas_tally_t *t)
 {
     uint32_t free_ = 0;
 
-    return __atomic_compare_exchange_n(&t->lock, &free_, (uint32_t)getpid(),
-                                       0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+    return __atomic_compare_exchange_n(&t->lock, &free_, (uint32_t)getpid(), 0,
+                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
 /* For readers and the operator's actions, never the request path: a
@@ -203,8 +203,8 @@ static int lock_wait(rlaas_tally_t *t)
     }
     holder = __atomic_load_n(&t->lock, __ATOMIC_ACQUIRE);
     return holder != 0 && kill((pid_t)holder, 0) == -1 && errno == ESRCH &&
-           __atomic_compare_exchange_n(&t->lock, &holder, (uint32_t)getpid(),
-                                       0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+           __atomic_compare_exchange_n(&t->lock, &holder, (uint32_t)getpid(), 0,
+                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
 void rlaas_tally_set_holder(rlaas_tally_t *t, uint32_t pid)

@@ -22,7 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RLAAS_TALLY_SECONDS 64  /* per-second buckets kept (a minute + slack)  \
+#define RLAAS_TALLY_SECONDS                                                    \
+    64                          /* per-second buckets kept (a minute + slack)  \
                                  */
 #define RLAAS_TALLY_MINUTES  16 /* per-minute buckets, for the chart */
 #define RLAAS_TALLY_TOP      32 /* slots of the most-denied list */

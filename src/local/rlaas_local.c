@@ -215,8 +215,7 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
             return RLAAS_LERR_CALL;
         if (p[i].ac.strategy == RLAAS_LOCAL_BAN) {
             /* one ban, beside a policy */
-            if (ban >= 0 || n < 2 || p[i].ac.mode > n ||
-                p[i].ac.mode == i + 1)
+            if (ban >= 0 || n < 2 || p[i].ac.mode > n || p[i].ac.mode == i + 1)
                 return RLAAS_LERR_CALL;
             ban = i;
         }
