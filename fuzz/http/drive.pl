@@ -196,6 +196,20 @@ my @gen_main = (
         ['main', req('GET', '/rl/k/header',
                      map { "X-Many-$_: " . safe_str(10) } 1 .. 120)] }],
     [1, sub { ['main', req('GET', '/nothing/here')] }],
+    # counting by outcome, bans, leases: hostile identities too
+    [6, sub { ['main', req('GET', '/rl/o/' . pick('countif', 'ban', 'lease'),
+                           'X-User: ' . (rand() < 0.8 ? 'o' . int rand 4 : hostile(200)),
+                           rand() < 0.3 ? ('X-Free: 1') : ())] }],
+    # the console: the page, its JSON, and actions with hostile ids
+    [2, sub {
+        return ['main', req('GET', '/ck-console', pick('Accept: application/json', 'Accept: text/html'))]
+            if rand() < 0.5;
+        my $body = 'action=' . pick('reset', 'unban', 'credit', qenc(hostile(20)))
+            . '&zone=' . pick('', 'x', qenc(hostile(30))) . '&id=' . qenc(rand() < 0.5 ? 'o1' : hostile(100))
+            . '&n=' . pick('1', '-1', '99999999999', qenc(hostile(10)));
+        ['main', req('POST', '/ck-console', 'Origin: http://localhost',
+                     'Content-Type: application/x-www-form-urlencoded',
+                     'Content-Length: ' . length $body), $body] }],
 );
 
 my @gen_faults = (
