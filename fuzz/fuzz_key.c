@@ -69,6 +69,7 @@ static int model_suffix_like(const uint8_t *v, size_t len)
 
     if ((len == 2 && (memcmp(v, "tb", 2) == 0 || memcmp(v, "sw", 2) == 0 ||
                       memcmp(v, "lb", 2) == 0)) ||
+        (len == 3 && memcmp(v, "ban", 3) == 0) ||
         (len == 4 && memcmp(v, "gcra", 4) == 0))
         return 1;
     for (i = 0; i < len; i++)

@@ -65,6 +65,7 @@ static void check_call(const char *sha, const char *key, size_t klen,
 #define WORD(s, l) (argv[argc] = (s), lens[argc++] = (l))
 #define NUM(x)                                                                 \
     (snprintf(num[k], 24, "%d", (int)(x)), WORD(num[k], strlen(num[k])), k++)
+    memset(c, 0, sizeof(c));
     WORD("EVALSHA", 7);
     WORD(sha, 40);
     NUM(np);
@@ -79,8 +80,20 @@ static void check_call(const char *sha, const char *key, size_t klen,
         keys += c[i].key_len;
         WORD(key, c[i].key_len);
     }
+    /* a lease (one policy): every word, then how much it wants */
+    if (np == 1 && (bits >> 41) & 1)
+        c[0].lease_want = 1 + (int64_t)((bits >> 42) % 1000);
     for (i = 0; i < np; i++) {
         const char *cost = c[i].cost ? c[i].cost : "1";
+        if (c[i].lease_want > 0) {
+            NUM(c[i].strategy);
+            WORD(limit, strlen(limit));
+            WORD(window, strlen(window));
+            WORD(cost, strlen(cost));
+            NUM(mode);
+            NUM(c[i].lease_want);
+            continue;
+        }
         if (np > 1)
             NUM(c[i].strategy);
         WORD(limit, strlen(limit));
