@@ -113,6 +113,20 @@ subtest 'a policy with countif=: only its 404s count' => sub {
 };
 
 # ---------------------------------------------------------------- bans
+subtest 'a tenant\'s RLaaSCountIf never exempts the host\'s enforced policy' => sub {
+    my $u = uid('oc-tenant');
+    my @o = (h => { 'X-User' => $u });
+    # the .htaccess counts nothing (its condition is never true): alone,
+    # its own limit of 100 never bites...
+    is join(' ', map { hit('/htaccess/countif/ok.txt', @o) } 1 .. 4), '200 200 200 200',
+        'main server: the tenant\'s own limit counts nothing';
+    is status_of(req('/htaccess/countif/ok.txt', @o)), 'allowed', '... yet the .htaccess limit decides (it is read)';
+    # ... but the host's enforced floor still counts every request
+    my $v = uid('oc-tenant-floor');
+    is join(' ', map { hit('/htaccess/countif/ok.txt', h => { 'X-User' => $v }, vhost => 'rlaas_oc_floor') } 1 .. 3),
+        '200 200 429', 'a host enforcing 2 a minute: the third is refused whatever the .htaccess counts';
+};
+
 subtest 'only the section\'s own limit bans: another policy denying does not' => sub {
     my ($u, $k1, $k2) = (uid('oc-bp'), uid('oc-bp-k1'), uid('oc-bp-k2'));
     my @r = map { req('/oc/banpol/x', h => { 'X-User' => $u, 'X-Key' => $k1 }) } 1 .. 2;
