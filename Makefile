@@ -1,6 +1,7 @@
 # mod_rlaas — build, test, demo.
 #   make          build the module (.libs/mod_rlaas.so) with apxs
 #   make test     unit tests and the Apache::Test suite (drops root itself)
+#   make check    the fast loop: build, unit, Lua, the suite on event only
 #   make demo     a private redis-server and httpd showing limiting live
 #   make install  install the module with apxs and the test kit for
 #                 Apache::Test suites (perl/lib) into Perl's library
@@ -74,7 +75,7 @@ APR_CFLAGS := $(shell apr-1-config --cppflags --includes 2>/dev/null) \
 APR_LIBS := $(shell apu-1-config --link-ld 2>/dev/null) \
             $(shell apr-1-config --link-ld 2>/dev/null)
 
-.PHONY: all test unit demo install install-module install-perl clean format lua
+.PHONY: all test check unit demo install install-module install-perl clean format lua
 
 all: $(MODULE)
 
@@ -136,6 +137,12 @@ unit: $(UNIT_TESTS) $(LOCAL_CLI)
 
 test:
 	sh tools/test.sh
+
+# The fast inner loop: build, unit and Lua tests, the Apache::Test suite on
+# the event MPM only (TEST_FILES="t/a.t t/b.t" narrows it further).
+check:
+	RLAAS_TEST_STAGES="build unit lua apache" RLAAS_TEST_MPMS=event \
+	    sh tools/test.sh
 
 demo:
 	sh tools/demo.sh
