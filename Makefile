@@ -3,9 +3,12 @@
 #   make test     unit tests and the Apache::Test suite (drops root itself)
 #   make check    the fast loop: build, unit, Lua, the suite on event only
 #   make demo     a private redis-server and httpd showing limiting live
-#   make install  install the module with apxs and the test kit for
-#                 Apache::Test suites (perl/lib) into Perl's library
-#                 (as root; DESTDIR=/staging/root installs under it)
+#   make install  install the module with apxs, rlaas.load and rlaas.conf
+#                 for a2enmod (where /etc/apache2/mods-available exists),
+#                 and the test kit for Apache::Test suites (perl/lib) into
+#                 Perl's library (as root; DESTDIR=/staging/root installs
+#                 under it); make uninstall removes them
+#   make deb      the Debian package libapache2-mod-rlaas (build/deb/)
 
 APXS ?= apxs
 CC ?= gcc
@@ -75,35 +78,47 @@ APR_CFLAGS := $(shell apr-1-config --cppflags --includes 2>/dev/null) \
 APR_LIBS := $(shell apu-1-config --link-ld 2>/dev/null) \
             $(shell apr-1-config --link-ld 2>/dev/null)
 
-.PHONY: all test check unit demo install install-module install-perl clean format lua
+.PHONY: all test check unit demo install install-module install-conf install-perl \
+        uninstall deb deb-check clean format lua
 
 all: $(MODULE)
 
 build/lua/%.lua: $(LUA_PRELUDE) lua/%.lua
 	@mkdir -p build/lua
-	{ cat $(LUA_PRELUDE) lua/$*.lua; echo 'return one(rlaas_$*)'; } >$@.tmp && \
+	@{ cat $(LUA_PRELUDE) lua/$*.lua; echo 'return one(rlaas_$*)'; } >$@.tmp && \
 	    mv $@.tmp $@
 
 build/lua/multi.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/multi.lua
 	@mkdir -p build/lua
-	cat $(LUA_PRELUDE) $(LUA_BODIES) lua/multi.lua >$@.tmp && mv $@.tmp $@
+	@cat $(LUA_PRELUDE) $(LUA_BODIES) lua/multi.lua >$@.tmp && mv $@.tmp $@
 
 # RLaaSLease: the prelude, the bodies and lua/lease.lua (a portion of one
 # policy's quota taken at once).
 build/lua/lease.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/lease.lua
 	@mkdir -p build/lua
-	cat $(LUA_PRELUDE) $(LUA_BODIES) lua/lease.lua >$@.tmp && mv $@.tmp $@
+	@cat $(LUA_PRELUDE) $(LUA_BODIES) lua/lease.lua >$@.tmp && mv $@.tmp $@
 
 lua: $(LUA) $(GEN_SRC)
 
 $(GEN_SRC): $(LUA) tools/embed-lua.sh
-	sh tools/embed-lua.sh $@ $(LUA)
+	@sh tools/embed-lua.sh $@ $(LUA)
+
+# Quiet unless V=1: apxs' libtool lines go to build/apxs.log, shown whole
+# if the build fails.
+V ?= 0
+ifeq ($(V),1)
+APXS_QUIET =
+else
+APXS_QUIET = >build/apxs.log 2>&1 || { cat build/apxs.log; exit 1; }
+endif
 
 $(MODULE): $(SRC) $(HDR)
-	$(APXS) -c -o mod_rlaas.la $(INC) \
+	@mkdir -p build
+	@echo "  CC+LD   mod_rlaas.so (apxs; V=1 shows the commands)"
+	@$(APXS) -c -o mod_rlaas.la $(INC) \
 	    $(foreach f,$(WARN) $(EXTRA_CFLAGS),-Wc,$(f)) \
 	    $(foreach f,$(EXTRA_LDFLAGS),-Wl,$(f)) \
-	    $(SRC) -lhiredis -lssl -lcrypto
+	    $(SRC) -lhiredis -lssl -lcrypto $(APXS_QUIET)
 
 # ---- unit tests (cmocka), no httpd needed ----
 UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c)) \
@@ -159,7 +174,7 @@ PERL_LIBDIR = $(shell $(PERL) -MConfig -e 'print $$Config{install$(PERL_INSTALLD
 KIT_PM = perl/lib/Apache/TestRLaaS.pm perl/lib/Apache/TestRunRLaaS.pm
 KIT_SUB_PM = $(wildcard perl/lib/Apache/TestRLaaS/*.pm)
 
-install: install-module install-perl
+install: install-module install-conf install-perl
 
 install-module: $(MODULE)
 ifeq ($(DESTDIR),)
@@ -169,11 +184,59 @@ else
 	$(APXS) -i -S LIBEXECDIR=$(DESTDIR)$(LIBEXECDIR) -n rlaas mod_rlaas.la
 endif
 
+# Debian's layout (a2enmod rlaas): rlaas.load, pointing at where the module
+# went, and rlaas.conf, the server-wide settings commented out; an existing
+# rlaas.conf is the operator's and is kept.
+APACHE_CONFDIR ?= /etc/apache2
+MODS_AVAILABLE = $(DESTDIR)$(APACHE_CONFDIR)/mods-available
+install-conf:
+	@if [ -d $(APACHE_CONFDIR)/mods-available ] || [ -n "$(DESTDIR)" ]; then \
+	    install -d $(MODS_AVAILABLE) && \
+	    sed 's|/usr/lib/apache2/modules|$(LIBEXECDIR)|' conf/rlaas.load \
+	        >$(MODS_AVAILABLE)/rlaas.load && \
+	    chmod 644 $(MODS_AVAILABLE)/rlaas.load && \
+	    if [ -e $(MODS_AVAILABLE)/rlaas.conf ]; then \
+	        echo "kept $(MODS_AVAILABLE)/rlaas.conf"; \
+	    else install -m 644 conf/rlaas.conf $(MODS_AVAILABLE)/rlaas.conf; fi && \
+	    echo "installed rlaas.load and rlaas.conf in $(MODS_AVAILABLE):" \
+	         "enable the module with a2enmod rlaas"; \
+	else \
+	    echo "no $(APACHE_CONFDIR)/mods-available: add to httpd.conf:"; \
+	    echo "  LoadModule rlaas_module $(LIBEXECDIR)/mod_rlaas.so"; \
+	fi
+
 install-perl:
 	@test -n "$(PERL_LIBDIR)" || { echo "no Perl library directory (PERL_LIBDIR)"; exit 1; }
 	install -d $(DESTDIR)$(PERL_LIBDIR)/Apache/TestRLaaS
 	install -m 644 $(KIT_PM) $(DESTDIR)$(PERL_LIBDIR)/Apache/
 	install -m 644 $(KIT_SUB_PM) $(DESTDIR)$(PERL_LIBDIR)/Apache/TestRLaaS/
+
+# Everything install put in place: the module (disabled first where
+# a2dismod knows it), rlaas.load, rlaas.conf (even if changed: it is saved
+# as rlaas.conf.saved) and the test kit.
+uninstall:
+	@if [ -z "$(DESTDIR)" ] && [ -e $(APACHE_CONFDIR)/mods-enabled/rlaas.load ] && \
+	    command -v a2dismod >/dev/null 2>&1; then a2dismod -q rlaas; fi
+	@if [ -e $(MODS_AVAILABLE)/rlaas.conf ] && \
+	    ! cmp -s conf/rlaas.conf $(MODS_AVAILABLE)/rlaas.conf; then \
+	    mv $(MODS_AVAILABLE)/rlaas.conf $(MODS_AVAILABLE)/rlaas.conf.saved; \
+	    echo "your rlaas.conf is kept as $(MODS_AVAILABLE)/rlaas.conf.saved"; \
+	fi
+	rm -f $(DESTDIR)$(LIBEXECDIR)/mod_rlaas.so $(MODS_AVAILABLE)/rlaas.load \
+	    $(MODS_AVAILABLE)/rlaas.conf
+	rm -f $(foreach f,$(KIT_PM),$(DESTDIR)$(PERL_LIBDIR)/Apache/$(notdir $(f))) \
+	    $(foreach f,$(KIT_SUB_PM),$(DESTDIR)$(PERL_LIBDIR)/Apache/TestRLaaS/$(notdir $(f)))
+	-rmdir $(DESTDIR)$(PERL_LIBDIR)/Apache/TestRLaaS 2>/dev/null
+
+# The Debian package libapache2-mod-rlaas (debian/), built from a copy of
+# the tree so that nothing lands beside the checkout: build/deb/*.deb.
+deb:
+	sh tools/deb.sh build
+
+# The package as a user meets it (as root; CI runs it): install, a2enmod,
+# apachectl -t, a limit served, purge, nothing left behind.
+deb-check:
+	sh tools/deb.sh check
 
 format:
 	clang-format -i mod_rlaas.c $(filter-out $(GEN_SRC),$(SRC)) $(HDR) t/unit/*.c

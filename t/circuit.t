@@ -273,9 +273,9 @@ is(mdelta($g0, $g1, 'rlaas_circuit_opened_total'), $pids0, 'rlaas_circuit_opened
     }
     my $m1 = metrics();
     my $all_fo = grep { ($_->{status} // '') eq 'fail_open' } @r2;
-    is(mdelta($m0, $m1, qq{rlaas_decisions_total{strategy="sliding-window-algo",outcome="fail_open"}}), $all_fo,
+    is(mdelta($m0, $m1, qq{rlaas_decisions_total{strategy="sliding_log",outcome="fail_open"}}), $all_fo,
         "the $all_fo fail_open decisions are counted");
-    is(mdelta($m0, $m1, qq{rlaas_decisions_total{strategy="sliding-window-algo",outcome="error"}}),
+    is(mdelta($m0, $m1, qq{rlaas_decisions_total{strategy="sliding_log",outcome="error"}}),
         scalar(grep { $_->{code} == 500 } @r2), 'and the 500s as errors');
     my $log = log_since('rlaas_cbf_error_log', $m);
     like($log, qr/\[rlaas:alert\][^\n]*RLAAS0021[^\n]*RLaaSCircuitFailOpen/,

@@ -53,4 +53,32 @@ for my $file (@files) {
     unlike($out, qr/already loaded|\bwarn/i, "conf/$name: without warnings") or diag($out);
 }
 
+# What a2enmod enables (the package's and make install's rlaas.load and
+# rlaas.conf): the module loaded by rlaas.load, then rlaas.conf as it is and
+# with every commented default switched on, so that each is a valid line.
+{
+    my ($load, $conf) = map { slurp(catfile($confdir, $_)) } qw(rlaas.load rlaas.conf);
+    like($load, qr{^LoadModule rlaas_module /usr/lib/apache2/modules/mod_rlaas\.so$}m,
+         'rlaas.load loads the module from where the package puts it');
+    my $module = module_path();
+    $load =~ s{^(LoadModule\s+rlaas_module\s+)\S+}{$1$module}m;
+    (my $on = $conf) =~ s/^(\s*)#(RLaaS\w+ )/$1$2/mg;
+    my @defaults = $conf =~ /^\s*#(RLaaS\w+) /mg;
+    ok(@defaults >= 5, 'rlaas.conf shows the server-wide defaults: ' . join(' ', @defaults));
+    for my $c ([as_shipped => $conf], [defaults_on => $on]) {
+        my ($rc, $out) = httpd_config_test($load . $c->[1], load_module => 0);
+        is($rc, 0, "apache2 -t accepts rlaas.load + rlaas.conf ($c->[0])") or diag($out);
+    }
+}
+
+# docker/rlaas.conf, with the address compose gives it.
+{
+    local $ENV{RLAAS_REDIS} = 'redis:6379';
+    local $ENV{APACHE_LOG_DIR} = tempdir('rlaas-docker-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    my $mods = join '', map { "LoadModule ${_}_module $libexec/mod_$_.so\n" }
+        grep { -e "$libexec/mod_$_.so" } qw(log_config);
+    my ($rc, $out) = httpd_config_test($mods . slurp(catfile(repo_top(), 'docker', 'rlaas.conf')));
+    is($rc, 0, 'apache2 -t accepts docker/rlaas.conf') or diag($out);
+}
+
 done_testing();

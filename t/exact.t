@@ -16,7 +16,6 @@ plan skip_all => 'ab (apache2-utils) is not installed' unless $ab;
 my $hostport = do { require Apache::Test; my $c = Apache::Test::config(); "127.0.0.1:$c->{vars}{port}" };
 
 sub dec { qq{rlaas_decisions_total{strategy="$_[0]",outcome="$_[1]"}} }
-my %label = (sliding_log => 'sliding-window-algo');
 
 for my $st (qw(fixed sliding_log sliding token leaky gcra)) {
     # fixed counts in wall-clock hours: not across the top of an hour
@@ -44,7 +43,7 @@ for my $st (qw(fixed sliding_log sliding token leaky gcra)) {
     } else {
         note("$st: served by " . scalar(keys %pids) . ' process(es)');
     }
-    my $name = $label{$st} // $st;
+    my $name = $st;
     is(join(' ', map { mdelta($before, $after, dec($name, $_)) } qw(allowed denied error fail_open dry_run_denied)),
         '100 200 0 0 0', "$st: the metrics agree (allowed denied error fail_open dry_run_denied)");
 }

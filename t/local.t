@@ -14,7 +14,6 @@ use RLaaS::Test qw(:all);
 plan skip_all => 'mod_rlaas is not loaded' unless have_module();
 
 my @ST = qw(fixed sliding_log sliding token leaky gcra);
-my %label = (sliding_log => 'sliding-window-algo');
 my $LV = 'rlaas_local';
 
 sub dec { qq{rlaas_decisions_total{strategy="$_[0]",outcome="$_[1]"}} }
@@ -66,7 +65,7 @@ my $m1 = metrics();
 is(mdelta($m0, $m1, qq{rlaas_redis_errors_total{kind="connect"}}), 0,
     'the local engine never reached for Redis (no connect error counted)');
 for my $s (@ST) {
-    my $name = $label{$s} // $s;
+    my $name = $s;
     is(join(' ', map { mdelta($m0, $m1, dec($name, $_)) } qw(allowed denied error fail_open)),
         '6 2 0 0', "$s: metrics count both engines' decisions (allowed denied error fail_open)");
 }

@@ -15,7 +15,6 @@ plan skip_all => 'mod_rlaas is not loaded' unless have_module();
 require HTTP::Tiny;    # once here, not in each of the 300 clients
 
 sub dec { qq{rlaas_decisions_total{strategy="$_[0]",outcome="$_[1]"}} }
-my %label = (sliding_log => 'sliding-window-algo');
 
 for my $s (qw(fixed sliding_log sliding token leaky gcra)) {
     # fixed counts in wall-clock hours: not across the top of an hour
@@ -38,7 +37,7 @@ for my $s (qw(fixed sliding_log sliding token leaky gcra)) {
     } else {
         note("$s: served by " . scalar(keys %pids) . ' process(es)');
     }
-    my $name = $label{$s} // $s;
+    my $name = $s;
     is(join(' ', map { mdelta($m0, $m1, dec($name, $_)) } qw(allowed denied error fail_open)),
         '100 200 0 0', "$s: the metrics agree (allowed denied error fail_open)");
 }

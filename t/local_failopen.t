@@ -50,8 +50,8 @@ sub redis_decides {
     like($r[7]->header('Retry-After') // '', qr/^[1-9]\d*$/, 'a local denial carries Retry-After');
     like($r[7]->header('RateLimit') // '', qr/^"lo-fo";r=0;t=\d+$/, 'and the RateLimit fields');
     my $m1 = metrics();
-    is(mdelta($m0, $m1, dec('sliding-window-algo', 'local')), 5, 'metrics: outcome="local" 5');
-    is(mdelta($m0, $m1, dec('sliding-window-algo', 'local_denied')), 3, 'metrics: outcome="local_denied" 3');
+    is(mdelta($m0, $m1, dec('sliding_log', 'local')), 5, 'metrics: outcome="local" 5');
+    is(mdelta($m0, $m1, dec('sliding_log', 'local_denied')), 3, 'metrics: outcome="local_denied" 3');
     is(mdelta($m0, $m1, 'rate_limiter_fail_open_total'), 0, 'nothing allowed unlimited (fail_open 0)');
     cmp_ok(mdelta($m0, $m1, qq{rlaas_redis_errors_total{kind="connect"}})
          + mdelta($m0, $m1, qq{rlaas_redis_errors_total{kind="circuit_open"}}), '>=', 8,

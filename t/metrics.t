@@ -12,7 +12,7 @@ use RLaaS::Test qw(:all);
 
 plan skip_all => 'mod_rlaas is not loaded' unless have_module();
 
-my @STRATEGIES = qw(fixed sliding-window-algo sliding token leaky gcra);
+my @STRATEGIES = qw(fixed sliding_log sliding token leaky gcra);
 my @OUTCOMES = qw(allowed denied error fail_open dry_run_denied);
 my @KINDS = qw(pool connect auth select timeout io reply circuit_open);
 sub dec { qq{rlaas_decisions_total{strategy="$_[0]",outcome="$_[1]"}} }

@@ -188,7 +188,7 @@ for my $c (
     is(mdelta($m0, $m1, pdec('pol-big', 'allowed')), 3, 'pol-big: 3 allowed (charged)');
     is(mdelta($m0, $m1, pdec('pol-big', 'denied')), 0, 'pol-big: denied nothing');
     ok(exists $m1->{ pdec('other', 'allowed') }, 'an "other" row');
-    is(mdelta($m0, $m1, qq{rlaas_decisions_total{strategy="sliding-window-algo",outcome="denied"}}), 2,
+    is(mdelta($m0, $m1, qq{rlaas_decisions_total{strategy="sliding_log",outcome="denied"}}), 2,
         'rlaas_decisions_total counts requests, under the strategy of the policy shown');
 }
 

@@ -2,7 +2,11 @@
 # make demo: build the module, start a private redis-server and an httpd with
 # conf/demo.conf on localhost, show a burst turning from 200 to 429 on a
 # Redis-backed port and on one decided by the local engine (no Redis), then
-# keep serving until Ctrl-C. Both servers are stopped on exit.
+# keep serving until Ctrl-C. Both servers are stopped on exit; a Redis the
+# demo did not start is never touched.
+#
+# Ports: the first free ones from 8080, 8081 and 6390, or those given in
+# RLAAS_DEMO_PORT, RLAAS_DEMO_LOCAL_PORT and RLAAS_DEMO_REDIS_PORT.
 set -eu
 
 PKGS="apache2 apache2-dev libhiredis-dev libssl-dev redis-server curl make gcc"
@@ -30,19 +34,39 @@ fi
 echo "== building"
 make -s >/dev/null
 
-# First free TCP port from $1 upwards on 127.0.0.1.
+# First TCP port from $1 upwards that nothing listens on at 127.0.0.1:
+# found by binding it (any /bin/sh: dash has no /dev/tcp), so a busy port
+# is never taken for a free one.
 free_port() {
-    p=$1
-    while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do
-        p=$((p + 1))
-    done
-    echo "$p"
+    perl -MIO::Socket::INET -e '
+        for my $p ($ARGV[0] .. 65535) {
+            IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => $p,
+                                  Proto => "tcp", Listen => 1) or next;
+            print $p;
+            exit 0;
+        }
+        exit 1' "$1"
+}
+
+# port VAR DEFAULT: the port the user set in VAR (refused if busy), else
+# the first free one from DEFAULT.
+port() {
+    eval "want=\${$1:-}"
+    if [ -n "$want" ]; then
+        if [ "$(free_port "$want")" != "$want" ]; then
+            echo "$1=$want: that port is in use; choose another" >&2
+            exit 1
+        fi
+        echo "$want"
+    else
+        free_port "$2"
+    fi
 }
 
 RLAAS_DEMO_DIR=$(mktemp -d /tmp/rlaas-demo.XXXXXX)
-RLAAS_DEMO_PORT=$(free_port 8080)
-RLAAS_DEMO_LOCAL_PORT=$(free_port $((RLAAS_DEMO_PORT + 1)))
-RLAAS_DEMO_REDIS_PORT=$(free_port 6390)
+RLAAS_DEMO_PORT=$(port RLAAS_DEMO_PORT 8080)
+RLAAS_DEMO_LOCAL_PORT=$(port RLAAS_DEMO_LOCAL_PORT $((RLAAS_DEMO_PORT + 1)))
+RLAAS_DEMO_REDIS_PORT=$(port RLAAS_DEMO_REDIS_PORT 6390)
 RLAAS_MODDIR=$(apxs -q LIBEXECDIR)
 RLAAS_MODULE="$top/.libs/mod_rlaas.so"
 export RLAAS_DEMO_DIR RLAAS_DEMO_PORT RLAAS_DEMO_LOCAL_PORT \
@@ -64,7 +88,9 @@ cleanup() {
     trap - HUP INT TERM EXIT
     [ -f "$RLAAS_DEMO_DIR/httpd.pid" ] &&
         kill "$(cat "$RLAAS_DEMO_DIR/httpd.pid")" 2>/dev/null || true
-    redis-cli -p "$RLAAS_DEMO_REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+    # only the redis-server this demo started, by its own pid
+    [ -f "$RLAAS_DEMO_DIR/redis.pid" ] &&
+        kill "$(cat "$RLAAS_DEMO_DIR/redis.pid")" 2>/dev/null || true
     { echo; echo "== stopped httpd and redis-server"; } 2>/dev/null || true
     sleep 1
     rm -rf "$RLAAS_DEMO_DIR"
@@ -77,7 +103,18 @@ trap cleanup EXIT
 echo "== redis-server on 127.0.0.1:$RLAAS_DEMO_REDIS_PORT"
 redis-server --port "$RLAAS_DEMO_REDIS_PORT" --bind 127.0.0.1 --save '' \
     --appendonly no --dir "$RLAAS_DEMO_DIR" --daemonize yes \
+    --pidfile "$RLAAS_DEMO_DIR/redis.pid" \
     --logfile "$RLAAS_DEMO_DIR/redis.log" >/dev/null
+i=0
+until [ -s "$RLAAS_DEMO_DIR/redis.pid" ]; do
+    i=$((i + 1))
+    if [ $i -gt 50 ]; then
+        echo "redis-server did not start; its log:"
+        cat "$RLAAS_DEMO_DIR/redis.log"
+        exit 1
+    fi
+    sleep 0.1
+done
 
 echo "== httpd on http://127.0.0.1:$RLAAS_DEMO_PORT/ (Redis) and" \
     "http://127.0.0.1:$RLAAS_DEMO_LOCAL_PORT/ (local engine), conf/demo.conf"

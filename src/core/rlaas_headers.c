@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "rlaas_parse.h"
 #include "rlaas_verdict.h"
 
 const char *rlaas_parse_headers_mode(const char *s, rlaas_headers_e *out)
@@ -16,7 +17,7 @@ const char *rlaas_parse_headers_mode(const char *s, rlaas_headers_e *out)
     size_t i;
 
     for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
-        if (strcmp(s, modes[i].name) == 0) {
+        if (rlaas_parse_keyword(s, modes[i].name)) {
             *out = modes[i].mode;
             return NULL;
         }

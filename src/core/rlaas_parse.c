@@ -17,6 +17,25 @@ static int is_alnum(char c)
     return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
+static char fold(char c)
+{
+    return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+int rlaas_parse_prefixed(const char *s, const char *prefix)
+{
+    for (; *prefix != '\0'; s++, prefix++) {
+        if (fold(*s) != fold(*prefix))
+            return 0;
+    }
+    return 1;
+}
+
+int rlaas_parse_keyword(const char *s, const char *word)
+{
+    return rlaas_parse_prefixed(s, word) && s[strlen(word)] == '\0';
+}
+
 /* Reads a run of digits into *out; returns the number of digits read, or
  * -1 on overflow past max. Signs and spaces are not digits, so "-5" and
  * " 5" are refused by the callers. */
@@ -109,7 +128,7 @@ const char *rlaas_parse_strategy(const char *s, rlaas_strategy_e *out)
     size_t i;
 
     for (i = 0; i < sizeof(strategies) / sizeof(strategies[0]); i++) {
-        if (strcmp(s, strategies[i].name) == 0) {
+        if (rlaas_parse_keyword(s, strategies[i].name)) {
             *out = strategies[i].id;
             return NULL;
         }
@@ -120,7 +139,7 @@ const char *rlaas_parse_strategy(const char *s, rlaas_strategy_e *out)
 const char *rlaas_strategy_name(rlaas_strategy_e st)
 {
     static const char *const names[RLAAS_STRATEGY_COUNT] = {
-        "fixed", "sliding-window-algo", "sliding", "token", "leaky", "gcra"};
+        "fixed", "sliding_log", "sliding", "token", "leaky", "gcra"};
 
     if (st < 0 || st >= RLAAS_STRATEGY_COUNT)
         return "unknown";
@@ -167,15 +186,8 @@ static int credential_header(const char *name, size_t len)
     for (i = 0; i < sizeof(secret) / sizeof(secret[0]); i++) {
         if (strlen(secret[i]) != len)
             continue;
-        for (j = 0; j < len; j++) {
-            char a = name[j], b = secret[i][j];
-            if (a >= 'A' && a <= 'Z')
-                a = (char)(a - 'A' + 'a');
-            if (b >= 'A' && b <= 'Z')
-                b = (char)(b - 'A' + 'a');
-            if (a != b)
-                break;
-        }
+        for (j = 0; j < len && fold(name[j]) == fold(secret[i][j]); j++)
+            ;
         if (j == len)
             return 1;
     }
@@ -202,7 +214,7 @@ const char *rlaas_parse_source(const char *s, rlaas_source_t *out)
     size_t i;
 
     memset(out, 0, sizeof(*out));
-    if (strncmp(s, "expr=", 5) == 0) {
+    if (rlaas_parse_prefixed(s, "expr=")) {
         if (s[5] == '\0')
             return "expr= followed by an expression";
         out->type = RLAAS_SRC_EXPR;
@@ -213,7 +225,7 @@ const char *rlaas_parse_source(const char *s, rlaas_source_t *out)
     for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
         size_t wl = strlen(kinds[i].word);
 
-        if (strncmp(s, kinds[i].word, wl) != 0)
+        if (!rlaas_parse_prefixed(s, kinds[i].word))
             continue;
         if (!kinds[i].named && s[wl] == '\0') {
             out->type = kinds[i].type;
@@ -246,7 +258,7 @@ const char *rlaas_parse_redis_addr(const char *s, char *host, int *port,
     int64_t p = 6379;
 
     *is_unix = 0;
-    if (strncmp(s, "unix:", 5) == 0) {
+    if (rlaas_parse_prefixed(s, "unix:")) {
         if (s[5] != '/' || s[6] == '\0')
             return accepted;
         strcpy(host, s + 5);

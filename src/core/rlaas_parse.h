@@ -46,6 +46,11 @@ typedef struct {
     int credential; /* value is a secret: always hashed */
 } rlaas_source_t;
 
+/* Keywords are case-insensitive, as httpd's own are (ASCII folding):
+ * 1 if s is word, or (rlaas_parse_prefixed) begins with prefix. */
+int rlaas_parse_keyword(const char *s, const char *word);
+int rlaas_parse_prefixed(const char *s, const char *prefix);
+
 /* Each parser returns NULL on success or a static text saying what is
  * accepted, for the caller to put into its error message. */
 const char *rlaas_parse_limit(const char *s, int64_t *out);
@@ -81,7 +86,7 @@ const char *rlaas_strategy_name(rlaas_strategy_e st);
 /* Accepted spellings, for error messages. */
 #define RLAAS_STRATEGY_CHOICES                                                 \
     "fixed (fixed-window-algo, fixed_window), "                                \
-    "sliding-window-algo (sliding_log), sliding (sliding_window), "            \
+    "sliding_log (sliding-window-algo), sliding (sliding_window), "            \
     "token (token_bucket), leaky (leaky_bucket), gcra"
 
 #endif

@@ -1,12 +1,14 @@
 #include "rlaas_config.h"
 
 #include "http_log.h"
+#include "http_core.h"
 #include "apr_file_info.h"
 #include "apr_strings.h"
 
 #include "rlaas_ip.h"
 #include "rlaas_metrics.h"
 #include "rlaas_outcome.h"
+#include "rlaas_version.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -594,19 +596,19 @@ static const char *policy_option(cmd_parms *cmd, rlaas_policy_t *p,
     const char *err;
     int64_t v;
 
-    if (strncmp(opt, "strategy=", 9) == 0) {
+    if (rlaas_parse_prefixed(opt, "strategy=")) {
         if ((err = rlaas_parse_strategy(opt + 9, &p->strategy)) != NULL)
             return apr_psprintf(cmd->pool,
                                 "%s %s: invalid value '%s': expected %s",
                                 cmd->cmd->name, p->name, opt, err);
         return NULL;
     }
-    if (strncmp(opt, "key=", 4) == 0)
+    if (rlaas_parse_prefixed(opt, "key="))
         return policy_sources(cmd, p, opt + 4);
-    if (strncmp(opt, "countif=", 8) == 0)
+    if (rlaas_parse_prefixed(opt, "countif="))
         return rlaas_outcome_policy_count_if(cmd, p->name, opt + 8,
                                              &p->count_if);
-    if (strncmp(opt, "cost=", 5) == 0) {
+    if (rlaas_parse_prefixed(opt, "cost=")) {
         if (rlaas_parse_nonneg_int(opt + 5, RLAAS_LIMIT_MAX, &v) != NULL ||
             v > p->limit)
             return apr_psprintf(cmd->pool,
@@ -749,7 +751,7 @@ static const char *set_apply(cmd_parms *cmd, void *dv, int argc,
         const rlaas_policy_t *p;
 
         memset(op, 0, sizeof(*op));
-        if (strcmp(argv[i], "none") == 0) {
+        if (rlaas_parse_keyword(argv[i], "none")) {
             op->kind = RLAAS_APPLY_NONE;
             continue;
         }
@@ -981,7 +983,7 @@ static const char *set_limit(cmd_parms *cmd, void *dv, const char *arg,
     const char *err;
     int64_t v;
 
-    if (strncmp(arg, "expr=", 5) == 0) {
+    if (rlaas_parse_prefixed(arg, "expr=")) {
         d->limit_expr = ap_expr_parse_cmd(
             cmd, arg + 5, AP_EXPR_FLAG_STRING_RESULT, &err, NULL);
         if (err != NULL || arg[5] == '\0')
@@ -1029,7 +1031,7 @@ static const char *set_cost(cmd_parms *cmd, void *dv, const char *arg)
     rlaas_dir_conf_t *d = dv;
     const char *err;
 
-    if (strncmp(arg, "expr=", 5) == 0) {
+    if (rlaas_parse_prefixed(arg, "expr=")) {
         d->cost_expr = ap_expr_parse_cmd(
             cmd, arg + 5, AP_EXPR_FLAG_STRING_RESULT, &err, NULL);
         if (err != NULL || arg[5] == '\0')
@@ -1073,7 +1075,7 @@ static const char *lease_vs_log(cmd_parms *cmd, const char *arg)
         cmd->pool,
         "%s: invalid value '%s': " RLAAS_D_LEASE
         " on cannot be used with the sliding log "
-        "(sliding-window-algo) in the same section; use "
+        "(sliding_log) in the same section; use "
         "fixed, sliding, token, leaky or gcra, or " RLAAS_D_LEASE " off",
         cmd->cmd->name, arg);
 }
@@ -1287,7 +1289,8 @@ const command_rec rlaas_cmds[] = {
                   "The highest limit a .htaccess may set, and the bound of "
                   "a limit read per request"),
     AP_INIT_TAKE1(RLAAS_D_BACKEND, set_backend, NULL, RSRC_CONF,
-                  "Where limits are decided: redis (the default) or local"),
+                  "Where limits are decided: redis or local (default: "
+                  "redis where a Redis is configured, else local)"),
     AP_INIT_TAKE1(RLAAS_D_LOCAL_SIZE, set_local_size, NULL, RSRC_CONF,
                   "Shared memory of the local engine, e.g. 10M (default)"),
     AP_INIT_TAKE1(RLAAS_D_LOCAL_DIVISOR, set_local_divisor, NULL, RSRC_CONF,
@@ -1445,10 +1448,54 @@ const rlaas_dir_conf_t *rlaas_server_dir_conf(const request_rec *r)
     return ap_get_module_config(r->server->lookup_defaults, &rlaas_module);
 }
 
+/* Whether a host's (merged) target names a Redis. */
+static int has_target(const rlaas_target_t *t)
+{
+    return t->host != NULL || t->sentinel_master != NULL || t->cluster_n > 0;
+}
+
+/* RLaaSBackend's default: redis where a Redis target is configured (the
+ * host's own or inherited), else the local engine, the embedded default;
+ * said once per start or restart, not on the first (pre-config) pass. */
+static void resolve_backends(server_rec *main_s)
+{
+    int local = 0, redis = 0;
+    server_rec *s;
+
+    for (s = main_s; s != NULL; s = s->next) {
+        rlaas_server_conf_t *sc = rlaas_server_conf(s);
+
+        if (sc->backend == RLAAS_BACKEND_UNSET)
+            sc->backend = has_target(sc->target) ? RLAAS_BACKEND_REDIS
+                                                 : RLAAS_BACKEND_LOCAL;
+        if (sc->backend == RLAAS_BACKEND_LOCAL)
+            local++;
+        else
+            redis++;
+    }
+    if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG)
+        return;
+    if (redis == 0)
+        ap_log_error(
+            APLOG_MARK, APLOG_NOTICE, 0, main_s,
+            "RLAAS0003: mod_rlaas " RLAAS_VERSION
+            ": limits are decided by the local engine, in this "
+            "server's shared memory (no Redis is configured; " RLAAS_D_REDIS
+            " names one that servers share)");
+    else
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, main_s,
+                     "RLAAS0003: mod_rlaas " RLAAS_VERSION
+                     ": %d of %d hosts decide in Redis, the others with "
+                     "the local engine",
+                     redis, redis + local);
+}
+
 /* A virtual host's own policies count in its namespace unless it has a
  * key prefix of its own: two hosts that both declare "api" never share. */
 void rlaas_config_post_config(apr_pool_t *pconf, server_rec *s)
 {
+    ap_add_version_component(pconf, "mod_rlaas/" RLAAS_VERSION);
+    resolve_backends(s);
     for (; s != NULL; s = s->next) {
         rlaas_server_conf_t *sc = rlaas_server_conf(s);
         apr_hash_index_t *hi;

@@ -163,8 +163,10 @@ typedef struct {
     /* RLaaSEnforce: of rlaas_apply_op_t, ref the rlaas_policy_t; the main
      * server's and this host's own (merged); NULL: none */
     apr_array_header_t *enforce;
-    int64_t limit_max;  /* -1: unset (RLAAS_LIMIT_MAX) */
-    int backend;        /* RLAAS_BACKEND_UNSET (redis) */
+    int64_t limit_max; /* -1: unset (RLAAS_LIMIT_MAX) */
+    /* RLAAS_BACKEND_UNSET until post_config: then redis where a Redis
+     * target is configured, else local (rlaas_config_post_config) */
+    int backend;
     int local_divisor;  /* -1: unset (1) */
     int64_t local_size; /* -1: unset; the main server's only */
 } rlaas_server_conf_t;

@@ -29,7 +29,7 @@ static const char *const whys[WHY_COUNT] = {
     "the request meets several policies (RLaaSApply, RLaaSEnforce), "
     "decided together",
     "Redis Cluster (RLaaSRedisCluster)",
-    "the sliding log (sliding-window-algo) keeps no count to share out",
+    "the sliding log (sliding_log) keeps no count to share out",
     "the limit is read per request (RLaaSLimit expr=)",
     "a dry run (RLaaSDryRun on)",
     "bans (RLaaSBan): a ban is read and started with every decision"};

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "rlaas_headers.h"
+#include "rlaas_version.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -675,6 +676,13 @@ static void write_local(request_rec *r, rlaas_counters_t *c)
                st.resets);
 }
 
+static void write_build(request_rec *r)
+{
+    help(r, "rlaas_build_info", "gauge",
+         "Always 1; the version of mod_rlaas serving the metrics.");
+    ap_rprintf(r, "rlaas_build_info{version=\"" RLAAS_VERSION "\"} 1\n");
+}
+
 int rlaas_metrics_handler(request_rec *r)
 {
     if (r->handler == NULL || strcmp(r->handler, RLAAS_METRICS_HANDLER) != 0)
@@ -688,6 +696,7 @@ int rlaas_metrics_handler(request_rec *r)
     apr_table_setn(r->headers_out, "Cache-Control", "no-store");
     if (r->header_only)
         return OK;
+    write_build(r);
     write_decisions(r, counters);
     write_outcome(r, counters);
     write_redis(r, counters);

@@ -126,12 +126,16 @@ static void strategies_and_aliases(void **state)
         assert_null(rlaas_parse_strategy(ok[i].name, &st));
         assert_int_equal(st, ok[i].st);
     }
-    assert_non_null(rlaas_parse_strategy("Fixed", &st));
+    /* keywords are case-insensitive, as httpd's own */
+    assert_null(rlaas_parse_strategy("Fixed", &st));
+    assert_int_equal(st, RLAAS_STRATEGY_FIXED);
+    assert_null(rlaas_parse_strategy("SLIDING-Window-Algo", &st));
+    assert_int_equal(st, RLAAS_STRATEGY_SLIDING_LOG);
     assert_non_null(rlaas_parse_strategy("fixed ", &st));
     assert_non_null(rlaas_parse_strategy("", &st));
     assert_non_null(strstr(rlaas_parse_strategy("nope", &st), "gcra"));
     assert_string_equal(rlaas_strategy_name(RLAAS_STRATEGY_SLIDING_LOG),
-                        "sliding-window-algo");
+                        "sliding_log");
 }
 
 static void sources(void **state)
