@@ -32,7 +32,7 @@ LUA_BODIES = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
 LUA = $(patsubst lua/%,build/lua/%,$(LUA_BODIES)) build/lua/multi.lua \
       build/lua/lease.lua
 
-# Source folders (see LAYOUT in the README): dependencies point down only,
+# Source folders (docs/developers.md): dependencies point down only,
 # http -> local, redis -> core. core/, local/ and the pure parts of redis/
 # need no httpd headers: they are unit-tested and fuzzed on their own.
 SRC_DIRS = src/core src/local src/redis src/http
@@ -124,14 +124,34 @@ $(MODULE): $(SRC) $(HDR)
 UNIT_TESTS = $(patsubst t/unit/%.c,build/unit/%,$(wildcard t/unit/test_*.c)) \
              build/unit/test_pipeline_portable
 
-define UNIT_BUILD
+# The core is compiled once into build/unit/libcore.a and each test linked
+# against it; the two tests that need the core compiled another way (a
+# define) compile it whole.
+UNIT_CFLAGS = -g -O1 $(WARN) $(EXTRA_CFLAGS) $(INC) $(APR_CFLAGS)
+UNIT_LIBS = $(EXTRA_LDFLAGS) -lcmocka -lhiredis -lssl -lcrypto $(APR_LIBS) -lpthread
+CORE_OBJ = $(patsubst %.c,build/unit/obj/%.o,$(CORE_SRC) $(GEN_SRC))
+UNIT_LIB = build/unit/libcore.a
+
+build/unit/obj/%.o: %.c $(HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(UNIT_CFLAGS) -c -o $@ $<
+
+$(UNIT_LIB): $(CORE_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+define UNIT_LINK
 @mkdir -p build/unit
-$(CC) -g -O1 $(WARN) $(EXTRA_CFLAGS) $(UNIT_DEFS) $(INC) $(APR_CFLAGS) -o $@ $< \
-    $(CORE_SRC) $(GEN_SRC) $(EXTRA_LDFLAGS) -lcmocka -lhiredis -lssl -lcrypto $(APR_LIBS) -lpthread
+$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNIT_LIB) $(UNIT_LIBS)
 endef
 
-build/unit/%: t/unit/%.c $(CORE_SRC) $(GEN_SRC) $(HDR)
-	$(UNIT_BUILD)
+define UNIT_BUILD
+@mkdir -p build/unit
+$(CC) $(UNIT_CFLAGS) $(UNIT_DEFS) -o $@ $< $(CORE_SRC) $(GEN_SRC) $(UNIT_LIBS)
+endef
+
+build/unit/%: t/unit/%.c $(UNIT_LIB) $(HDR)
+	$(UNIT_LINK)
 
 # The pipeline once more with the wait it uses where Linux futexes are not
 # available, so that both ways of waiting are tested here.
@@ -141,11 +161,13 @@ build/unit/test_pipeline_portable: t/unit/test_pipeline.c $(CORE_SRC) $(GEN_SRC)
 
 # The table with its test hook (a process dying inside a change).
 build/unit/test_table: UNIT_DEFS = -DRLAAS_TABLE_TESTING
+build/unit/test_table: t/unit/test_table.c $(CORE_SRC) $(GEN_SRC) $(HDR)
+	$(UNIT_BUILD)
 
 # The local engine on standard input, driven by t/lua (ScriptTest.pm).
 LOCAL_CLI = build/unit/rlaas_local_cli
-$(LOCAL_CLI): t/unit/rlaas_local_cli.c $(CORE_SRC) $(GEN_SRC) $(HDR)
-	$(UNIT_BUILD)
+$(LOCAL_CLI): t/unit/rlaas_local_cli.c $(UNIT_LIB) $(HDR)
+	$(UNIT_LINK)
 
 unit: $(UNIT_TESTS) $(LOCAL_CLI)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done

@@ -3,26 +3,9 @@
  * every server using the same Redis.
  *
  * This file holds the module record and the hook registration only; the
- * work is in src/, one folder per layer, one file per concern. Includes
- * point down only: http -> redis -> core.
- *   src/http/   httpd glue: directives and settings (rlaas_config), the
- *               policies a request meets (rlaas_policies), the client
- *               identity (rlaas_identity), the decision and the response
- *               (rlaas_limit), metrics and mod_status (rlaas_metrics), the
- *               engines made per child (rlaas_remote), the operator's
- *               console (rlaas_admin*)
- *   src/redis/  the remote engine, no httpd headers: the facade the request
- *               path calls (rlaas_redis), connections (rlaas_conn,
- *               rlaas_pool, rlaas_resolve), one group's exchange
- *               (rlaas_exchange), the pipeline, the pool gate, the circuit
- *               breaker, the EVALSHA writer (rlaas_resp), the reply reader
- *               (rlaas_reply) and the scripts embedded from lua/
- *   src/core/   no httpd headers: directive value parsers (rlaas_parse),
- *               value segments (rlaas_key) and the whole key
- *               (rlaas_keybuild), which policies apply (rlaas_policy),
- *               header fields (rlaas_headers),
- *               the verdict (rlaas_verdict), rate-limited logging
- *               (rlaas_log), the monotonic clock (rlaas_clock)
+ * work is in src/, one folder per layer, one file per concern, includes
+ * pointing down only (http -> local, redis -> core). The layout is
+ * described once, in docs/developers.md.
  */
 #include "httpd.h"
 #include "http_config.h"
