@@ -74,29 +74,28 @@ static const char *basic_user(request_rec *r)
 }
 
 /* One auth-param value after '=' (and white space), as mod_auth_digest
- * reads it: a quoted string up to the next '"' with '\' escaping any
- * byte, or a token up to ',' or white space; *p moves past it. */
-static char *param_value(apr_pool_t *pool, const char **p)
+ * reads it, into v (room for what is left of the header): a quoted string
+ * up to the next '"' with '\' escaping any byte, or a token up to ',' or
+ * white space; *p moves past it. */
+static void param_value(char *v, const char **p)
 {
     const char *s = *p;
-    char *v = apr_palloc(pool, strlen(s) + 1), *o = v;
 
     if (*s == '"') {
         for (s++; *s != '"' && *s != '\0'; s++) {
             if (*s == '\\' && s[1] != '\0')
                 s++;
-            *o++ = *s;
+            *v++ = *s;
         }
         if (*s != '\0')
             s++;
     }
     else {
         while (*s != ',' && *s != '\0' && !apr_isspace(*s))
-            *o++ = *s++;
+            *v++ = *s++;
     }
-    *o = '\0';
+    *v = '\0';
     *p = s;
-    return v;
 }
 
 /* Digest: the username mod_auth_digest authenticates, found by its own
@@ -107,14 +106,19 @@ static char *param_value(apr_pool_t *pool, const char **p)
  *     "Digest ..." joined from a repeated field hides its first
  *     parameter, and so does "x=1 username=..." its second;
  *   - a parameter without '=' has the empty value: "username," names the
- *     empty user. */
+ *     empty user.
+ * Like it, one buffer holds each value in turn: a header of many
+ * parameters costs its own length, not its length per parameter. */
 static const char *digest_user(request_rec *r)
 {
-    const char *p = after_scheme(r, "Digest", 1), *key, *v;
-    const char *user = NULL;
+    const char *p = after_scheme(r, "Digest", 1), *key, *user = NULL;
+    char *v;
     size_t kl;
 
-    while (p != NULL && *p != '\0') {
+    if (p == NULL)
+        return NULL;
+    v = apr_palloc(r->pool, strlen(p) + 1);
+    while (*p != '\0') {
         while (apr_isspace(*p))
             p++;
         key = p;
@@ -123,18 +127,18 @@ static const char *digest_user(request_rec *r)
         kl = (size_t)(p - key);
         while (apr_isspace(*p))
             p++;
-        v = "";
+        v[0] = '\0';
         if (*p == '=') {
             for (p++; apr_isspace(*p); p++)
                 ;
-            v = param_value(r->pool, &p);
+            param_value(v, &p);
         }
         while (*p != ',' && *p != '\0')
             p++;
         if (*p != '\0')
             p++;
         if (kl == 8 && ap_cstr_casecmpn(key, "username", 8) == 0)
-            user = v;
+            user = apr_pstrdup(r->pool, v);
     }
     return user;
 }
