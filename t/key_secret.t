@@ -129,10 +129,10 @@ unlike($h{A1}->log, qr/RLAAS0162/, 'a file of mode 0600: none');
 }
 
 # ---- configuration errors
-my @short = ("\0\1\2" . printable(12));    # 15 bytes
+my $short = "\0\1\2" . printable(12);    # 15 bytes
 my %f = (
     empty => secret_file('empty', ''),
-    short => secret_file('short', $short[0]),
+    short => secret_file('short', $short),
     sixteen => secret_file('sixteen', printable(16)),
     long => secret_file('long', printable(4097)),
     binary => secret_file('binary', join('', map { chr int rand 256 } 1 .. 32)),
@@ -174,7 +174,7 @@ config_accepted("RLaaSKeySecret $f{binary}\n", '32 bytes of anything (head -c 32
         is(scalar(grep { index($_, $SECRET{$s}) >= 0 || index(lc $_, $hex) >= 0 } @texts), 0,
             "secret $s: in no error log (LogLevel rlaas:trace8) and no apachectl -t output");
     }
-    my $short_tail = substr($short[0], 3);
+    my $short_tail = substr($short, 3);
     is(scalar(grep { index($_, $short_tail) >= 0 } @out), 0, 'nor the bytes of a file refused as too short');
 }
 
