@@ -43,6 +43,7 @@ ALGO_SRC = src/core/rlaas_algo.c src/core/rlaas_algo_fixed.c \
 LOCAL_SRC = src/local/rlaas_table.c src/local/rlaas_local.c \
             src/local/rlaas_grant.c
 CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
+           src/core/rlaas_keyhash.c \
            src/core/rlaas_keybuild.c src/core/rlaas_log.c \
            src/core/rlaas_headers.c src/core/rlaas_verdict.c \
            src/core/rlaas_clock.c src/core/rlaas_ip.c \
@@ -62,7 +63,7 @@ HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_remote.c src/http/rlaas_unit.c \
             src/http/rlaas_authuser.c src/http/rlaas_policies.c \
             src/http/rlaas_backend.c src/http/rlaas_lease.c \
-            src/http/rlaas_outcome.c
+            src/http/rlaas_outcome.c src/http/rlaas_keysecret.c
 # the operator's console
 HTTPD_SRC += src/http/rlaas_admin.c src/http/rlaas_admin_zones.c \
              src/http/rlaas_admin_act.c src/http/rlaas_admin_render.c

@@ -21,12 +21,15 @@
  *     namespace, sources, values, address, strategy, fixed's window
  *     number) that give
  *     the same final key mean the same thing, and every key fits in
- *     RLAAS_KEY_MAX bytes of printable ASCII.
+ *     RLAAS_KEY_MAX bytes of printable ASCII;
+ *   - all of it with hashed segments keyed by a secret (RLaaSKeySecret)
+ *     as well: the same shapes, and the keyed hash of the value.
  *
  * Input layout: byte 0 holds flags. With bit 7 clear, value A follows; if a
  * 0xff 0x00 pair follows, the bytes after it are value B (for the
  * "different values, different segments" check). With bit 7 set, the rest
- * describes two tuples (see read_tuple). Values may hold any byte.
+ * describes two tuples (see read_tuple). Bit 6 set: hashed segments are
+ * keyed with a secret. Values may hold any byte.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -37,7 +40,21 @@
 #include "rlaas_ip.h"
 #include "rlaas_key.h"
 #include "rlaas_keybuild.h"
+#include "rlaas_keyhash.h"
 #include "fuzz_check.h"
+
+/* The secret of this input (bit 6 of byte 0), or NULL. */
+static const rlaas_key_secret_t *secret;
+
+static const rlaas_key_secret_t *the_secret(void)
+{
+    static rlaas_key_secret_t *s;
+
+    if (s == NULL)
+        s = rlaas_key_secret_make("fuzz: a secret of 32 bytes......", 32);
+    CHECK(s != NULL);
+    return s;
+}
 
 static int safe_byte(unsigned char c)
 {
@@ -142,7 +159,7 @@ static size_t segment(const uint8_t *v, size_t len, rlaas_val_kind_e kind,
 
     CHECK(out != NULL && out2 != NULL && val != NULL);
     memcpy(val, v, len);
-    n = rlaas_key_value(out, val, len, kind);
+    n = rlaas_key_value_keyed(out, val, len, kind, secret);
     check_shape(out, n);
     CHECK(rlaas_key_is_safe(val, len) == model_safe(v, len));
     CHECK(rlaas_key_suffix_like(val, len) == model_suffix_like(v, len));
@@ -151,11 +168,17 @@ static size_t segment(const uint8_t *v, size_t len, rlaas_val_kind_e kind,
         CHECK(n == len && memcmp(out, v, len) == 0);
     }
     else {
+        char want[RLAAS_SEG_HASH_LEN - 1];
+        int addr = kind == RLAAS_VAL_ADDRESS; /* no address: "-" */
+
         CHECK(n == RLAAS_SEG_HASH_LEN && out[0] == '~');
-        if (kind == RLAAS_VAL_ADDRESS) /* no address: the hash of "-" */
+        if (addr && secret == NULL)
             CHECK(memcmp(out, "~3bc15c8aae3e4124dd409035f32ea2fd", 33) == 0);
+        CHECK(rlaas_key_hash_hex(want, sizeof(want), addr ? "-" : val,
+                                 addr ? 1 : len, secret));
+        CHECK(memcmp(out + 1, want, sizeof(want)) == 0);
     }
-    n2 = rlaas_key_value(out2, val, len, kind);
+    n2 = rlaas_key_value_keyed(out2, val, len, kind, secret);
     CHECK(n2 == n && memcmp(out, out2, n) == 0);
     memcpy(copy, out, n);
     free(out);
@@ -172,7 +195,7 @@ static void fallback(const uint8_t *v, size_t len)
 
     CHECK(out != NULL && val != NULL);
     memcpy(val, v, len);
-    n = rlaas_key_fallback(out, val, len);
+    n = rlaas_key_fallback_keyed(out, val, len, secret);
     CHECK(n > 3 && n <= RLAAS_SEG_MAX);
     CHECK(memcmp(out, "ip~", 3) == 0);
     /* the rest is exactly the address's own segment */
@@ -332,6 +355,7 @@ static size_t build(const ftuple_t *t, char *out)
     k.parts = t->parts;
     k.nparts = t->n;
     k.hashtag = 0;
+    k.secret = secret;
     n = rlaas_key_build(out, &k);
     if (n == 0)
         return 0;
@@ -439,6 +463,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (size < 1)
         return 0;
+    secret = data[0] & 0x40 ? the_secret() : NULL;
     kind_a = (rlaas_val_kind_e)((data[0] & 3) % 3);
     kind_b = (rlaas_val_kind_e)(((data[0] >> 2) & 3) % 3);
     a = data + 1;

@@ -43,13 +43,14 @@ mode=fuzz
 out=build/fuzz
 
 # The httpd-free sources each target needs (rlaas_key.c hashes with
-# apr-util's SHA-1; times and numbers are formatted by rlaas_verdict.c).
+# apr-util's SHA-1, or with OpenSSL's HMAC-SHA-256 under a secret; times
+# and numbers are formatted by rlaas_verdict.c).
 sources() {
     case $1 in
     parse) echo src/core/rlaas_parse.c src/core/rlaas_headers.c \
         src/core/rlaas_verdict.c ;;
     key) echo src/core/rlaas_key.c src/core/rlaas_keybuild.c \
-        src/core/rlaas_ip.c ;;
+        src/core/rlaas_keyhash.c src/core/rlaas_ip.c ;;
     reply) echo src/redis/rlaas_reply.c src/core/rlaas_headers.c \
         src/core/rlaas_verdict.c ;;
     resp) echo src/redis/rlaas_resp.c src/core/rlaas_verdict.c ;;
@@ -95,7 +96,7 @@ for t in $targets; do
     echo "== building $bin"
     # shellcheck disable=SC2086
     if ! $cc $cflags -o "$bin" "fuzz/fuzz_$t.c" $src -lhiredis $apr_libs \
-        -lpthread; then
+        -lcrypto -lpthread; then
         failed="$failed $t(build)"
         continue
     fi

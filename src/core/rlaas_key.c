@@ -120,8 +120,18 @@ static int raw_ok(const char *val, size_t len, rlaas_val_kind_e kind)
     return !rlaas_key_address_like(val, len);
 }
 
-size_t rlaas_key_value(char *out, const char *val, size_t len,
-                       rlaas_val_kind_e kind)
+int rlaas_key_hash_hex(char *out, size_t n, const char *val, size_t len,
+                       const rlaas_key_secret_t *secret)
+{
+    if (secret != NULL)
+        return rlaas_key_hmac_hex(secret, out, n, val, len);
+    rlaas_key_sha1_hex(out, n, val, len);
+    return 1;
+}
+
+size_t rlaas_key_value_keyed(char *out, const char *val, size_t len,
+                             rlaas_val_kind_e kind,
+                             const rlaas_key_secret_t *secret)
 {
     if (raw_ok(val, len, kind)) {
         memcpy(out, val, len);
@@ -134,8 +144,15 @@ size_t rlaas_key_value(char *out, const char *val, size_t len,
         len = 1;
     }
     out[0] = '~';
-    rlaas_key_sha1_hex(out + 1, RLAAS_SEG_HASH_LEN - 1, val, len);
+    if (!rlaas_key_hash_hex(out + 1, RLAAS_SEG_HASH_LEN - 1, val, len, secret))
+        return 0;
     return RLAAS_SEG_HASH_LEN;
+}
+
+size_t rlaas_key_value(char *out, const char *val, size_t len,
+                       rlaas_val_kind_e kind)
+{
+    return rlaas_key_value_keyed(out, val, len, kind, NULL);
 }
 
 const char *rlaas_key_suffix(rlaas_strategy_e st)
@@ -148,10 +165,19 @@ const char *rlaas_key_suffix(rlaas_strategy_e st)
     return st >= 0 && st < RLAAS_STRATEGY_COUNT ? suffix[st] : "";
 }
 
+size_t rlaas_key_fallback_keyed(char *out, const char *ip, size_t len,
+                                const rlaas_key_secret_t *secret)
+{
+    size_t n;
+
+    memcpy(out, "ip~", 3);
+    n = rlaas_key_value_keyed(out + 3, ip, len, RLAAS_VAL_ADDRESS, secret);
+    return n > 0 ? 3 + n : 0;
+}
+
 size_t rlaas_key_fallback(char *out, const char *ip, size_t len)
 {
-    memcpy(out, "ip~", 3);
-    return 3 + rlaas_key_value(out + 3, ip, len, RLAAS_VAL_ADDRESS);
+    return rlaas_key_fallback_keyed(out, ip, len, NULL);
 }
 
 static int ns_byte(char c)

@@ -8,9 +8,13 @@
  *   raw      the value itself, when it is 1..64 bytes of [A-Za-z0-9.-_@],
  *            not a credential, not suffix-like and, unless it is the
  *            client address, not address-like;
- *   hashed   '~' and 32 hex digits (the first 128 bits of SHA-1(value)),
- *            for everything else: long values, other bytes, credentials,
- *            suffix-like and address-like values.
+ *   hashed   '~' and 32 hex digits, for everything else: long values,
+ *            other bytes, credentials, suffix-like and address-like
+ *            values. The digits are the first 128 bits of SHA-1(value),
+ *            or, with a secret (RLaaSKeySecret, rlaas_keyhash.h), of
+ *            HMAC-SHA-256(secret, value): either way one value gives one
+ *            segment and two values two, but without the secret nobody
+ *            can test guesses against a hashed credential offline.
  * suffix-like:  all digits (a fixed window's number), or exactly "tb",
  *               "sw", "lb", "gcra" (the other strategies' suffixes) or
  *               "ban" (a ban's record, RLAAS_KEY_BAN), so
@@ -33,6 +37,7 @@
 
 #include <stddef.h>
 
+#include "rlaas_keyhash.h"
 #include "rlaas_parse.h"
 
 #define RLAAS_SEG_RAW_MAX  64
@@ -52,11 +57,20 @@ int rlaas_key_suffix_like(const char *val, size_t len);
 int rlaas_key_address_like(const char *val, size_t len);
 
 /* Writes V(val) into out (room for RLAAS_SEG_MAX bytes, not
- * NUL-terminated) and returns its length. */
+ * NUL-terminated) and returns its length. A hashed segment is keyed with
+ * secret unless it is NULL; 0 if the keyed hash failed (OpenSSL). */
+size_t rlaas_key_value_keyed(char *out, const char *val, size_t len,
+                             rlaas_val_kind_e kind,
+                             const rlaas_key_secret_t *secret);
+
+/* The same without a secret (never fails). */
 size_t rlaas_key_value(char *out, const char *val, size_t len,
                        rlaas_val_kind_e kind);
 
-/* Writes the fallback segment for a client address; returns its length. */
+/* Writes the fallback segment for a client address; returns its length
+ * (0 as rlaas_key_value_keyed). */
+size_t rlaas_key_fallback_keyed(char *out, const char *ip, size_t len,
+                                const rlaas_key_secret_t *secret);
 size_t rlaas_key_fallback(char *out, const char *ip, size_t len);
 
 /* A tenant's namespace, from its virtual host's ServerName: the name in
@@ -73,6 +87,11 @@ int rlaas_key_namespace_ok(const char *ns, size_t len);
 
 /* Writes the first n (<= 40) lowercase hex digits of SHA-1(val). */
 void rlaas_key_sha1_hex(char *out, size_t n, const char *val, size_t len);
+
+/* The digits of a hashed segment: rlaas_key_sha1_hex without a secret,
+ * rlaas_key_hmac_hex with one. Returns 0 if the keyed hash failed. */
+int rlaas_key_hash_hex(char *out, size_t n, const char *val, size_t len,
+                       const rlaas_key_secret_t *secret);
 
 /* Where a strategy keeps its state, after the identity: ":tb", ":sw",
  * ":lb", ":gcra"; "" for the sliding log (a ZSET at the identity's key);

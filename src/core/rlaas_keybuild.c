@@ -102,22 +102,26 @@ static size_t tag(char *out, const rlaas_key_part_t *p)
     return 2 + p->name_len;
 }
 
-/* V(value) of one part, or the fallback when it has none. */
+/* V(value) of one part, or the fallback when it has none; 0 if the keyed
+ * hash failed. */
 static size_t value(char *out, const rlaas_key_part_t *p,
                     const rlaas_key_spec_t *k)
 {
     if (p->type == RLAAS_SRC_IP)
-        return rlaas_key_value(out, k->ip, k->ip_len, RLAAS_VAL_ADDRESS);
+        return rlaas_key_value_keyed(out, k->ip, k->ip_len, RLAAS_VAL_ADDRESS,
+                                     k->secret);
     if (p->value == NULL || p->value_len == 0)
-        return rlaas_key_fallback(out, k->ip, k->ip_len);
-    return rlaas_key_value(out, p->value, p->value_len,
-                           p->credential ? RLAAS_VAL_SECRET : RLAAS_VAL_PLAIN);
+        return rlaas_key_fallback_keyed(out, k->ip, k->ip_len, k->secret);
+    return rlaas_key_value_keyed(
+        out, p->value, p->value_len,
+        p->credential ? RLAAS_VAL_SECRET : RLAAS_VAL_PLAIN, k->secret);
 }
 
+/* The identity I; 0 if a value could not be hashed. */
 static size_t identity(char *out, const rlaas_key_spec_t *k)
 {
     const rlaas_key_part_t *p = k->parts;
-    size_t n = 0;
+    size_t n = 0, v;
     int i;
 
     if (k->nparts == 1 &&
@@ -128,7 +132,9 @@ static size_t identity(char *out, const rlaas_key_spec_t *k)
             out[n++] = ':';
         n += tag(out + n, &p[i]);
         out[n++] = '=';
-        n += value(out + n, &p[i], k);
+        if ((v = value(out + n, &p[i], k)) == 0)
+            return 0;
+        n += v;
     }
     return n;
 }
@@ -137,7 +143,7 @@ size_t rlaas_key_build(char *out, const rlaas_key_spec_t *k)
 {
     rlaas_key_spec_t spec = *k;
     const char *suffix;
-    size_t n = 0;
+    size_t n = 0, id;
 
     if (!spec_ok(&spec))
         return 0;
@@ -156,7 +162,9 @@ size_t rlaas_key_build(char *out, const rlaas_key_spec_t *k)
         out[n++] = ':';
     if (spec.hashtag)
         out[n++] = '{';
-    n += identity(out + n, &spec);
+    if ((id = identity(out + n, &spec)) == 0)
+        return 0;
+    n += id;
     if (spec.hashtag)
         out[n++] = '}';
     suffix = rlaas_key_suffix(spec.strategy);

@@ -39,7 +39,9 @@
  * is a default one: [Z] I [S], where the part after I is a suffix exactly
  * when it is suffix-like, since I never is. The strategy follows from the
  * suffix (none: sliding log; digits: fixed), the source and its value
- * from the tag and V (raw, '~' hashed, "ip~" missing); in the default
+ * from the tag and V (raw, '~' hashed, "ip~" missing; a hashed V names
+ * one value as long as nobody finds two values with the same 128 bits of
+ * SHA-1, or of HMAC-SHA-256 under the secret); in the default
  * forms an ip value is address-like and a user value never is. The zone
  * part, once found, splits at its one '@' (zone names never hold '@',
  * namespaces neither) into the zone and the namespace: a tenant's zone is
@@ -81,6 +83,10 @@ typedef struct {
     int hashtag;
     const char *ns; /* NULL: none; else rlaas_key_namespace's text */
     size_t ns_len;
+    /* RLaaSKeySecret: hashed value segments are keyed with it; NULL:
+     * SHA-1 as before. The grammar and the proof above do not change: a
+     * hashed segment is '~' and 32 hex digits either way. */
+    const rlaas_key_secret_t *secret;
 } rlaas_key_spec_t;
 
 /* Longest tagged segment: "h." + name, '=', then a fallback. */
@@ -101,7 +107,7 @@ typedef struct {
 /* Writes the key into out (room for RLAAS_KEY_MAX + 1 bytes; NUL-terminated)
  * and returns its length; 0 if the spec is out of bounds (a zone or name
  * that is not a name, a namespace that rlaas_key_namespace would not
- * write, too many parts, an unknown strategy). */
+ * write, too many parts, an unknown strategy) or the keyed hash failed. */
 size_t rlaas_key_build(char *out, const rlaas_key_spec_t *k);
 
 #endif

@@ -4,8 +4,10 @@
 #include "http_log.h"
 #include "apr_strings.h"
 
+#include "rlaas_authuser.h"
 #include "rlaas_ip.h"
 #include "rlaas_keybuild.h"
+#include "rlaas_keysecret.h"
 #include "rlaas_verdict.h"
 
 APLOG_USE_MODULE(rlaas);
@@ -186,8 +188,11 @@ static const char *values(apr_pool_t *p, const rlaas_server_conf_t *sc,
         parts[i].name = src[i].name;
         parts[i].name_len = src[i].src.name_len;
         parts[i].credential = src[i].src.credential;
-        parts[i].value = v;
-        parts[i].value_len = strlen(v);
+        /* a user as the user source names it (RLaaSUserCase) */
+        parts[i].value = src[i].src.type == RLAAS_SRC_USER
+                             ? rlaas_authuser_fold(p, sc, v)
+                             : v;
+        parts[i].value_len = strlen(parts[i].value);
         if (src[i].src.type == RLAAS_SRC_IP &&
             rlaas_ip_render(ip, v, strlen(v), rlaas_server_ipv6_prefix(sc)) ==
                 0)
@@ -230,6 +235,7 @@ const char *rlaas_admin_keys(apr_pool_t *p, const rlaas_server_conf_t *sc,
     k.ip = ip;
     k.ip_len = strlen(ip);
     k.hashtag = rlaas_target_cluster(sc->target);
+    k.secret = rlaas_keysecret();
     /* a ban's record is built as RLaaSBan builds it (rlaas_limit.c) */
     k.strategy = what == RLAAS_ADMIN_KEYS_BAN ? RLAAS_KEY_BAN : z->strategy;
     len = rlaas_key_build(key, &k);

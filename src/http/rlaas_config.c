@@ -6,6 +6,7 @@
 #include "apr_strings.h"
 
 #include "rlaas_ip.h"
+#include "rlaas_keysecret.h"
 #include "rlaas_metrics.h"
 #include "rlaas_outcome.h"
 #include "rlaas_version.h"
@@ -31,6 +32,7 @@ int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
     next_policy_id = 0;
     main_enforced = 0;
     rlaas_metrics_names_reset(pconf);
+    rlaas_keysecret_pre_config();
     return OK;
 }
 
@@ -75,6 +77,7 @@ void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s)
     sc->backend = RLAAS_BACKEND_UNSET;
     sc->local_divisor = -1;
     sc->local_size = -1;
+    sc->user_case = -1;
     return sc;
 }
 
@@ -187,6 +190,7 @@ void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     sc->backend = PICK(backend, RLAAS_BACKEND_UNSET);
     sc->local_divisor = PICK(local_divisor, -1);
     sc->local_size = PICK(local_size, -1);
+    sc->user_case = PICK(user_case, -1);
     return sc;
 }
 
@@ -1117,6 +1121,7 @@ static const char *add_source(cmd_parms *cmd, rlaas_key_source_t *ks,
 
     if (err != NULL)
         return bad_value(cmd, arg, err);
+    rlaas_keysecret_note_source(&ks->src);
     /* a copy that lives as long as the configuration: the key names the
      * source by it (an expression by a hash of its text) */
     if (ks->src.name != NULL)
@@ -1217,6 +1222,25 @@ static const char *set_circuit_fail_open(cmd_parms *cmd, void *dv, int on)
 {
     (void)cmd;
     ((rlaas_dir_conf_t *)dv)->circuit_fail_open = on;
+    return NULL;
+}
+
+/* Server and virtual host only: a tenant must not be able to undo the
+ * folding an enforced policy keyed by the user relies on. */
+static const char *set_user_case(cmd_parms *cmd, void *dummy, const char *arg)
+{
+    int v;
+
+    (void)dummy;
+    if (ap_cstr_casecmp(arg, "exact") == 0)
+        v = 0;
+    else if (ap_cstr_casecmp(arg, "fold") == 0)
+        v = 1;
+    else
+        return bad_value(cmd, arg,
+                         "exact (user names as sent) or fold (names that "
+                         "differ only in ASCII case or spacing are one)");
+    rlaas_server_conf(cmd->server)->user_case = v;
     return NULL;
 }
 
@@ -1334,6 +1358,14 @@ const command_rec rlaas_cmds[] = {
                  DIR_SCOPE,
                  "On: allow requests while the circuit breaker is open, "
                  "even with RLaaSFailOpen off"),
+    /* who a user is, and how identities are hashed: the operator's alone
+     * (rlaas_authuser.c, rlaas_keysecret.h) */
+    AP_INIT_TAKE1(RLAAS_D_USER_CASE, set_user_case, NULL, RSRC_CONF,
+                  "exact (the default) or fold: user names that differ only "
+                  "in ASCII case or spacing are one identity"),
+    AP_INIT_TAKE1(RLAAS_D_KEY_SECRET, rlaas_keysecret_set, NULL, RSRC_CONF,
+                  "File holding the secret (16 to 4096 bytes) that keys "
+                  "the hash of credentials in keys, logs and the console"),
     {NULL}};
 
 /* ---- accessors ---- */
@@ -1496,6 +1528,7 @@ void rlaas_config_post_config(apr_pool_t *pconf, server_rec *s)
 {
     ap_add_version_component(pconf, "mod_rlaas/" RLAAS_VERSION);
     resolve_backends(s);
+    rlaas_keysecret_post_config(s);
     for (; s != NULL; s = s->next) {
         rlaas_server_conf_t *sc = rlaas_server_conf(s);
         apr_hash_index_t *hi;
@@ -1520,6 +1553,11 @@ void rlaas_config_post_config(apr_pool_t *pconf, server_rec *s)
 int rlaas_server_local(const rlaas_server_conf_t *sc)
 {
     return sc->backend == RLAAS_BACKEND_LOCAL;
+}
+
+int rlaas_server_user_fold(const rlaas_server_conf_t *sc)
+{
+    return sc->user_case == 1;
 }
 
 int rlaas_server_local_divisor(const rlaas_server_conf_t *sc)

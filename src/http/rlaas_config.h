@@ -60,6 +60,8 @@
 #define RLAAS_D_LOCAL_DIVISOR     "RLaaSLocalDivisor"
 #define RLAAS_D_LEASE             "RLaaSLease"
 #define RLAAS_D_CONSOLE           "RLaaSConsole"
+#define RLAAS_D_USER_CASE         "RLaaSUserCase"
+#define RLAAS_D_KEY_SECRET        "RLaaSKeySecret"
 
 #define RLAAS_DEFAULT_HOST                "127.0.0.1"
 #define RLAAS_DEFAULT_PORT                6379
@@ -169,6 +171,7 @@ typedef struct {
     int backend;
     int local_divisor;  /* -1: unset (1) */
     int64_t local_size; /* -1: unset; the main server's only */
+    int user_case;      /* RLaaSUserCase: -1 unset (exact), 0 exact, 1 fold */
 } rlaas_server_conf_t;
 
 typedef struct {
@@ -248,6 +251,8 @@ int64_t rlaas_server_limit_max(const rlaas_server_conf_t *sc);
  * lookup_defaults): what enforced policies follow on failure. */
 const rlaas_dir_conf_t *rlaas_server_dir_conf(const request_rec *r);
 int rlaas_server_local(const rlaas_server_conf_t *sc);
+/* RLaaSUserCase fold: the user source folds names (rlaas_authuser.h). */
+int rlaas_server_user_fold(const rlaas_server_conf_t *sc);
 int rlaas_server_local_divisor(const rlaas_server_conf_t *sc);
 int64_t rlaas_server_local_size(const rlaas_server_conf_t *sc);
 

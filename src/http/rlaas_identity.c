@@ -6,6 +6,7 @@
 #include "rlaas_authuser.h"
 #include "rlaas_cookie.h"
 #include "rlaas_ip.h"
+#include "rlaas_keysecret.h"
 #include "rlaas_verdict.h"
 
 APLOG_USE_MODULE(rlaas);
@@ -77,8 +78,10 @@ static const char *client_ip(request_rec *r, const rlaas_server_conf_t *sc)
     return out;
 }
 
-/* The user the request is decided for. */
-static const char *source_value(request_rec *r, const rlaas_key_source_t *ks)
+/* A source's value for this request, *len bytes (a user name may hold a
+ * NUL: rlaas_authuser.h), or NULL. */
+static const char *source_value(request_rec *r, const rlaas_key_source_t *ks,
+                                size_t *len)
 {
     const char *v = NULL, *err = NULL;
 
@@ -86,8 +89,7 @@ static const char *source_value(request_rec *r, const rlaas_key_source_t *ks)
     case RLAAS_SRC_IP:
         break; /* the key builder takes the address itself */
     case RLAAS_SRC_USER:
-        v = rlaas_authuser(r);
-        break;
+        return rlaas_authuser(r, len);
     case RLAAS_SRC_API_KEY:
         v = apr_table_get(r->headers_in, "X-API-Key");
         break;
@@ -112,6 +114,7 @@ static const char *source_value(request_rec *r, const rlaas_key_source_t *ks)
         }
         break;
     }
+    *len = v != NULL ? strlen(v) : 0;
     return v;
 }
 
@@ -137,8 +140,7 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
         parts[i].name = src[i].name;
         parts[i].name_len = src[i].src.name_len;
         parts[i].credential = src[i].src.credential;
-        parts[i].value = source_value(r, &src[i]);
-        parts[i].value_len = parts[i].value ? strlen(parts[i].value) : 0;
+        parts[i].value = source_value(r, &src[i], &parts[i].value_len);
     }
     k.parts = parts;
     k.prefix = spec->prefix;
@@ -151,6 +153,7 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
     k.ip_len = strlen(k.ip);
     k.strategy = spec->strategy;
     k.hashtag = rlaas_target_cluster(sc->target);
+    k.secret = rlaas_keysecret();
     *len = rlaas_key_build(key, &k);
     *window_at = 0;
     /* Redis Cluster, fixed: the window's key is declared, so the module

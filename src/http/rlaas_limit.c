@@ -713,7 +713,7 @@ static int to_decide(request_rec *r, const rlaas_unit_t *u,
     if (l == NULL)
         return 1;
     if (phase != PHASE_HANDLER || l->claimed == NULL ||
-        (r->user != NULL && strcmp(r->user, l->claimed) == 0))
+        rlaas_authuser_confirms(r, l->claimed))
         return 0;
     l->claimed = NULL;
     return 1;

@@ -16,6 +16,10 @@
 
 #define P "rlaas:rate_limit:"
 
+/* RLaaSKeySecret for final_key: NULL (SHA-1), or a secret the keyed
+ * property test sets. */
+static rlaas_key_secret_t *key_secret;
+
 /* A tuple: what a request's key is made of. */
 typedef struct {
     const char *zone;
@@ -75,6 +79,7 @@ static size_t final_key(char *out, const tuple_t *t)
     k.parts = parts;
     k.nparts = t->n;
     k.hashtag = 0;
+    k.secret = key_secret;
     n = rlaas_key_build(out, &k);
     assert_true(n > 0 && n <= RLAAS_KEY_MAX);
     assert_int_equal(strlen(out), n);
@@ -252,8 +257,8 @@ static void out_of_bounds_specs(void **state)
     char out[RLAAS_KEY_MAX + 1], pre[RLAAS_PREFIX_MAX + 2];
     rlaas_key_part_t part = {RLAAS_SRC_HEADER, "X-A", 3, 0, "v", 1};
     rlaas_key_spec_t k = {
-        P,     strlen(P), NULL, 0,    NULL, 0, RLAAS_STRATEGY_TOKEN,
-        &part, 1,         0,    NULL, 0};
+        P,     strlen(P), NULL, 0,    NULL, 0,   RLAAS_STRATEGY_TOKEN,
+        &part, 1,         0,    NULL, 0,    NULL};
 
     (void)state;
     assert_true(rlaas_key_build(out, &k) > 0);
@@ -329,6 +334,7 @@ static void worst_case_is_the_bound(void **state)
     k.parts = parts;
     k.nparts = RLAAS_SOURCES_MAX;
     k.hashtag = 0;
+    k.secret = NULL;
     assert_int_equal(rlaas_key_build(out, &k),
                      RLAAS_KEY_MAX - RLAAS_KEY_CLUSTER_MAX);
     assert_int_equal(strlen(out), RLAAS_KEY_MAX - RLAAS_KEY_CLUSTER_MAX);
@@ -493,7 +499,7 @@ static const char *const sources[] = {"ip",
                                       "expr=%{HTTP:X-A}",
                                       "expr=%{REQUEST_METHOD}"};
 
-static const char *const zones[] = {NULL,    "za", "zb",   "tb",   "123",
+static const char *const zones[] = {NULL,    "za", "zb",   "tb",    "123",
                                     "h.x-a", "ip", "user", "alice", "ban"};
 
 /* Namespaces, often none; some spell a zone, a value or a segment. */
@@ -678,6 +684,43 @@ static void different_tuples_never_share_a_key(void **state)
     free(e);
 }
 
+/* The same with every hashed segment keyed (RLaaSKeySecret): the proof
+ * does not depend on which 128-bit hash names a value. */
+static void keyed_tuples_never_share_a_key(void **state)
+{
+    key_secret = rlaas_key_secret_make("a secret of 32 bytes, not less..", 32);
+    assert_non_null(key_secret);
+    different_tuples_never_share_a_key(state);
+    rlaas_key_secret_free(key_secret);
+    key_secret = NULL;
+}
+
+/* A keyed hash changes hashed segments only: the key of a raw identity is
+ * the same with or without the secret, a credential's is not. */
+static void secret_changes_hashed_segments_only(void **state)
+{
+    char plain[RLAAS_KEY_MAX + 32], keyed[RLAAS_KEY_MAX + 32];
+    tuple_t t;
+
+    (void)state;
+    tuple(&t, "login", RLAAS_STRATEGY_SLIDING_LOG, "203.0.113.9");
+    source(&t, "user", "alice");
+    final_key(plain, &t);
+    key_secret = rlaas_key_secret_make("a secret of 32 bytes, not less..", 32);
+    assert_non_null(key_secret);
+    final_key(keyed, &t);
+    assert_string_equal(plain, keyed);
+    tuple(&t, "api", RLAAS_STRATEGY_SLIDING_LOG, "203.0.113.9");
+    source(&t, "api_key", "k-123");
+    final_key(keyed, &t);
+    rlaas_key_secret_free(key_secret);
+    key_secret = NULL;
+    final_key(plain, &t);
+    assert_int_equal(strlen(plain), strlen(keyed));
+    assert_memory_equal(plain, keyed, strlen(P "api:key=~"));
+    assert_string_not_equal(plain, keyed);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -691,6 +734,8 @@ int main(void)
         cmocka_unit_test(cluster_hash_tag),
         cmocka_unit_test(known_attacks_differ),
         cmocka_unit_test(different_tuples_never_share_a_key),
+        cmocka_unit_test(keyed_tuples_never_share_a_key),
+        cmocka_unit_test(secret_changes_hashed_segments_only),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
