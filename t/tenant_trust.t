@@ -154,6 +154,17 @@ for my $e (@ENGINES) {
             "$what: tenant 2 in its own");
     }
 
+    # inside a <Files> or an <If> of the tenant's .htaccess: its root still
+    for my $c (['login-files', '/files/ok.txt'], ['login-if', '/files/ok.txt?if']) {
+        my ($zone, $path) = @$c;
+        my $v = uid('ten4-sec');
+        is(codes_at(3, $vh, 't1.ten-mass.test', $path, visitor($v)), '200 200 429', "$eng, $zone: tenant 1");
+        is(codes_at(3, $vh, 't2.ten-mass.test', $path, visitor($v)), '200 200 429', "$eng, $zone: tenant 2 apart");
+        next unless $redis;
+        is(redis_cmd('ZCARD', rkey("$zone\@" . tns('ten-mass.test', "$DOCS/tenmass/t2"), "h.x-visitor=$v")), 2,
+            "$zone: in the namespace of the tenant's root");
+    }
+
     # -------------------------------------------------- 6. what Redis holds
     for my $c (['ten-mem.test', 'attack', qr/RLaaSWindow: invalid value '30d' in \.htaccess: expected a duration up to 1d \(RLaaSWindowMax of this server\)/,
                 'RLaaSLimit 1000000000 and RLaaSWindow 30d on the sliding log'],

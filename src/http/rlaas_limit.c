@@ -894,12 +894,13 @@ static int misconfigured(decision_t *dc, const char *why)
     long dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);
 
     if (dropped >= 0)
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
-                      "RLAAS0130: configuration error for %s: %s; refused "
-                      "with 500 (the host's enforced policies decided "
-                      "first)%s",
-                      r->filename ? r->filename : r->uri, why,
-                      suppressed(r, dropped));
+        ap_log_rerror(
+            APLOG_MARK, APLOG_ERR, 0, r,
+            "RLAAS0130: configuration error for %.256s: %s; "
+            "refused with 500 (the host's enforced policies "
+            "decided first)%s",
+            ap_escape_logitem(r->pool, r->filename ? r->filename : r->uri), why,
+            suppressed(r, dropped));
     dc->n = 0;
     return record(dc, RLAAS_OUT_ERROR, HTTP_INTERNAL_SERVER_ERROR, 0, 0);
 }

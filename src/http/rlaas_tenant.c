@@ -15,20 +15,38 @@ int rlaas_tenant_reading(const cmd_parms *cmd)
 
 /* ---- the namespace ---- */
 
+/* The directory of the .htaccess being read: where the file is (inside
+ * its <Files> or <If>, httpd's cmd->path names the section instead). */
+static const char *htaccess_dir(const cmd_parms *cmd, size_t *len)
+{
+    const char *f = cmd->directive ? cmd->directive->filename : NULL;
+    const char *slash = f ? strrchr(f, '/') : NULL;
+
+    if (slash == NULL) {
+        f = cmd->path;
+        *len = f ? strlen(f) : 0;
+        return f;
+    }
+    *len = (size_t)(slash - f);
+    return f;
+}
+
 /* The root of the .htaccess' directory under the host's longest matching
- * RLaaSTenantRoot pattern: its length, or 0 (the tenant is the host). */
-static size_t tenant_root(cmd_parms *cmd)
+ * RLaaSTenantRoot pattern: its length (*dir: the directory), or 0 (the
+ * tenant is the host). */
+static size_t tenant_root(const cmd_parms *cmd, const char **dir)
 {
     const apr_array_header_t *roots =
         rlaas_server_conf(cmd->server)->tenant_roots;
-    size_t len, best = 0;
+    size_t len, dlen, best = 0;
     int i, segs, most = 0;
 
-    if (roots == NULL || cmd->path == NULL)
+    *dir = htaccess_dir(cmd, &dlen);
+    if (roots == NULL || *dir == NULL)
         return 0;
     for (i = 0; i < roots->nelts; i++) {
-        len = rlaas_troot_match(APR_ARRAY_IDX(roots, i, const char *),
-                                cmd->path, strlen(cmd->path), &segs);
+        len = rlaas_troot_match(APR_ARRAY_IDX(roots, i, const char *), *dir,
+                                dlen, &segs);
         if (len > 0 && segs > most) {
             best = len;
             most = segs;
@@ -40,15 +58,15 @@ static size_t tenant_root(cmd_parms *cmd)
 /* The tenant's namespace: its host's, and "~t" or its root's hash. */
 static const char *tenant_ns(cmd_parms *cmd)
 {
-    const char *host = cmd->server->server_hostname;
-    size_t root = tenant_root(cmd);
+    const char *host = cmd->server->server_hostname, *dir;
+    size_t root = tenant_root(cmd, &dir);
     char ns[RLAAS_NS_MAX];
     size_t n;
 
     if (host == NULL)
         host = "";
     n = rlaas_key_tenant_namespace(ns, host, strlen(host),
-                                   root > 0 ? cmd->path : NULL, root);
+                                   root > 0 ? dir : NULL, root);
     return apr_pstrmemdup(cmd->pool, ns, n);
 }
 
