@@ -49,7 +49,7 @@ CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
            src/core/rlaas_clock.c src/core/rlaas_ip.c \
            src/core/rlaas_cookie.c src/core/rlaas_slot.c \
            src/core/rlaas_policy.c src/core/rlaas_tally.c \
-           src/core/rlaas_ban.c \
+           src/core/rlaas_ban.c src/core/rlaas_troot.c \
            src/core/rlaas_siphash.c $(ALGO_SRC) $(LOCAL_SRC) \
            src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
            src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \
@@ -64,6 +64,8 @@ HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_authuser.c src/http/rlaas_policies.c \
             src/http/rlaas_backend.c src/http/rlaas_lease.c \
             src/http/rlaas_outcome.c src/http/rlaas_keysecret.c
+# tenants: roots, bounds, where their settings count
+HTTPD_SRC += src/http/rlaas_tenant.c
 # the operator's console
 HTTPD_SRC += src/http/rlaas_admin.c src/http/rlaas_admin_zones.c \
              src/http/rlaas_admin_act.c src/http/rlaas_admin_render.c

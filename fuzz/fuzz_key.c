@@ -275,15 +275,17 @@ static const char *const names[] = {"X-A", "x-a", "X-B", "tb", "ip",
                                     "%{HTTP:X-A}", "a=b", "a:b", ""};
 
 /* A namespace: none, a few fixed ones, one made from any bytes by
- * rlaas_key_namespace (checked), or raw bytes (refused unless valid). */
+ * rlaas_key_namespace (checked), raw bytes (refused unless valid), or a
+ * tenant's made by rlaas_key_tenant_namespace (checked). */
 static void namespace_of(reader_t *r, ftuple_t *t, unsigned b)
 {
     static const char *const fixed[] = {"a.example", "b.example", "za", "tb",
                                         "~0123456789abcdef"};
-    const char *raw;
-    size_t len, i;
+    const char *raw, *root;
+    char host[RLAAS_NS_MAX];
+    size_t len, rlen, hl, i;
 
-    b %= 8;
+    b %= 9;
     if (b < 5) {
         t->ns = fixed[b];
         t->nsl = strlen(t->ns);
@@ -300,6 +302,18 @@ static void namespace_of(reader_t *r, ftuple_t *t, unsigned b)
     }
     else if (b == 6) {
         t->ns = bytes(r, &t->nsl);
+    }
+    else if (b == 8) {
+        /* a tenant's, the host's tenant or a root's: never a host's */
+        raw = bytes(r, &len);
+        root = bytes(r, &rlen);
+        t->nsl = rlaas_key_tenant_namespace(t->nsbuf, raw ? raw : "", len,
+                                            root, rlen);
+        CHECK(t->nsl >= 3 && t->nsl <= RLAAS_NS_MAX);
+        CHECK(rlaas_key_namespace_ok(t->nsbuf, t->nsl));
+        hl = rlaas_key_namespace(host, raw ? raw : "", len);
+        CHECK(hl < t->nsl && memcmp(host, t->nsbuf, hl) == 0);
+        t->ns = t->nsbuf;
     }
 }
 

@@ -101,13 +101,14 @@ sub codes_of { join ' ', map { $_->code } @_ }
         'user "zkhta" (no zone, fixed window of 30 days): allowed');
     my @c = map { hit('/zk/hta/ok.txt', %o, auth => [$num, $pw]) } 1 .. 3;
     is("@c", '200 200 429', "user \"$num\" of zone zkhta (limit 2): a counter of its own, no 500");
-    is(redis_cmd('ZCARD', 'zk:u:zkhta:' . hseg($num)), 2,
+    # (the .htaccess' zone counts in its tenant's namespace: zkhta@localhost~t)
+    is(redis_cmd('ZCARD', 'zk:u:zkhta@localhost~t:' . hseg($num)), 2,
         'a numeric user name is hashed: it is never a window number');
     is(redis_cmd('GET', "zk:u:zkhta:$num"), 1,
         "zk:u:zkhta:$num is user zkhta's fixed window, with its one request");
 
     # the other order: the zone's user first
-    redis_cmd('DEL', 'zk:u:zkhta:' . hseg($num), keys_like('zk:u:zkhta:*'));
+    redis_cmd('DEL', 'zk:u:zkhta@localhost~t:' . hseg($num), keys_like('zk:u:zkhta:*'));
     my @d = map { hit('/zk/hta/ok.txt', %o, auth => [$num, $pw]) } 1 .. 2;
     is("@d", '200 200', "user \"$num\" of zone zkhta first");
     is(hit('/rl/zk/users/fixed', %o, auth => ['zkhta', $pw]), 200,

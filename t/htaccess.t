@@ -2,8 +2,8 @@
 # AllowOverrideList) permits them, ignored under AllowOverride None, an error
 # (500) where the override class is not allowed, for a bad value, and always
 # for the server-only directives. A zone or limit set in a .htaccess counts
-# in the namespace of its host (here the main server, ServerName
-# localhost): <zone>@localhost.
+# in the namespace of its tenant (here the main server's, ServerName
+# localhost): <zone>@localhost~t.
 use strict;
 use warnings;
 use FindBin;
@@ -17,15 +17,15 @@ plan skip_all => 'mod_rlaas is not loaded' unless have_module();
     my $u = uid('hta');
     my @c = codes(3, '/htaccess/limit/ok.txt', h => { 'X-User' => $u });
     is("@c", '200 200 429', 'AllowOverride Limit: RLaaSLimit 2 from .htaccess applies');
-    my $p = redis_cmd('PTTL', ukey('hta@localhost', $u));
-    ok($p > 0 && $p <= 60_000, ".htaccess RLaaSWindow 30s and RLaaSZone apply, namespaced by the host (PTTL $p)");
+    my $p = redis_cmd('PTTL', ukey('hta@localhost~t', $u));
+    ok($p > 0 && $p <= 60_000, ".htaccess RLaaSWindow 30s and RLaaSZone apply, namespaced by the tenant (PTTL $p)");
     ok(!redis_cmd('EXISTS', ukey('hta', $u)), 'nothing under the bare zone');
 }
 {
     my $u = uid('hta-sub');
     my @c = codes(5, '/htaccess/limit/sub/ok.txt', h => { 'X-User' => $u });
     is("@c", '200 200 200 200 429', 'nested .htaccess overrides the limit (4)');
-    my $p = redis_cmd('PTTL', ukey('hta@localhost', $u));
+    my $p = redis_cmd('PTTL', ukey('hta@localhost~t', $u));
     ok($p > 0 && $p <= 60_000, "nested .htaccess inherits window, zone and sources from the parent .htaccess (PTTL $p)");
 }
 {
@@ -38,7 +38,7 @@ plan skip_all => 'mod_rlaas is not loaded' unless have_module();
     my $u = uid('hta-list');
     my @c = codes(3, '/htaccess/list/ok.txt', h => { 'X-User' => $u });
     is("@c", '200 200 429', 'AllowOverrideList RLaaSLimit RLaaSZone RLaaSKeyBy: the .htaccess applies');
-    ok(redis_cmd('EXISTS', ukey('hta-list@localhost', $u)), 'AllowOverrideList: zone from the .htaccess');
+    ok(redis_cmd('EXISTS', ukey('hta-list@localhost~t', $u)), 'AllowOverrideList: zone from the .htaccess');
 }
 
 for my $c (

@@ -1,9 +1,10 @@
 # Tenants on one server, name-based virtual hosts on one port:
 #   - two tenants whose .htaccess both write "RLaaSZone login" (or set a
 #     limit with no zone) never share a counter: their zones count in the
-#     namespace of their host (<zone>@<ServerName>), unless the host has a
-#     key prefix of its own; a host's own policies count in its namespace
-#     too, a server's are shared deliberately;
+#     tenant's namespace (<zone>@<ServerName>~t), under the host's key
+#     prefix if it has one of its own; a host's own policies count in the
+#     host's namespace (<zone>@<ServerName>) or under its prefix, never a
+#     tenant's; a server's are shared deliberately;
 #   - a policy the host enforces (pol-guard: 3 per hour per client
 #     address) holds whatever its tenant writes: RLaaSEngine off, a limit
 #     of 1e9 (refused: RLaaSLimitMax), RLaaSDryRun on, a key from a header
@@ -28,18 +29,19 @@ sub codes_at { my ($n, @a) = @_; join ' ', map { at(@a)->code } 1 .. $n }
         'tenant A: RLaaSZone login, limit 2');
     is(codes_at(3, 'pol-b.example', '/login/ok.txt', h => { 'X-User' => $u }), '200 200 429',
         'tenant B, the same zone and visitor: a counter of its own, not A\'s');
-    is(redis_cmd('ZCARD', rkey('login@pol-a.example', tseg('h.x-user', $u))), 2, "A's key: login\@pol-a.example");
-    is(redis_cmd('ZCARD', rkey('login@pol-b.example', tseg('h.x-user', $u))), 2, "B's key: login\@pol-b.example");
+    is(redis_cmd('ZCARD', rkey('login@pol-a.example~t', tseg('h.x-user', $u))), 2, "A's key: login\@pol-a.example~t");
+    is(redis_cmd('ZCARD', rkey('login@pol-b.example~t', tseg('h.x-user', $u))), 2, "B's key: login\@pol-b.example~t");
     ok(!redis_cmd('EXISTS', rkey('login', tseg('h.x-user', $u))), 'nothing under the bare zone "login"');
     is(codes_at(3, 'pol-c.example', '/login/ok.txt', h => { 'X-User' => $u }), '200 200 429',
         'a host with a key prefix of its own: the same .htaccess');
-    is(redis_cmd('ZCARD', 'pol:c:login:' . tseg('h.x-user', $u)), 2, 'counts under its prefix, zone as written');
+    is(redis_cmd('ZCARD', 'pol:c:login@pol-c.example~t:' . tseg('h.x-user', $u)), 2,
+        "counts under its prefix, in the tenant's namespace");
 }
 {
     my $u = uid('ten-bare');
     is(codes_at(3, 'pol-a.example', '/bare/ok.txt', h => { 'X-User' => $u }), '200 200 429', 'tenant A: a limit, no zone');
     is(codes_at(3, 'pol-b.example', '/bare/ok.txt', h => { 'X-User' => $u }), '200 200 429', 'tenant B: its own counter');
-    is(redis_cmd('ZCARD', rkey('@pol-a.example', tseg('h.x-user', $u))), 2, "A's key: \@pol-a.example");
+    is(redis_cmd('ZCARD', rkey('@pol-a.example~t', tseg('h.x-user', $u))), 2, "A's key: \@pol-a.example~t");
 }
 {
     my $u = uid('ten-vhost');
@@ -86,7 +88,7 @@ for my $c (
 }
 {
     fresh();
-    redis_cmd('DEL', rkey('dry@pol-e.example', '127.0.0.1'));
+    redis_cmd('DEL', rkey('dry@pol-e.example~t', '127.0.0.1'));
     my @r = map { at('pol-e.example', '/dry/ok.txt') } 1 .. 2;
     is(join(' ', map { status_of($_) } @r), 'allowed dry_run_denied',
         "dry run: the tenant's own limit (1) would deny the 2nd, pol-guard charged for it all the same");

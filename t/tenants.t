@@ -35,8 +35,9 @@ plan skip_all => 'mod_rlaas is not loaded' unless have_module();
     my $u = uid('tenant-hta');
     my @c = codes(3, '/tenants/limit/ok.txt', vhost => 'rlaas_tenant_b', h => { 'X-User' => $u });
     is("@c", '200 200 429', "a tenant's .htaccess (AllowOverride Limit) sets its own limit");
-    is(redis_cmd('ZCARD', "rlaas:t:bob:tenant-limit:" . tseg('h.x-user', $u)), 2,
-        "the tenant's zone is under its vhost's prefix (rlaas:t:bob:tenant-limit:<id>)");
+    is(redis_cmd('ZCARD', "rlaas:t:bob:tenant-limit\@localhost~t:" . tseg('h.x-user', $u)), 2,
+        "the tenant's zone is under its vhost's prefix, in the tenant's namespace "
+        . "(rlaas:t:bob:tenant-limit\@localhost~t:<id>)");
 }
 for my $c (
     ['redis',    'RLaaSRedis'],

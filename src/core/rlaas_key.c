@@ -190,7 +190,7 @@ size_t rlaas_key_namespace(char *out, const char *host, size_t len)
 {
     char low[256];
     size_t i;
-    int plain = len > 0 && len <= RLAAS_NS_MAX;
+    int plain = len > 0 && len <= RLAAS_HOST_NS_MAX;
 
     if (len > sizeof(low)) {
         out[0] = '~';
@@ -211,24 +211,59 @@ size_t rlaas_key_namespace(char *out, const char *host, size_t len)
     return 1 + RLAAS_NS_HASH_HEX;
 }
 
-int rlaas_key_namespace_ok(const char *ns, size_t len)
+size_t rlaas_key_tenant_namespace(char *out, const char *host, size_t len,
+                                  const char *root, size_t root_len)
+{
+    size_t n = rlaas_key_namespace(out, host, len);
+
+    out[n++] = '~';
+    if (root == NULL) {
+        out[n++] = 't';
+        return n;
+    }
+    rlaas_key_sha1_hex(out + n, RLAAS_NS_HASH_HEX, root, root_len);
+    return n + RLAAS_NS_HASH_HEX;
+}
+
+/* '~' and 16 lower-case hex digits. */
+static int hashed(const char *s, size_t len)
 {
     size_t i;
 
-    if (ns == NULL || len == 0 || len > RLAAS_NS_MAX)
+    if (len != 1 + RLAAS_NS_HASH_HEX || s[0] != '~')
         return 0;
-    if (ns[0] == '~') {
-        if (len != 1 + RLAAS_NS_HASH_HEX)
-            return 0;
-        for (i = 1; i < len; i++) {
-            if (!hex_lower(ns[i]))
-                return 0;
-        }
-        return 1;
-    }
-    for (i = 0; i < len; i++) {
-        if (!ns_byte(ns[i]))
+    for (i = 1; i < len; i++) {
+        if (!hex_lower(s[i]))
             return 0;
     }
     return 1;
+}
+
+/* The host's part of a namespace: its length, or 0 if there is none. */
+static size_t host_part(const char *ns, size_t len)
+{
+    size_t i;
+
+    if (len > 0 && ns[0] == '~')
+        return len >= 1 + RLAAS_NS_HASH_HEX && hashed(ns, 1 + RLAAS_NS_HASH_HEX)
+                   ? 1 + RLAAS_NS_HASH_HEX
+                   : 0;
+    for (i = 0; i < len && ns[i] != '~'; i++) {
+        if (!ns_byte(ns[i]))
+            return 0;
+    }
+    return i <= RLAAS_HOST_NS_MAX ? i : 0;
+}
+
+int rlaas_key_namespace_ok(const char *ns, size_t len)
+{
+    size_t h;
+
+    if (ns == NULL || len == 0 || len > RLAAS_NS_MAX)
+        return 0;
+    if ((h = host_part(ns, len)) == 0)
+        return 0;
+    /* a host's, or a tenant's: "~t", or a tenant root's hash */
+    return h == len || (len - h == 2 && ns[h] == '~' && ns[h + 1] == 't') ||
+           hashed(ns + h, len - h);
 }

@@ -73,16 +73,28 @@ size_t rlaas_key_fallback_keyed(char *out, const char *ip, size_t len,
                                 const rlaas_key_secret_t *secret);
 size_t rlaas_key_fallback(char *out, const char *ip, size_t len);
 
-/* A tenant's namespace, from its virtual host's ServerName: the name in
- * lower case when it is 1 to 64 letters, digits, '.', '-' or '_', else '~'
- * and 16 hex digits of the SHA-1 of that lower-case text. Never holds '@',
- * ':' or '='. Writes at most RLAAS_NS_MAX bytes (not NUL-terminated) and
- * returns their number. */
-#define RLAAS_NS_MAX      RLAAS_NAME_MAX
+/* A virtual host's namespace, from its ServerName: the name in lower
+ * case when it is 1 to 64 letters, digits, '.', '-' or '_', else '~' and
+ * 16 hex digits of the SHA-1 of that lower-case text. Never holds '@',
+ * ':' or '='. Writes at most RLAAS_HOST_NS_MAX bytes (not NUL-terminated)
+ * and returns their number. The host's own policies count in it. */
+#define RLAAS_HOST_NS_MAX 64
 #define RLAAS_NS_HASH_HEX 16
 size_t rlaas_key_namespace(char *out, const char *host, size_t len);
 
-/* 1 if the text is one rlaas_key_namespace can write. */
+/* A tenant's namespace (whoever writes a .htaccess): its host's namespace
+ * H, then "~t" for the tenant that is the whole virtual host (root NULL),
+ * or '~' and 16 hex digits of the SHA-1 of the tenant's root directory
+ * (RLaaSTenantRoot). No host's namespace holds a '~' after its first byte
+ * or is longer than '~' and 16 hex digits, so no tenant's namespace is a
+ * host's: a tenant's zone never meets a policy of its host, whatever its
+ * name. Writes at most RLAAS_NS_MAX bytes and returns their number. */
+#define RLAAS_NS_MAX (RLAAS_HOST_NS_MAX + 1 + RLAAS_NS_HASH_HEX)
+size_t rlaas_key_tenant_namespace(char *out, const char *host, size_t len,
+                                  const char *root, size_t root_len);
+
+/* 1 if the text is one rlaas_key_namespace or rlaas_key_tenant_namespace
+ * can write. */
 int rlaas_key_namespace_ok(const char *ns, size_t len);
 
 /* Writes the first n (<= 40) lowercase hex digits of SHA-1(val). */

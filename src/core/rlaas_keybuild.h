@@ -6,10 +6,12 @@
  *
  *   key = P [Z ":"] I [":" S]      Z = zone | zone "@" N | "@" N
  *
- * P  RLaaSKeyPrefix, Z  RLaaSZone (a policy's name), with the namespace N
- * of a tenant where one applies: the ServerName of the virtual host whose
- * .htaccess set the zone or the limit, or that declared the policy, when
- * that host has no RLaaSKeyPrefix of its own. I  the identity, S  the
+ * P  RLaaSKeyPrefix, Z  RLaaSZone (a policy's name), with a namespace N
+ * where one applies (rlaas_key.h): a virtual host's, from its ServerName,
+ * for the policies it declares when it has no RLaaSKeyPrefix of its own;
+ * a tenant's (the host's, then "~t" or "~" and a hash of the tenant's
+ * root directory) for a section's own limit that a .htaccess set a
+ * counting setting of, whatever the prefix. I  the identity, S  the
  * strategy's state
  * suffix: "tb" (token), "sw" (sliding), "lb" (leaky), "gcra", "ban" (a ban's
  * record, RLAAS_KEY_BAN, in place of a strategy); none for the
@@ -45,7 +47,8 @@
  * forms an ip value is address-like and a user value never is. The zone
  * part, once found, splits at its one '@' (zone names never hold '@',
  * namespaces neither) into the zone and the namespace: a tenant's zone is
- * never a zone of the server configuration, nor another tenant's. Keys of
+ * never a zone of the server configuration, nor a policy of its host
+ * (a tenant's namespace is never a host's), nor another tenant's. Keys of
  * different prefixes are kept apart by the operator (README).
  */
 #ifndef RLAAS_KEYBUILD_H

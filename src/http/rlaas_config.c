@@ -10,6 +10,7 @@
 #include "rlaas_metrics.h"
 #include "rlaas_outcome.h"
 #include "rlaas_version.h"
+#include "rlaas_tenant.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -36,10 +37,9 @@ int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
     return OK;
 }
 
-/* httpd parses a .htaccess with one pool for both (NOT_IN_HTACCESS). */
 static int in_htaccess(const cmd_parms *cmd)
 {
-    return cmd->pool == cmd->temp_pool;
+    return rlaas_tenant_reading(cmd);
 }
 
 /* "RLaaSLimit: invalid value 'abc': expected an integer from 1 to ..." */
@@ -78,6 +78,8 @@ void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s)
     sc->local_divisor = -1;
     sc->local_size = -1;
     sc->user_case = -1;
+    sc->window_max = -1;
+    sc->log_max = -1;
     return sc;
 }
 
@@ -191,6 +193,10 @@ void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     sc->local_divisor = PICK(local_divisor, -1);
     sc->local_size = PICK(local_size, -1);
     sc->user_case = PICK(user_case, -1);
+    sc->tenant_roots = PICK(tenant_roots, NULL);
+    sc->window_max = PICK(window_max, -1);
+    sc->window_max_arg = PICK(window_max_arg, NULL);
+    sc->log_max = PICK(log_max, -1);
     return sc;
 }
 
@@ -741,7 +747,8 @@ static const char *set_apply(cmd_parms *cmd, void *dv, int argc,
 {
     rlaas_dir_conf_t *d = dv;
     apr_array_header_t *ops;
-    int i, adds = 0;
+    const rlaas_apply_op_t **sel;
+    int i;
 
     if (argc < 1)
         return apr_psprintf(cmd->pool,
@@ -764,15 +771,20 @@ static const char *set_apply(cmd_parms *cmd, void *dv, int argc,
         op->kind = argv[i][0] == '-' ? RLAAS_APPLY_REMOVE : RLAAS_APPLY_ADD;
         op->id = p->id;
         op->ref = p;
-        adds += op->kind == RLAAS_APPLY_ADD;
     }
-    /* the section's own limit takes one place */
-    if (enforced_count(cmd) + adds + 1 > RLAAS_POLICIES_MAX)
-        return apr_psprintf(cmd->pool,
-                            "%s: too many policies: with those enforced and "
-                            "the section's own limit, a request here would "
-                            "meet more than %d",
-                            cmd->cmd->name, RLAAS_POLICIES_MAX);
+    /* what the section's lines apply together, with those enforced and
+     * the section's own limit (one place), fits one call */
+    sel = apr_palloc(cmd->temp_pool, sizeof(*sel) * RLAAS_POLICIES_MAX);
+    if (rlaas_policy_resolve(NULL, 0, (const rlaas_apply_op_t *)ops->elts,
+                             ops->nelts, sel,
+                             RLAAS_POLICIES_MAX - 1 - enforced_count(cmd)) < 0)
+        return apr_psprintf(
+            cmd->pool,
+            "%s: too many policies: with those enforced and "
+            "the section's own limit, a request here would "
+            "meet more than %d (counting what every " RLAAS_D_APPLY
+            " line of the section applies)",
+            cmd->cmd->name, RLAAS_POLICIES_MAX);
     d->apply = ops;
     return NULL;
 }
@@ -867,8 +879,7 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     const rlaas_dir_conf_t *base = basev, *add = addv;
     rlaas_dir_conf_t *d = apr_palloc(p, sizeof(*d));
 
-    /* a limit with its expression and fallback; the namespace follows
-     * whichever section set the limit or the zone last */
+    /* a limit with its expression and fallback */
     if (add->limit != -1) {
         d->limit = add->limit;
         d->limit_arg = add->limit_arg;
@@ -881,7 +892,6 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
         d->limit_expr = base->limit_expr;
         d->limit_fallback = base->limit_fallback;
     }
-    d->ns = add->limit != -1 || add->zone != NULL ? add->ns : base->ns;
     if (add->zone != NULL) {
         d->zone = add->zone;
         d->zone_metric = add->zone_metric;
@@ -932,24 +942,10 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->lease = PICK(lease, -1);
     d->console = PICK(console, -1);
     rlaas_outcome_dir_merge(d, base, add);
+    /* last: who set each of the settings merged above, and so where the
+     * own limit counts */
+    rlaas_tenant_merge(d, base, add);
     return d;
-}
-
-/* A tenant's limit or zone (set in a .htaccess) counts in its host's
- * namespace, unless the host has a key prefix of its own. */
-static void set_tenant(cmd_parms *cmd, rlaas_dir_conf_t *d)
-{
-    const char *host = cmd->server->server_hostname;
-    char ns[RLAAS_NS_MAX];
-    size_t n;
-
-    d->ns = NULL;
-    if (!in_htaccess(cmd) || rlaas_server_conf(cmd->server)->prefix_own)
-        return;
-    if (host == NULL)
-        host = "";
-    n = rlaas_key_namespace(ns, host, strlen(host));
-    d->ns = apr_pstrmemdup(cmd->pool, ns, n);
 }
 
 /* A limit a .htaccess sets stays within RLaaSLimitMax. */
@@ -1005,7 +1001,7 @@ static const char *set_limit(cmd_parms *cmd, void *dv, const char *arg,
                 return err;
             d->limit_fallback = v;
         }
-        set_tenant(cmd, d);
+        rlaas_tenant_mark(cmd, d, RLAAS_T_LIMIT);
         return NULL;
     }
     if (fallback != NULL)
@@ -1025,7 +1021,9 @@ static const char *set_limit(cmd_parms *cmd, void *dv, const char *arg,
     d->limit_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, v);
     d->limit_expr = NULL;
     d->limit_fallback = -1;
-    set_tenant(cmd, d);
+    rlaas_tenant_mark(cmd, d, RLAAS_T_LIMIT);
+    if ((err = rlaas_tenant_log_bound(cmd, d)) != NULL)
+        return err;
     return cost_over_limit(cmd, d);
 }
 
@@ -1043,6 +1041,7 @@ static const char *set_cost(cmd_parms *cmd, void *dv, const char *arg)
                                 cmd->cmd->name, arg, err ? err : "empty");
         d->cost = 0;
         d->cost_arg = NULL;
+        rlaas_tenant_mark(cmd, d, RLAAS_T_COST);
         return NULL;
     }
     if (rlaas_parse_nonneg_int(arg, RLAAS_LIMIT_MAX, &d->cost) != NULL)
@@ -1051,6 +1050,7 @@ static const char *set_cost(cmd_parms *cmd, void *dv, const char *arg)
                          "the limit, or expr=EXPRESSION");
     d->cost_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, d->cost);
     d->cost_expr = NULL;
+    rlaas_tenant_mark(cmd, d, RLAAS_T_COST);
     return cost_over_limit(cmd, d);
 }
 
@@ -1065,7 +1065,10 @@ static const char *set_window(cmd_parms *cmd, void *dv, const char *arg)
                             "%s: invalid value '%s': expected %s, "
                             "from 1ms to 30d",
                             cmd->cmd->name, arg, err);
+    if ((err = rlaas_tenant_window_bound(cmd, arg, d->window_ms)) != NULL)
+        return err;
     d->window_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, d->window_ms);
+    rlaas_tenant_mark(cmd, d, RLAAS_T_WINDOW);
     return NULL;
 }
 
@@ -1097,6 +1100,7 @@ static const char *set_lease(cmd_parms *cmd, void *dv, const char *arg)
         d->lease = 0;
     else
         return bad_value(cmd, arg, "on or off");
+    rlaas_tenant_mark(cmd, d, RLAAS_T_LEASE);
     return NULL;
 }
 
@@ -1111,7 +1115,8 @@ static const char *set_strategy(cmd_parms *cmd, void *dv, const char *arg)
     if (st == RLAAS_STRATEGY_SLIDING_LOG && d->lease == 1)
         return lease_vs_log(cmd, arg);
     d->strategy = st;
-    return NULL;
+    rlaas_tenant_mark(cmd, d, RLAAS_T_STRATEGY);
+    return rlaas_tenant_log_bound(cmd, d);
 }
 
 static const char *add_source(cmd_parms *cmd, rlaas_key_source_t *ks,
@@ -1159,6 +1164,7 @@ static const char *set_key_by(cmd_parms *cmd, void *dv, int argc,
     }
     d->sources = list;
     d->sources_need_user = need_user;
+    rlaas_tenant_mark(cmd, d, RLAAS_T_KEY_BY);
     return NULL;
 }
 
@@ -1170,7 +1176,7 @@ static const char *set_zone(cmd_parms *cmd, void *dv, const char *arg)
     if (err != NULL)
         return bad_value(cmd, arg, err);
     d->zone = arg;
-    set_tenant(cmd, d);
+    rlaas_tenant_mark(cmd, d, RLAAS_T_ZONE);
     /* a tenant's zones are counted together, as "other" */
     d->zone_metric = in_htaccess(cmd) ? -1 : rlaas_metrics_name(arg, 0);
     return NULL;
@@ -1213,8 +1219,34 @@ static const char *set_headers(cmd_parms *cmd, void *dv, const char *arg)
 
 static const char *set_dry_run(cmd_parms *cmd, void *dv, int on)
 {
-    (void)cmd;
     ((rlaas_dir_conf_t *)dv)->dry_run = on;
+    rlaas_tenant_mark(cmd, dv, RLAAS_T_DRY_RUN);
+    return NULL;
+}
+
+/* RLaaSCountIf and RLaaSBan (rlaas_outcome.c), and who set them. */
+static const char *set_count_if(cmd_parms *cmd, void *dv, const char *arg)
+{
+    const char *err = rlaas_outcome_set_count_if(cmd, dv, arg);
+
+    if (err == NULL)
+        rlaas_tenant_mark(cmd, dv, RLAAS_T_COUNT_IF);
+    return err;
+}
+
+static const char *set_ban(cmd_parms *cmd, void *dv, int argc,
+                           char *const argv[])
+{
+    rlaas_dir_conf_t *d = dv;
+    const char *err = rlaas_outcome_set_ban(cmd, dv, argc, argv);
+
+    if (err != NULL)
+        return err;
+    /* a ban is held as long as a window is: bounded alike */
+    if (d->ban_ms > 0 && (err = rlaas_tenant_window_bound(
+                              cmd, argv[argc - 1], d->ban_max_ms)) != NULL)
+        return err;
+    rlaas_tenant_mark(cmd, d, RLAAS_T_BAN);
     return NULL;
 }
 
@@ -1336,10 +1368,10 @@ const command_rec rlaas_cmds[] = {
                  "Off exempts this section from limiting"),
     AP_INIT_TAKE1(RLAAS_D_HEADERS, set_headers, NULL, DIR_SCOPE,
                   "Rate-limit header fields: draft, legacy, both or off"),
-    AP_INIT_TAKE1(RLAAS_D_COUNT_IF, rlaas_outcome_set_count_if, NULL, DIR_SCOPE,
+    AP_INIT_TAKE1(RLAAS_D_COUNT_IF, set_count_if, NULL, DIR_SCOPE,
                   "EXPR or off: requests are checked before they are served "
                   "and consume only if EXPR holds for the response"),
-    AP_INIT_TAKE_ARGV(RLAAS_D_BAN, rlaas_outcome_set_ban, NULL, DIR_SCOPE,
+    AP_INIT_TAKE_ARGV(RLAAS_D_BAN, set_ban, NULL, DIR_SCOPE,
                       "DURATION [escalate FACTOR MAX] or off: refuse an "
                       "identity for DURATION once it is denied"),
     AP_INIT_FLAG(RLAAS_D_DRY_RUN, set_dry_run, NULL, DIR_SCOPE,
@@ -1366,6 +1398,8 @@ const command_rec rlaas_cmds[] = {
     AP_INIT_TAKE1(RLAAS_D_KEY_SECRET, rlaas_keysecret_set, NULL, RSRC_CONF,
                   "File holding the secret (16 to 4096 bytes) that keys "
                   "the hash of credentials in keys, logs and the console"),
+    /* tenants: where their trees start, what they may make Redis hold */
+    RLAAS_TENANT_CMDS,
     {NULL}};
 
 /* ---- accessors ---- */

@@ -172,7 +172,28 @@ typedef struct {
     int local_divisor;  /* -1: unset (1) */
     int64_t local_size; /* -1: unset; the main server's only */
     int user_case;      /* RLaaSUserCase: -1 unset (exact), 0 exact, 1 fold */
+    /* tenants (rlaas_tenant.h): RLaaSTenantRoot patterns (of const char
+     * *; NULL: none), RLaaSWindowMax (-1: unset, 1d) with its text,
+     * RLaaSLogMax (-1: unset, 10000) */
+    apr_array_header_t *tenant_roots;
+    int64_t window_max;
+    const char *window_max_arg;
+    int64_t log_max;
 } rlaas_server_conf_t;
+
+/* The settings of a section's own limit (rlaas_dir_conf_t.by_tenant):
+ * those that define how it counts, and RLaaSDryRun. */
+#define RLAAS_T_LIMIT    0x001
+#define RLAAS_T_ZONE     0x002
+#define RLAAS_T_WINDOW   0x004
+#define RLAAS_T_STRATEGY 0x008
+#define RLAAS_T_KEY_BY   0x010
+#define RLAAS_T_COST     0x020
+#define RLAAS_T_COUNT_IF 0x040
+#define RLAAS_T_BAN      0x080
+#define RLAAS_T_LEASE    0x100
+#define RLAAS_T_COUNTING 0x1ff
+#define RLAAS_T_DRY_RUN  0x200
 
 typedef struct {
     int64_t limit;         /* -1: unset, no limiting; 0: read per request */
@@ -195,10 +216,11 @@ typedef struct {
     ap_expr_info_t *cost_expr;
     /* RLaaSApply operations down the tree, concatenated; NULL: none */
     apr_array_header_t *apply; /* of rlaas_apply_op_t, ref the policy */
-    /* The tenant's namespace (rlaas_key_namespace) when a .htaccess set
-     * the limit or the zone in force, and its host has no RLaaSKeyPrefix
-     * of its own; it follows the section that last set either. */
+    /* The tenant's namespace (rlaas_key_tenant_namespace) while a
+     * setting in force that defines how the own limit counts came from a
+     * .htaccess (rlaas_tenant.h); NULL: the operator's. */
     const char *ns;
+    int by_tenant;   /* RLAAS_T_*: the settings in force a .htaccess set */
     int zone_metric; /* the zone's row handle; -1: none ("other") */
     int lease;       /* RLaaSLease: -1 unset (off) */
     int console;     /* RLaaSConsole: -1 unset (off); never from .htaccess */

@@ -70,7 +70,9 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     rlaas_call_t call;
     int64_t want = 0, sent, granted, now_us;
 
-    if (!rlaas_dir_lease(d) || n < 1 || rlaas_server_local(sc))
+    /* a tenant's lease is its own limit's alone */
+    if (!rlaas_dir_lease(d) || n < 1 || rlaas_server_local(sc) ||
+        (it->p != NULL && (d->by_tenant & RLAAS_T_LEASE)))
         return RLAAS_LEASE_NO;
     if (n > 1)
         return not_here(r, it, WHY_POLICIES);

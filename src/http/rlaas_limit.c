@@ -22,6 +22,7 @@
 #include "rlaas_policies.h"
 #include "rlaas_policy.h"
 #include "rlaas_redis.h"
+#include "rlaas_tenant.h"
 #include "rlaas_unit.h"
 #include "rlaas_verdict.h"
 
@@ -748,21 +749,23 @@ static int select_items(decision_t *dc, const rlaas_item_t *all, int n,
 /* ---- RLaaSCountIf ---- */
 
 /* The items that count by outcome (a policy's countif=, else the
- * section's RLaaSCountIf for its own limit and the policies it applies,
- * not the host's enforced ones) are checked now, one unit without
- * consuming, and their charges kept for after the response, forced. */
+ * section's RLaaSCountIf for its own limit and, when the operator set it,
+ * the policies it applies, never the host's enforced ones) are checked
+ * now, one unit without consuming, and their charges kept for after the
+ * response, forced. */
 static pending_t *countif_prepare(decision_t *dc)
 {
     ap_expr_info_t *section = rlaas_outcome_count_if(dc->d), *expr;
+    int tenant = dc->d != NULL && (dc->d->by_tenant & RLAAS_T_COUNT_IF);
     pending_t *pd = NULL;
     int i;
 
     for (i = 0; i < dc->n; i++) {
         const rlaas_item_t *it = &dc->it[i];
 
-        expr = it->p != NULL && it->p->count_if != NULL ? it->p->count_if
-               : it->enforced                           ? NULL
-                                                        : section;
+        expr = it->p != NULL && it->p->count_if != NULL    ? it->p->count_if
+               : it->enforced || (it->p != NULL && tenant) ? NULL
+                                                           : section;
         if (expr == NULL)
             continue;
         if (pd == NULL) {
@@ -880,21 +883,50 @@ static int decide(decision_t *dc, int before_auth)
     return rc;
 }
 
-/* More policies than one call decides: the configuration's fault, told
- * once a second; the section's failure policy applies. */
-static int too_many(decision_t *dc)
+/* The section's configuration can't be decided as it stands (more
+ * policies than one call decides, a tenant's limit out of its host's
+ * bounds): a configuration error, 500 whatever the section's failure
+ * policy or dry run says, once the host's enforced policies (decided
+ * before) have let the request through. Told once a second. */
+static int misconfigured(decision_t *dc, const char *why)
 {
+    request_rec *r = dc->r;
+    long dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);
+
+    if (dropped >= 0)
+        ap_log_rerror(
+            APLOG_MARK, APLOG_ERR, 0, r,
+            "RLAAS0130: configuration error for %.256s: %s; "
+            "refused with 500 (the host's enforced policies "
+            "decided first)%s",
+            ap_escape_logitem(r->pool, r->filename ? r->filename : r->uri), why,
+            suppressed(r, dropped));
     dc->n = 0;
-    return undecided(dc, RLAAS_RERR_NONE,
-                     "more than 8 policies apply here (RLaaSEnforce, "
-                     "RLaaSApply and the section's own limit)");
+    return record(dc, RLAAS_OUT_ERROR, HTTP_INTERNAL_SERVER_ERROR, 0, 0);
+}
+
+#define TOO_MANY                                                               \
+    "more than 8 policies apply here (RLaaSEnforce, RLaaSApply in the "        \
+    "sections and .htaccess files down the tree, and the section's own "       \
+    "limit)"
+
+/* The policies of this request, or, where the section is misconfigured
+ * (*why), the host's enforced ones alone. */
+static int gather(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *all,
+                  const char **why)
+{
+    int n = rlaas_policies_gather(r, d, all);
+
+    *why = n < 0 ? TOO_MANY : n > 0 ? rlaas_tenant_bounds(r, d) : NULL;
+    return *why != NULL ? rlaas_policies_enforced(r, d, all) : n;
 }
 
 static int checkpoint(request_rec *r, phase_e phase)
 {
     rlaas_item_t all[RLAAS_POLICIES_MAX];
     decision_t dc;
-    int n, rc, before_auth;
+    const char *misconf;
+    int n, rc = DECLINED, before_auth;
 
     /* Subrequests (SSI includes, a listing's look-ups, mod_dir's and
      * mod_negotiation's probes) are part of the client request that made
@@ -918,23 +950,20 @@ static int checkpoint(request_rec *r, phase_e phase)
                        : DECLINED;
     }
     dc.d = rlaas_dir_conf(r);
-    if ((n = rlaas_policies_gather(r, dc.d, all)) == 0)
+    if ((n = gather(r, dc.d, all, &misconf)) == 0 && misconf == NULL)
         return DECLINED;
     if (dc.u == NULL)
         dc.u = rlaas_unit_get(r);
-    if (n < 0)
-        rc = too_many(&dc);
-    else {
-        before_auth = select_items(&dc, all, n, phase);
-        if (phase == PHASE_ACCESS) {
-            dc.u->checked = r;
-            dc.u->checked_conf = r->per_dir_config;
-            dc.u->left_for_handler = before_auth || dc.n < n;
-        }
-        if (dc.n == 0)
-            return DECLINED;
-        rc = decide(&dc, before_auth);
+    before_auth = select_items(&dc, all, n, phase);
+    if (phase == PHASE_ACCESS) {
+        dc.u->checked = r;
+        dc.u->checked_conf = r->per_dir_config;
+        dc.u->left_for_handler = before_auth || dc.n < n;
     }
+    if (dc.n > 0)
+        rc = decide(&dc, before_auth);
+    if (rc == DECLINED && misconf != NULL)
+        rc = misconfigured(&dc, misconf);
     /* Under "Satisfy Any" httpd ignores an access checker's refusal and
      * asks for authentication instead: the handler hook delivers it, so
      * that a client let in by its address or its credentials alike gets

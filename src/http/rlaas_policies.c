@@ -8,6 +8,7 @@
 #include "rlaas_log.h"
 #include "rlaas_metrics.h"
 #include "rlaas_policy.h"
+#include "rlaas_tenant.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -29,7 +30,9 @@ static void named(rlaas_item_t *it, const rlaas_policy_t *p, int enforced,
     it->p = p;
     it->name = p->name;
     it->enforced = enforced;
-    it->dry_run = !enforced && d != NULL && d->dry_run == 1;
+    /* a tenant's dry run is its own limit's alone */
+    it->dry_run = !enforced && d != NULL && d->dry_run == 1 &&
+                  !(d->by_tenant & RLAAS_T_DRY_RUN);
     it->need_user = p->sources_need_user;
     it->metric = p->metric;
     it->limit = p->limit;
@@ -57,13 +60,15 @@ static void own(rlaas_item_t *it, const rlaas_dir_conf_t *d)
     it->call.window = rlaas_dir_window_arg(d);
 }
 
-int rlaas_policies_gather(request_rec *r, const rlaas_dir_conf_t *d,
-                          rlaas_item_t *it)
+/* The policies: the host's enforced ones, and unless only those are
+ * asked for, those the section applies and its own limit. */
+static int gather(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it,
+                  int enforced_only)
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     const rlaas_apply_op_t *sel[RLAAS_POLICIES_MAX];
     const rlaas_apply_op_t *enf = NULL, *ops = NULL;
-    int on = d != NULL && d->engine != 0;
+    int on = !enforced_only && d != NULL && d->engine != 0;
     int mine = on && rlaas_dir_has_limit(d);
     int nenf = 0, nops = 0, n, i;
 
@@ -84,6 +89,18 @@ int rlaas_policies_gather(request_rec *r, const rlaas_dir_conf_t *d,
     if (mine)
         own(&it[n++], d);
     return n;
+}
+
+int rlaas_policies_gather(request_rec *r, const rlaas_dir_conf_t *d,
+                          rlaas_item_t *it)
+{
+    return gather(r, d, it, 0);
+}
+
+int rlaas_policies_enforced(request_rec *r, const rlaas_dir_conf_t *d,
+                            rlaas_item_t *it)
+{
+    return gather(r, d, it, 1);
 }
 
 /* An integer read per request, or -1 (the expression failed or gave
@@ -117,11 +134,12 @@ static void log_value(request_rec *r, const char *what, const char *text,
                   dropped > 0 ? " (and similar lines since)" : "");
 }
 
-/* RLaaSLimit expr=EXPR [fallback], bounded by RLaaSLimitMax. */
+/* RLaaSLimit expr=EXPR [fallback], bounded by RLaaSLimitMax (and
+ * RLaaSLogMax for a tenant's sliding log). */
 static const char *limit_read(request_rec *r, const rlaas_dir_conf_t *d,
                               rlaas_item_t *it)
 {
-    int64_t max = rlaas_server_limit_max(rlaas_server_conf(r->server));
+    int64_t max = rlaas_tenant_limit_cap(r, d);
     const char *text;
     int64_t v = read_int(r, d->limit_expr, RLAAS_LIMIT_MAX, &text);
 
@@ -140,15 +158,17 @@ static const char *limit_read(request_rec *r, const rlaas_dir_conf_t *d,
     return NULL;
 }
 
-/* The section's cost applies to its own limit and to the policies it
- * applies; an enforced policy has its own. A cost that is no integer from
- * 0 to the limit costs 1. */
+/* The section's cost applies to its own limit and, when the operator set
+ * it, to the policies the section applies; an enforced policy, and any
+ * policy under a tenant's cost, has its own. A cost that is no integer
+ * from 0 to the limit costs 1. */
 static void cost_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it,
                     const char **section_cost)
 {
     int64_t c;
 
-    if (!it->enforced && d != NULL && d->cost != -1) {
+    if (d != NULL && d->cost != -1 &&
+        (it->p == NULL || (!it->enforced && !(d->by_tenant & RLAAS_T_COST)))) {
         if (d->cost_expr != NULL && *section_cost == NULL) {
             const char *text;
 
@@ -190,8 +210,45 @@ static void key_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it)
                                       &it->call.window_at);
 }
 
-/* One counter, one decision: of two items with one key the lower limit
- * stays. */
+static int64_t cost_value(const rlaas_item_t *it)
+{
+    int64_t c;
+
+    if (it->call.cost == NULL ||
+        rlaas_parse_nonneg_int(it->call.cost, RLAAS_LIMIT_MAX, &c) != NULL)
+        return 1;
+    return c;
+}
+
+/* Two items with one key (operator's sections may name their zone after
+ * a policy) are one counter, decided never more loosely than either
+ * would: enforced if either is (the enforced one's settings stay: its
+ * window, condition and failure policy), a dry run only if both are, the
+ * lower limit, the higher cost (at most that limit). */
+static void merge(rlaas_item_t *a, const rlaas_item_t *b)
+{
+    const rlaas_item_t *low = b->limit < a->limit ? b : a;
+    const rlaas_item_t *keep = low;
+    int64_t ca = cost_value(a), cb = cost_value(b);
+    int mode = low->call.mode & RLAAS_MODE_LIMIT_VARIES;
+    rlaas_item_t m;
+
+    if (a->enforced != b->enforced)
+        keep = a->enforced ? a : b;
+    m = *keep;
+
+    m.enforced = a->enforced || b->enforced;
+    m.dry_run = a->dry_run && b->dry_run;
+    m.limit = low->limit;
+    m.call.limit = low->call.limit;
+    m.call.cost = ca >= cb ? a->call.cost : b->call.cost;
+    if ((ca >= cb ? ca : cb) > m.limit)
+        m.call.cost = m.call.limit;
+    m.call.mode = mode | (m.dry_run ? RLAAS_MODE_DRY_RUN : 0);
+    *a = m;
+}
+
+/* One counter, one decision (merge). */
 static int dedupe(rlaas_item_t *it, int n)
 {
     int i, j, k;
@@ -201,8 +258,7 @@ static int dedupe(rlaas_item_t *it, int n)
             if (it[i].call.key_len != it[j].call.key_len ||
                 memcmp(it[i].call.key, it[j].call.key, it[i].call.key_len))
                 continue;
-            if (it[j].limit < it[i].limit)
-                it[i] = it[j];
+            merge(&it[i], &it[j]);
             for (k = j; k + 1 < n; k++)
                 it[k] = it[k + 1];
             n--;

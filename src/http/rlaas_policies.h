@@ -34,10 +34,16 @@ typedef struct {
 int rlaas_policies_gather(request_rec *r, const rlaas_dir_conf_t *d,
                           rlaas_item_t *it);
 
+/* The host's enforced policies alone (it[] as above): what is decided
+ * where the rest cannot be (too many policies, a tenant's limit out of
+ * its host's bounds). */
+int rlaas_policies_enforced(request_rec *r, const rlaas_dir_conf_t *d,
+                            rlaas_item_t *it);
+
 /* Readies it[0..*n) for the engine: keys, limits, costs; a key met twice
- * (a section whose zone is a policy's name) is decided once, under the
- * lower limit. Returns NULL, or why a limit could not be had (the request
- * is then undecided). */
+ * (an operator's section whose zone is a policy's name) is decided once,
+ * never more loosely than either would be. Returns NULL, or why a limit could
+ * not be had (the request is then undecided). */
 const char *rlaas_policies_prepare(request_rec *r, const rlaas_dir_conf_t *d,
                                    rlaas_item_t *it, int *n);
 

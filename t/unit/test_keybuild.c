@@ -194,6 +194,87 @@ static void namespace_text(void **state)
     assert_false(rlaas_key_namespace_ok("", 0));
 }
 
+/* A tenant's namespace is its host's and a mark no host's has: "~t" for
+ * the host's tenant, '~' and a hash for a tenant root's. */
+static void tenant_namespace_text(void **state)
+{
+    char out[RLAAS_NS_MAX], host[RLAAS_NS_MAX], want[RLAAS_NS_MAX + 1],
+        big[300];
+    size_t n, h;
+
+    (void)state;
+    n = rlaas_key_tenant_namespace(out, "Mass.Example", 12, NULL, 0);
+    assert_int_equal(n, 14);
+    assert_memory_equal(out, "mass.example~t", 14);
+    assert_true(rlaas_key_namespace_ok(out, n));
+    n = rlaas_key_tenant_namespace(out, "mass.example", 12, "/srv/mass/t1", 12);
+    memcpy(want, "mass.example~", 13);
+    rlaas_key_sha1_hex(want + 13, RLAAS_NS_HASH_HEX, "/srv/mass/t1", 12);
+    assert_int_equal(n, 13 + RLAAS_NS_HASH_HEX);
+    assert_memory_equal(out, want, n);
+    assert_true(rlaas_key_namespace_ok(out, n));
+    /* two roots, two namespaces */
+    rlaas_key_tenant_namespace(want, "mass.example", 12, "/srv/mass/t2", 12);
+    assert_memory_not_equal(out, want, n);
+    /* a hashed host: "~<16>~t", "~<16>~<16>"; the longest fits */
+    memset(big, 'h', sizeof(big));
+    h = rlaas_key_namespace(host, big, 65);
+    n = rlaas_key_tenant_namespace(out, big, 65, NULL, 0);
+    assert_int_equal(n, h + 2);
+    assert_true(rlaas_key_namespace_ok(out, n));
+    n = rlaas_key_tenant_namespace(out, big, 65, "/x", 2);
+    assert_int_equal(n, 2 * (1 + RLAAS_NS_HASH_HEX));
+    assert_true(rlaas_key_namespace_ok(out, n));
+    n = rlaas_key_tenant_namespace(out, big, 64, "/x", 2);
+    assert_int_equal(n, RLAAS_NS_MAX);
+    assert_true(rlaas_key_namespace_ok(out, n));
+    /* no host's namespace is a tenant's */
+    assert_false(rlaas_key_namespace_ok("a~x", 3));
+    assert_false(rlaas_key_namespace_ok("a~", 2));
+    assert_false(rlaas_key_namespace_ok("~t", 2));
+    assert_false(rlaas_key_namespace_ok("a~t~t", 5));
+    assert_false(rlaas_key_namespace_ok("a~0123456789abcdef~t", 20));
+    assert_false(rlaas_key_namespace_ok("a~0123456789ABCDEF", 18));
+    assert_false(rlaas_key_namespace_ok("~0123456789abcdef~", 18));
+    memset(want, 'h', sizeof(want));
+    memcpy(want + 65, "~t", 2);
+    assert_false(rlaas_key_namespace_ok(want, 67));
+}
+
+/* What a tenant's zone and its host's policy of the same name make. */
+static void tenant_never_meets_its_host(void **state)
+{
+    char a[RLAAS_KEY_MAX + 1], b[RLAAS_KEY_MAX + 1], ns[RLAAS_NS_MAX],
+        tns[RLAAS_NS_MAX];
+    rlaas_key_part_t part = {RLAAS_SRC_IP, NULL, 0, 0, NULL, 0};
+    rlaas_key_spec_t k;
+
+    (void)state;
+    memset(&k, 0, sizeof(k));
+    k.prefix = "p:";
+    k.prefix_len = 2;
+    k.zone = "site-floor";
+    k.zone_len = 10;
+    k.ip = "192.0.2.1";
+    k.ip_len = 9;
+    k.parts = &part;
+    k.nparts = 1;
+    k.strategy = RLAAS_STRATEGY_SLIDING_LOG;
+    k.ns = ns;
+    k.ns_len = rlaas_key_namespace(ns, "host.example", 12);
+    rlaas_key_build(a, &k);
+    assert_string_equal(a, "p:site-floor@host.example:192.0.2.1");
+    k.ns = tns;
+    k.ns_len = rlaas_key_tenant_namespace(tns, "host.example", 12, NULL, 0);
+    rlaas_key_build(b, &k);
+    assert_string_equal(b, "p:site-floor@host.example~t:192.0.2.1");
+    /* with a key prefix of its own the host's policy has no namespace */
+    k.ns = NULL;
+    k.ns_len = 0;
+    rlaas_key_build(a, &k);
+    assert_string_not_equal(a, b);
+}
+
 static void tagged_forms(void **state)
 {
     char want[256];
@@ -312,7 +393,10 @@ static void worst_case_is_the_bound(void **state)
     memset(zone, 'z', sizeof(zone));
     memset(name, 'N', sizeof(name));
     memset(ip, '1', sizeof(ip));
+    /* the longest namespace: a tenant root's under a 64-byte host */
     memset(ns, 'n', sizeof(ns));
+    ns[RLAAS_HOST_NS_MAX] = '~';
+    memset(ns + RLAAS_HOST_NS_MAX + 1, 'f', RLAAS_NS_HASH_HEX);
     ip[1] = '.'; /* address-like, so raw */
     for (i = 0; i < RLAAS_SOURCES_MAX; i++) {
         parts[i].type = RLAAS_SRC_HEADER;
@@ -502,10 +586,26 @@ static const char *const sources[] = {"ip",
 static const char *const zones[] = {NULL,    "za", "zb",   "tb",    "123",
                                     "h.x-a", "ip", "user", "alice", "ban"};
 
-/* Namespaces, often none; some spell a zone, a value or a segment. */
-static const char *const namespaces[] = {
-    NULL, NULL, NULL,  NULL,        "a.example", "b.example",
-    "za", "tb", "123", "127.0.0.1", "alice",     "~0123456789abcdef"};
+/* Namespaces, often none; some spell a zone, a value or a segment; hosts'
+ * and their tenants' (the host's, a tenant root's) side by side. */
+static const char *const namespaces[] = {NULL,
+                                         NULL,
+                                         NULL,
+                                         NULL,
+                                         "a.example",
+                                         "b.example",
+                                         "za",
+                                         "tb",
+                                         "123",
+                                         "127.0.0.1",
+                                         "alice",
+                                         "~0123456789abcdef",
+                                         "a.example~t",
+                                         "a.example~0123456789abcdef",
+                                         "a.example~fedcba9876543210",
+                                         "za~t",
+                                         "~0123456789abcdef~t",
+                                         "~0123456789abcdef~0123456789abcdef"};
 
 static const char *const ips[] = {"127.0.0.1",
                                   "203.0.113.9",
@@ -727,6 +827,8 @@ int main(void)
         cmocka_unit_test(default_forms_keep_the_seeds_layout),
         cmocka_unit_test(namespaced_zones),
         cmocka_unit_test(namespace_text),
+        cmocka_unit_test(tenant_namespace_text),
+        cmocka_unit_test(tenant_never_meets_its_host),
         cmocka_unit_test(tagged_forms),
         cmocka_unit_test(single_non_default_source_is_tagged),
         cmocka_unit_test(out_of_bounds_specs),
