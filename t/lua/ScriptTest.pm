@@ -89,7 +89,7 @@ sub new {
     my ($class, %opt) = @_;
     my $r = $opt{redis} || RLaaS::Redis->start;
     my $self = bless { r => $r, sha => {}, fake => {}, taint => {} }, $class;
-    for my $s (@STRATEGIES, 'multi') {
+    for my $s (@STRATEGIES, 'multi', 'credit') {
         my $t = lua_text($s);
         $self->{sha}{$s} = $self->_load($t);
         $self->{fake}{$s} = $self->_load(fake_text($t));
@@ -132,7 +132,8 @@ sub _shadow {
         return;
     }
     my @args = map { my @p = @$_; $p[1] = key_arg($p[0], $p[1]); \@p } @$pols;
-    my ($got, @recs) = $multi ? $lc->run_multi($ms, @args)
+    my ($got, @recs) = ref $multi ? $lc->run_credit($ms, $multi->[1], @args)
+        : $multi ? $lc->run_multi($ms, @args)
         : $lc->run(@{ $args[0] }[0 .. 3], $ms, @{ $args[0] }[4, 5]);
     $self->{shadow_n}++;
     my $want = ref $rep eq 'ARRAY' ? "@$rep" : 'error';
@@ -234,6 +235,21 @@ sub run_multi {
     }
     return $self->_run(\@p, 1, $ms, undef, 'EVALSHA', $self->{fake}{multi},
         scalar(@k), @k, @a);
+}
+
+# Credits of the credit script (lua/credit.lua) at fake time $ms, the
+# units charged at least $age ms before: each [$s, $K, $L, $W, $units,
+# $mode]. Replies 4 integers per credit, {1, units given back, 0, 0}.
+sub run_credit {
+    my ($self, $ms, $age, @p) = @_;
+    my (@k, @a);
+    @p = map { my ($s, $K, $L, $W, $n, $m) = @$_; [$s, $K, $L, $W, $n // 1, $m // 0] } @p;
+    for my $p (@p) {
+        push @k, key_arg($p->[0], $p->[1]);
+        push @a, $STRATEGY_ID{ $p->[0] } // $p->[0], @{$p}[2 .. 5], $age;
+    }
+    return $self->_run(\@p, ['credit', $age], $ms, undef, 'EVALSHA',
+        $self->{fake}{credit}, scalar(@k), @k, @a);
 }
 
 sub _run {
@@ -398,6 +414,12 @@ sub run_multi {
     my ($self, $ms, @p) = @_;
     return $self->_answer(scalar(@p), "multi $ms "
         . join(' ', map { my ($s, $K, $L, $W, $c, $m) = @$_; "$s $K $L $W " . ($c // 1) . ' ' . ($m // 0) } @p));
+}
+
+sub run_credit {
+    my ($self, $ms, $age, @p) = @_;
+    return $self->_answer(scalar(@p), "credit $ms $age "
+        . join(' ', map { my ($s, $K, $L, $W, $n, $m) = @$_; "$s $K $L $W " . ($n // 1) . ' ' . ($m // 0) } @p));
 }
 
 sub _answer {
