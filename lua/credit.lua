@@ -15,7 +15,7 @@ end
 for i = 1, #KEYS do
   local j = 6 * i - 5
   local f = run[tonumber(ARGV[j])]
-  local L, W, m = args(ARGV[j + 1], ARGV[j + 2], 0, ARGV[j + 4])
+  local L, W, _, m = args(ARGV[j + 1], ARGV[j + 2], 0, ARGV[j + 4])
   local n, age = int(ARGV[j + 3], 1, 1e9), int(ARGV[j + 5], 0, 2^52)
   if seen[KEYS[i]] or not (f and L and n and age) or m % 8 >= 2 then
     return redis.error_reply('ERR rlaas: bad credit ' .. i)

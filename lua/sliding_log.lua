@@ -76,8 +76,7 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
   end
   return {ok and 1 or 0, rem, reset, retry}
 end
--- a credit: n units off the first live hits from at on (the charge's),
--- at most 256 renumbered after; else off the newest. Units (lo, lo + t] go
+-- a credit: units (lo, lo + t] off hits from at on, else the newest
 local function rlaas_sliding_log_credit(K, L, W, n, m, at)
   local top = redis.call('ZRANGE', K, -1, -1, 'WITHSCORES')
   local seq = cum(top[1])

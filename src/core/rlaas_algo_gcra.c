@@ -93,8 +93,8 @@ static void debt(const void *state, size_t len, int64_t L, int64_t W,
 }
 
 /* Until empty, ceil(D / l) ms: q whole ms and x parts of 1/l left. */
-static int64_t empty_in(int64_t c, int64_t d, int64_t W, int64_t l,
-                        int64_t *q, int64_t *x)
+static int64_t empty_in(int64_t c, int64_t d, int64_t W, int64_t l, int64_t *q,
+                        int64_t *x)
 {
     *q = rlaas_muldiv(c, W, l, x);
     *x += d;
@@ -137,9 +137,8 @@ int rlaas_algo_gcra(const rlaas_algo_call_t *cl, void *state, size_t *len,
     return rc;
 }
 
-int rlaas_algo_gcra_credit(const rlaas_algo_call_t *cl, int64_t at,
-                           void *state, size_t *len, int64_t *ttl_ms,
-                           int64_t *given)
+int rlaas_algo_gcra_credit(const rlaas_algo_call_t *cl, int64_t at, void *state,
+                           size_t *len, int64_t *ttl_ms, int64_t *given)
 {
     int64_t L = cl->limit, W = cl->window_ms, now = cl->now_ms;
     int64_t g = rlaas_gcd(L, W), r = L / g, l, n, f, c, d, q, x, reset;

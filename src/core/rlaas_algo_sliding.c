@@ -110,8 +110,8 @@ static void sw_now(const void *state, size_t len, int64_t W, int64_t now,
 
 /* The state of window i, and its time to live: dead before window i+2,
  * where mod-4 aliasing could misread it. */
-static int64_t sw_put(void *state, size_t *len, int64_t i, int64_t P,
-                      int64_t C, int64_t W, int64_t e, int64_t off)
+static int64_t sw_put(void *state, size_t *len, int64_t i, int64_t P, int64_t C,
+                      int64_t W, int64_t e, int64_t off)
 {
     sw_state_t st = {i, P, C};
 

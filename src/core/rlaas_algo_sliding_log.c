@@ -189,8 +189,7 @@ int rlaas_algo_sliding_log(const rlaas_algo_call_t *c, void *state, size_t *len,
  * (front) or its last ones: whole hits, then the one at the edge keeps
  * the rest of its units, a run of its own. Runs merged into uneven ones
  * lose units only. */
-static void take_part(run_t *r, int64_t *k, int64_t j, int64_t left,
-                      int front)
+static void take_part(run_t *r, int64_t *k, int64_t j, int64_t left, int front)
 {
     run_t *x = &r[j];
     int64_t per, whole, part;

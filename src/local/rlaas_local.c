@@ -317,8 +317,8 @@ static int credit_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
 
     if (*len == 0)
         return 1; /* no state: none is made */
-    return rlaas_algo_credit(cr->call, cr->at, val, len, ttl_ms,
-                             &cr->given) != RLAAS_ALGO_STORE;
+    return rlaas_algo_credit(cr->call, cr->at, val, len, ttl_ms, &cr->given) !=
+           RLAAS_ALGO_STORE;
 }
 
 /* A credit's key and arguments: fixed's record is its charge's window. */
