@@ -876,6 +876,8 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
         d->limit_fallback = base->limit_fallback;
     }
     d->ns = add->limit != -1 || add->zone != NULL ? add->ns : base->ns;
+    d->tenant =
+        add->limit != -1 || add->zone != NULL ? add->tenant : base->tenant;
     if (add->zone != NULL) {
         d->zone = add->zone;
         d->zone_metric = add->zone_metric;
@@ -938,6 +940,7 @@ static void set_tenant(cmd_parms *cmd, rlaas_dir_conf_t *d)
     size_t n;
 
     d->ns = NULL;
+    d->tenant = in_htaccess(cmd);
     if (!in_htaccess(cmd) || rlaas_server_conf(cmd->server)->prefix_own)
         return;
     if (host == NULL)

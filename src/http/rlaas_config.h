@@ -194,6 +194,7 @@ typedef struct {
      * the limit or the zone in force, and its host has no RLaaSKeyPrefix
      * of its own; it follows the section that last set either. */
     const char *ns;
+    int tenant;      /* ... and whether a .htaccess set them, prefix or not */
     int zone_metric; /* the zone's row handle; -1: none ("other") */
     int lease;       /* RLaaSLease: -1 unset (off) */
     int console;     /* RLaaSConsole: -1 unset (off); never from .htaccess */

@@ -266,7 +266,8 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
     if (ban >= 0 && e == RLAAS_LERR_NONE) {
         v[ban].allowed = 1;
         v[ban].remaining = v[ban].reset_ms = v[ban].retry_ms = 0;
-        if (!go && (p[ban].ac.mode == 0 || !v[p[ban].ac.mode - 1].allowed)) {
+        if (!go && p[ban].ac.cost != RLAAS_BAN_READ &&
+            (p[ban].ac.mode == 0 || !v[p[ban].ac.mode - 1].allowed)) {
             b.start = 1;
             e = ban_held(&hd, ban, &p[ban], &b, rep,
                          recs != NULL ? &recs[ban] : NULL);
