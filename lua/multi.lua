@@ -56,15 +56,16 @@ if ban then
   end
   last = l
 end
+-- one policy is charged at once, as its own script does
 local go = true
 for _, p in ipairs(P) do
   local i = p[7]
-  out[i] = p[1](p[2], p[3], p[4], p[5], p[6], false)
+  out[i] = p[1](p[2], p[3], p[4], p[5], p[6], #P == 1)
   -- an error (fixed's RLAASWINDOW) before anything is written
   if out[i].err then return out[i] end
   if out[i][1] == 0 and p[6] % 4 < 2 and p[6] % 8 < 4 then go = false end
 end
-if go then
+if go and #P > 1 then
   for _, p in ipairs(P) do out[p[7]] = p[1](p[2], p[3], p[4], p[5], p[6], true) end
 end
 if ban then
