@@ -493,7 +493,7 @@ static const char *const sources[] = {"ip",
                                       "expr=%{HTTP:X-A}",
                                       "expr=%{REQUEST_METHOD}"};
 
-static const char *const zones[] = {NULL,    "za", "zb",   "tb",    "123",
+static const char *const zones[] = {NULL,    "za", "zb",   "tb",   "123",
                                     "h.x-a", "ip", "user", "alice", "ban"};
 
 /* Namespaces, often none; some spell a zone, a value or a segment. */
