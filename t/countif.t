@@ -16,6 +16,7 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use File::Spec::Functions qw(catfile);
+use Time::HiRes ();
 use RLaaS::Test qw(:all);
 use Apache::TestRLaaS ();
 
@@ -115,6 +116,57 @@ SKIP: {
         ok checks($u) <= 5, 'the login form says so too: ' . checks($u) . ' checks';
     };
 }
+
+subtest 'a refund that gets no answer is never sent again: counted lost, logged' => sub {
+    my $rport = $ENV{RLAAS_TEST_REDIS_PORT} or plan skip_all => 'the suite\'s Redis port is not known';
+    require RLaaS::Relay;
+    my $rp = free_port();
+    my $relay = RLaaS::Relay->start(port => $rp, target => $rport);
+    my $cgi = catfile(repo_top(), 't', 'htdocs', 'countif', 'login.cgi');
+    chomp(my $libexec = `apxs -q LIBEXECDIR 2>/dev/null` || '');
+    $libexec ||= '/usr/lib/apache2/modules';
+    my $h = private_httpd(<<"EOC");
+LoadModule cgid_module $libexec/mod_cgid.so
+ScriptSock cgid.sock
+RLaaSRedis 127.0.0.1:$rp
+RLaaSRedisTimeout 300ms
+<VirtualHost *:*>
+    Alias /slow "$cgi"
+    <Location /slow>
+        Options +ExecCGI
+        SetHandler cgi-script
+        RLaaSLimit 5
+        RLaaSWindow 60s
+        RLaaSZone ci-lost
+        RLaaSKeyBy header:X-User
+        RLaaSCountIf "%{REQUEST_STATUS} == 401"
+    </Location>
+    <Location /metrics>
+        SetHandler rlaas-metrics
+    </Location>
+</VirtualHost>
+EOC
+    my $u = uid('ci-lost');
+    my $lost = sub {
+        require HTTP::Tiny;
+        my $res = HTTP::Tiny->new(timeout => 10)->get('http://127.0.0.1:' . $h->port . '/metrics');
+        return $res->{content} =~ /^rlaas_countif_refunds_lost_total (\d+)/m ? $1 : -1;
+    };
+    is $lost->(), 0, 'nothing lost yet';
+    # a success that takes a second: while it is served, Redis' answers
+    # stop coming (the relay passes the commands, drops the replies)
+    my $pid = fork // die "fork: $!";
+    if (!$pid) { $h->get('/slow?pwd=right&slow=1', { 'X-User' => $u }); require POSIX; POSIX::_exit(0) }
+    Time::HiRes::sleep(0.5);
+    is $r->cmd('ZCARD', ukey('ci-lost', $u)), 1, 'the check charged the request';
+    $relay->mode('cut');
+    waitpid $pid, 0;
+    ok wait_for(sub { $h->log =~ /RLAAS0150/ }, 5), 'RLAAS0150 says the charge could not be given back';
+    $relay->mode('pass');
+    ok wait_for(sub { $lost->() == 1 }, 5), 'rlaas_countif_refunds_lost_total: 1';
+    like $h->log, qr/RLAAS0150: RLaaSCountIf: a charge made at the check could not be given back \(Redis (timeout|io)/,
+        '... after one try: a refund that was sent is never sent again';
+};
 
 # ---------------------------------------------------------------- point 8
 sub console {

@@ -254,7 +254,8 @@ static const char *credit_one(request_rec *r, admin_redis_t *a,
                                   rlaas_lerr_name(e));
     }
     cmd = argv_of(r->pool, "EVAL");
-    APR_ARRAY_PUSH(cmd, const char *) = apr_pstrmemdup(r->pool, sc->body, sc->len);
+    APR_ARRAY_PUSH(cmd, const char *) =
+        apr_pstrmemdup(r->pool, sc->body, sc->len);
     APR_ARRAY_PUSH(cmd, const char *) = "1";
     APR_ARRAY_PUSH(cmd, const char *) = key;
     APR_ARRAY_PUSH(cmd, const char *) =

@@ -31,7 +31,7 @@ typedef enum {
 /* Decides it[0..n) from a lease where the section asks for one and it
  * applies (with: RLAAS_LEASE_WITH_* bits). */
 rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
-                                 rlaas_item_t *it, int n, int with, rlaas_rerr_e *e,
-                                 char *detail);
+                                 rlaas_item_t *it, int n, int with,
+                                 rlaas_rerr_e *e, char *detail);
 
 #endif

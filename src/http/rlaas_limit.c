@@ -559,8 +559,7 @@ static int decided(decision_t *dc, rlaas_outcome_e allowed,
 
 /* A policy as the local engine takes it, its limit shared out among
  * divisor servers (at least 1 each, a cost at most that). */
-static void to_local(const rlaas_item_t *it, int divisor,
-                     rlaas_local_call_t *c)
+static void to_local(const rlaas_item_t *it, int divisor, rlaas_local_call_t *c)
 {
     int64_t cost;
 
@@ -569,8 +568,7 @@ static void to_local(const rlaas_item_t *it, int divisor,
     /* the local engine appends fixed's window number itself, by its own
      * clock, to the key as it ends before one (Redis Cluster declares
      * it) */
-    c->key_len =
-        it->call.window_at > 0 ? it->call.window_at : it->call.key_len;
+    c->key_len = it->call.window_at > 0 ? it->call.window_at : it->call.key_len;
     c->limit = it->limit / divisor > 0 ? it->limit / divisor : 1;
     c->window_ms = it->window_ms;
     if (it->call.cost == NULL ||
@@ -711,8 +709,8 @@ static int limit(decision_t *dc)
                    ? decided(dc, RLAAS_OUT_ALLOWED, RLAAS_OUT_DENIED)
                    : local_undecided(dc, le);
     }
-    switch (rlaas_lease_decide(dc->r, dc->d, dc->it, dc->n, dc->with, &e,
-                               detail)) {
+    switch (
+        rlaas_lease_decide(dc->r, dc->d, dc->it, dc->n, dc->with, &e, detail)) {
     case RLAAS_LEASE_DECIDED:
         return decided(dc, RLAAS_OUT_ALLOWED, RLAAS_OUT_DENIED);
     case RLAAS_LEASE_FAILED:

@@ -104,6 +104,29 @@ static rlaas_lerr_e lerr(rlaas_table_rc_e rc)
     }
 }
 
+/* A record after a call, for tests (rec may be NULL). */
+static void note(rlaas_local_record_t *rec, const prepared_t *p,
+                 const rlaas_table_report_t *rep, const rlaas_table_hold_t *hd)
+{
+    if (rec == NULL)
+        return;
+    memcpy(rec->key, p->key, p->len + 1);
+    rec->ttl_ms = rep->vlen > 0 ? rep->expire - hd->now : -2;
+}
+
+/* Whether key i differs from keys 0..i-1: one key twice would be charged
+ * (or credited) twice. */
+static int distinct(const prepared_t *p, int i)
+{
+    int j;
+
+    for (j = 0; j < i; j++) {
+        if (p[j].len == p[i].len && memcmp(p[j].key, p[i].key, p[i].len) == 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* Call i of a held set, charging or not. */
 static rlaas_lerr_e hit_held(rlaas_table_hold_t *hd, int i, prepared_t *p,
                              int commit, rlaas_verdict_t *v,
@@ -118,10 +141,8 @@ static rlaas_lerr_e hit_held(rlaas_table_hold_t *hd, int i, prepared_t *p,
     /* refused by the strategy's choice: the record stays as it was */
     if (rc == RLAAS_TABLE_REFUSED && h.rc == RLAAS_ALGO_LEAVE)
         rc = RLAAS_TABLE_OK;
-    if (rc == RLAAS_TABLE_OK && rec != NULL) {
-        memcpy(rec->key, p->key, p->len + 1);
-        rec->ttl_ms = rep->vlen > 0 ? rep->expire - hd->now : -2;
-    }
+    if (rc == RLAAS_TABLE_OK)
+        note(rec, p, rep, hd);
     return lerr(rc);
 }
 
@@ -180,10 +201,8 @@ static rlaas_lerr_e ban_held(rlaas_table_hold_t *hd, int i, prepared_t *p,
     rc = rlaas_table_update_held(hd, i, p->key, p->len, ban_fn, b, rep);
     if (rc == RLAAS_TABLE_REFUSED && !b->start)
         rc = RLAAS_TABLE_OK;
-    if (rc == RLAAS_TABLE_OK && rec != NULL) {
-        memcpy(rec->key, p->key, p->len + 1);
-        rec->ttl_ms = rep->vlen > 0 ? rep->expire - hd->now : -2;
-    }
+    if (rc == RLAAS_TABLE_OK)
+        note(rec, p, rep, hd);
     return lerr(rc);
 }
 
@@ -200,7 +219,7 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
     rlaas_table_hold_t hd;
     rlaas_lerr_e e = RLAAS_LERR_NONE;
     ban_t b = {NULL, 0, 0, 0, 0};
-    int i, j, go = 1, ban = -1;
+    int i, go = 1, ban = -1;
 
     if (rep == NULL)
         rep = &dummy;
@@ -221,10 +240,8 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
         }
         keys[i] = p[i].key;
         lens[i] = p[i].len;
-        for (j = 0; j < i; j++) {
-            if (lens[j] == lens[i] && memcmp(keys[j], keys[i], lens[i]) == 0)
-                return RLAAS_LERR_CALL;
-        }
+        if (!distinct(p, i))
+            return RLAAS_LERR_CALL;
     }
     e = lerr(rlaas_table_hold(lc, keys, lens, n, now_ms,
                               RLAAS_LOCAL_LOCK_WAIT_US, &hd, rep));
@@ -350,7 +367,7 @@ rlaas_lerr_e rlaas_local_credit_n(rlaas_local_t *lc,
     rlaas_table_report_t dummy;
     rlaas_table_hold_t hd;
     rlaas_lerr_e e;
-    int i, j;
+    int i;
 
     if (rep == NULL)
         rep = &dummy;
@@ -367,10 +384,8 @@ rlaas_lerr_e rlaas_local_credit_n(rlaas_local_t *lc,
             return RLAAS_LERR_CALL;
         keys[i] = p[i].key;
         lens[i] = p[i].len;
-        for (j = 0; j < i; j++) {
-            if (lens[j] == lens[i] && memcmp(keys[j], keys[i], lens[i]) == 0)
-                return RLAAS_LERR_CALL;
-        }
+        if (!distinct(p, i))
+            return RLAAS_LERR_CALL;
     }
     e = lerr(rlaas_table_hold(lc, keys, lens, n, now_ms,
                               RLAAS_LOCAL_LOCK_WAIT_US, &hd, rep));
@@ -381,10 +396,8 @@ rlaas_lerr_e rlaas_local_credit_n(rlaas_local_t *lc,
 
         e = rc == RLAAS_TABLE_REFUSED ? RLAAS_LERR_NONE : lerr(rc);
         given[i] = cr.given;
-        if (e == RLAAS_LERR_NONE && recs != NULL) {
-            memcpy(recs[i].key, p[i].key, p[i].len + 1);
-            recs[i].ttl_ms = rep->vlen > 0 ? rep->expire - hd.now : -2;
-        }
+        if (e == RLAAS_LERR_NONE)
+            note(recs != NULL ? &recs[i] : NULL, &p[i], rep, &hd);
     }
     if (e != RLAAS_LERR_NONE && i == 0)
         return e; /* the hold failed: nothing is held */

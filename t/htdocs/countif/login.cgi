@@ -8,7 +8,9 @@ body=
 if [ "$REQUEST_METHOD" = POST ] && [ -n "$CONTENT_LENGTH" ]; then
     body=$(head -c "$CONTENT_LENGTH")
 fi
-echo "${HTTP_X_USER:--}" >>"${DOCUMENT_ROOT%/}/../logs/countif-checks.log"
+echo "${HTTP_X_USER:--}" >>"${DOCUMENT_ROOT%/}/../logs/countif-checks.log" 2>/dev/null
+# slow=1 in the query string: every answer takes a second
+case "${QUERY_STRING:-}" in *slow=1*) sleep 1 ;; esac
 case "$body&${QUERY_STRING:-}" in
 *pwd=right*)
     printf 'Content-Type: text/plain\r\n\r\nwelcome\n' ;;
