@@ -42,9 +42,9 @@
 
 /* Mode bits, as the scripts take them (lua/prelude.lua): the limit varies
  * per request (a bucket keeps the limit it was charged under), a dry run
- * (only the multi call reads it), a forced charge (RLaaSCountIf, after the
- * response: charged whatever the verdict; counters count it whole, a
- * bucket fills up to its capacity at most). */
+ * (only the multi call reads it), a forced charge (charged whatever the
+ * verdict; counters count it whole, a bucket fills up to its capacity at
+ * most; kept as the scripts keep it, no longer sent by the module). */
 #define RLAAS_ALGO_LIMIT_VARIES 1
 #define RLAAS_ALGO_DRY_RUN      2
 #define RLAAS_ALGO_FORCE        4

@@ -28,7 +28,8 @@
  * policy). */
 #define RLAAS_MODE_LIMIT_VARIES 1
 #define RLAAS_MODE_DRY_RUN      2
-/* ... a forced charge (RLaaSCountIf: charged whatever it decides). */
+/* ... a forced charge (charged whatever it decides; the scripts keep it,
+ * the module no longer sends it: RLaaSCountIf charges at the check). */
 #define RLAAS_MODE_FORCE 4
 
 /* A ban's record among the calls of the multi script (RLaaSBan): as
