@@ -30,7 +30,7 @@ LUA_PRELUDE = lua/prelude.lua
 LUA_BODIES = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
              lua/leaky.lua lua/gcra.lua
 LUA = $(patsubst lua/%,build/lua/%,$(LUA_BODIES)) build/lua/multi.lua \
-      build/lua/lease.lua
+      build/lua/lease.lua build/lua/credit.lua
 
 # Source folders (docs/developers.md): dependencies point down only,
 # http -> local, redis -> core. core/, local/ and the pure parts of redis/
@@ -100,6 +100,12 @@ build/lua/multi.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/multi.lua
 build/lua/lease.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/lease.lua
 	@mkdir -p build/lua
 	@cat $(LUA_PRELUDE) $(LUA_BODIES) lua/lease.lua >$@.tmp && mv $@.tmp $@
+
+# Credits (RLaaSCountIf's refunds, the console's credit): the prelude, the
+# bodies (each with its strategy's credit) and lua/credit.lua.
+build/lua/credit.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/credit.lua
+	@mkdir -p build/lua
+	cat $(LUA_PRELUDE) $(LUA_BODIES) lua/credit.lua >$@.tmp && mv $@.tmp $@
 
 lua: $(LUA) $(GEN_SRC)
 

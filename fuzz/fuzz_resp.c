@@ -56,8 +56,8 @@ static void check_call(const char *sha, const char *key, size_t klen,
                        const char *limit, const char *window, uint64_t bits)
 {
     rlaas_call_t c[RLAAS_CALL_POLICIES_MAX];
-    const char *argv[3 + 6 * RLAAS_CALL_POLICIES_MAX];
-    size_t lens[3 + 6 * RLAAS_CALL_POLICIES_MAX], keys = 0, n;
+    const char *argv[3 + 7 * RLAAS_CALL_POLICIES_MAX];
+    size_t lens[3 + 7 * RLAAS_CALL_POLICIES_MAX], keys = 0, n;
     char num[3 * RLAAS_CALL_POLICIES_MAX + 1][24], *buf, *want = NULL;
     int np = (int)(bits & 7) + 1, mode = (int)((bits >> 3) & 3);
     int argc = 0, k = 0, i, wn;
@@ -83,8 +83,23 @@ static void check_call(const char *sha, const char *key, size_t klen,
     /* a lease (one policy): every word, then how much it wants */
     if (np == 1 && (bits >> 41) & 1)
         c[0].lease_want = 1 + (int64_t)((bits >> 42) % 1000);
+    /* credits: every word of each, then its age */
+    else if ((bits >> 52) & 1)
+        for (i = 0; i < np; i++) {
+            c[i].credit = 1;
+            c[i].credit_age = (int64_t)((bits >> 53) % 2000);
+        }
     for (i = 0; i < np; i++) {
         const char *cost = c[i].cost ? c[i].cost : "1";
+        if (c[i].credit) {
+            NUM(c[i].strategy);
+            WORD(limit, strlen(limit));
+            WORD(window, strlen(window));
+            WORD(cost, strlen(cost));
+            NUM(mode);
+            NUM(c[i].credit_age);
+            continue;
+        }
         if (c[i].lease_want > 0) {
             NUM(c[i].strategy);
             WORD(limit, strlen(limit));

@@ -27,3 +27,20 @@ local function rlaas_fixed(K, L, W, cost, m, commit)
   if rem < need then retry = left end
   return {ok and 1 or 0, rem, reset, retry}
 end
+-- a credit (lua/credit.lua): n units back to the window of at if it is
+-- now's (one that is over no longer limits); a count back to 0 is no key
+local function rlaas_fixed_credit(K, L, W, n, m, at)
+  local idx = math.floor(at / W)
+  local key = K .. s(idx)
+  if string.sub(K, -1) ~= ':' then
+    -- Redis Cluster: the key declares the charge's window
+    if string.match(K, ':(%d+)$') ~= s(idx) then return 0 end
+    key = K
+  end
+  if idx ~= math.floor(now / W) then return 0 end
+  local v = tonumber(redis.call('GET', key))
+  if not v or v < 1 or v >= 2^53 or v % 1 ~= 0 then return 0 end
+  local g = math.min(n, v)
+  if g == v then redis.call('DEL', key) else redis.call('DECRBY', key, g) end
+  return g
+end

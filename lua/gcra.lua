@@ -3,8 +3,8 @@
 -- (g = gcd(L, W)); a limit that varies per request: "l:ms:ticks", r = l.
 -- Worked on as the debt D = (TAT - now) * l in parts of 1/W (water, as the
 -- leaky bucket's, draining at l per ms): n whole + f
-local function rlaas_gcra(K, L, W, cost, m, commit)
-  local need = math.max(cost, 1)
+-- the debt: n + f as held now, (c, d) draining at l
+local function gc_get(K, L, W)
   local g = gcd(L, W)
   local r = L / g
   local v = redis.call('GET', K)
@@ -39,6 +39,31 @@ local function rlaas_gcra(K, L, W, cost, m, commit)
   elseif n >= L then
     n, f = L, 0
   end
+  return n, f, c, d, l, v
+end
+-- ms until empty: q + x / l
+local function gc_empty(c, d, W, l)
+  local q, x = muldiv(c, W, l)
+  x = x + d
+  q, x = q + math.floor(x / l), x % l
+  return q, x, q + (x > 0 and 1 or 0)
+end
+-- TAT = now + q ms + x / L
+local function gc_put(K, q, x, reset, L, W, m)
+  local g = gcd(L, W)
+  local r, a, b, v = L / g, now + q
+  if m % 2 == 1 then
+    v = s(L) .. ':' .. s(a) .. ':' .. s(x)
+  else
+    b = math.ceil(x / g)
+    if b >= r then a, b = a + 1, b - r end
+    if a <= math.floor((2^53 - r) / r) then v = s(a * r + b) else v = s(a) .. ':' .. s(b) end
+  end
+  redis.call('SET', K, v, 'PX', s(math.max(1, reset)))
+end
+local function rlaas_gcra(K, L, W, cost, m, commit)
+  local need = math.max(cost, 1)
+  local n, f, c, d, l = gc_get(K, L, W)
   local u = n + (f > 0 and 1 or 0)
   local ok = u + need <= L
   local charge = charges(ok, commit, cost, m)
@@ -49,23 +74,8 @@ local function rlaas_gcra(K, L, W, cost, m, commit)
     u = n + (f > 0 and 1 or 0)
     c, d, l = n, f, L
   end
-  -- until empty: ceil(D / l) ms
-  local q, x = muldiv(c, W, l)
-  x = x + d
-  q, x = q + math.floor(x / l), x % l
-  local reset = q + (x > 0 and 1 or 0)
-  if charge then
-    -- the TAT: now + D / L = now + q ms + x ticks of 1/L ms
-    a = now + q
-    if m % 2 == 1 then
-      v = s(L) .. ':' .. s(a) .. ':' .. s(x)
-    else
-      b = math.ceil(x / g)
-      if b >= r then a, b = a + 1, b - r end
-      if a <= math.floor((2^53 - r) / r) then v = s(a * r + b) else v = s(a) .. ':' .. s(b) end
-    end
-    redis.call('SET', K, v, 'PX', s(math.max(1, reset)))
-  end
+  local q, x, reset = gc_empty(c, d, W, l)
+  if charge then gc_put(K, q, x, reset, L, W, m) end
   local retry = 0
   if u + need > L then
     -- until D <= (L - need) * W
@@ -73,4 +83,15 @@ local function rlaas_gcra(K, L, W, cost, m, commit)
     retry = q + math.ceil((x + d) / l)
   end
   return {ok and 1 or 0, math.max(0, L - u), reset, retry}
+end
+-- a credit: n hits of debt off; none is no key
+local function rlaas_gcra_credit(K, L, W, cost, m, at)
+  local n, f, c, d, l, v = gc_get(K, L, W)
+  if not v then return 0 end
+  local g = math.min(cost, n + (f > 0 and 1 or 0))
+  n = n - cost
+  if n < 0 or (n == 0 and f == 0) then redis.call('DEL', K) return g end
+  local q, x, reset = gc_empty(n, f, W, L)
+  gc_put(K, q, x, reset, L, W, m)
+  return g
 end

@@ -3,7 +3,8 @@
 -- log, 2 sliding, 3 token, 4 leaky, 5 gcra), limit, window ms, cost, mode.
 -- Each is decided without charging; only if every one that is not a dry
 -- run (nor forced) allows are they all charged. Reply: 4 integers each.
--- A ban: strategy 6, length D, longest M, factor F, O; K:ban holds
+-- A ban: strategy 6, length D, longest M, factor F (0: read, never
+-- started: a section honouring its zone's bans), O; K:ban holds
 -- "<until>:<length>" (src/core/rlaas_ban.h). While it holds nothing is decided.
 -- O: the place (1-based) of the policy whose denial starts a ban (the
 -- section's own limit, keyed as the ban is); 0: any denial.
@@ -19,7 +20,7 @@ for i = 1, #KEYS do
   if seen[KEYS[i]] then return redis.error_reply('ERR rlaas: bad policy ' .. i) end
   seen[KEYS[i]] = true
   if ARGV[j] == '6' then
-    local D, M, F = int(ARGV[j + 1], 1, 2^35), int(ARGV[j + 2], 1, 2^35), int(ARGV[j + 3], 1, 1000)
+    local D, M, F = int(ARGV[j + 1], 1, 2^35), int(ARGV[j + 2], 1, 2^35), int(ARGV[j + 3], 0, 1000)
     local O = int(ARGV[j + 4], 0, #KEYS)
     if ban or not (D and M and F and O) or M < D or O == i or string.sub(KEYS[i], -4) ~= ':ban' then
       return redis.error_reply('ERR rlaas: bad ban ' .. i)
@@ -55,20 +56,21 @@ if ban then
   end
   last = l
 end
+-- one policy is charged at once, as its own script does
 local go = true
 for _, p in ipairs(P) do
   local i = p[7]
-  out[i] = p[1](p[2], p[3], p[4], p[5], p[6], false)
+  out[i] = p[1](p[2], p[3], p[4], p[5], p[6], #P == 1)
   -- an error (fixed's RLAASWINDOW) before anything is written
   if out[i].err then return out[i] end
   if out[i][1] == 0 and p[6] % 4 < 2 and p[6] % 8 < 4 then go = false end
 end
-if go then
+if go and #P > 1 then
   for _, p in ipairs(P) do out[p[7]] = p[1](p[2], p[3], p[4], p[5], p[6], true) end
 end
 if ban then
   out[ban.i] = {1, 0, 0, 0}
-  if not go and (ban.O == 0 or out[ban.O][1] == 0) then
+  if not go and ban.F > 0 and (ban.O == 0 or out[ban.O][1] == 0) then
     local len = ban.D
     if last and ban.F > 1 then len = math.min(math.max(last, ban.D) * ban.F, ban.M) end
     local ttl = len

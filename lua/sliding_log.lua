@@ -76,3 +76,42 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
   end
   return {ok and 1 or 0, rem, reset, retry}
 end
+-- a credit: units (lo, lo + t] off hits from at on, else the newest
+local function rlaas_sliding_log_credit(K, L, W, n, m, at)
+  local top = redis.call('ZRANGE', K, -1, -1, 'WITHSCORES')
+  local seq = cum(top[1])
+  if not (seq and clock(tonumber(top[2]), W)) then return 0 end
+  local z = redis.call('ZCARD', K)
+  local d = z - redis.call('ZCOUNT', K, '(' .. s(now - W), '+inf')
+  local a, u = cum(redis.call('ZRANGE', K, d, d)[1])
+  if not a or d >= z then return 0 end
+  local t = math.min(n, seq - a + u)
+  local after = redis.call('ZCOUNT', K, s(math.max(at, now - W + 1)), '+inf')
+  local r, lo, newest = z - after, nil, false
+  if after > 0 and after <= 256 then
+    a, u = cum(redis.call('ZRANGE', K, r, r)[1])
+    if a and seq - a + u >= t then lo = a - u end
+  end
+  if not lo then
+    lo, r, newest = seq - t, d, true
+    local hi = z - 1
+    while r < hi do
+      local mid = math.floor((r + hi) / 2)
+      if (cum(redis.call('ZRANGE', K, mid, mid)[1]) or 0) > lo then hi = mid else r = mid + 1 end
+    end
+  end
+  local all = redis.call('ZRANGE', K, r, newest and r or -1, 'WITHSCORES')
+  for j = 1, #all, 2 do
+    if not cum(all[j]) then return 0 end
+  end
+  if newest and r + 1 < z then redis.call('ZREMRANGEBYRANK', K, r + 1, -1) end
+  for j = 1, #all, 2 do
+    a, u = cum(all[j])
+    local gone = math.max(0, math.min(a, lo + t) - math.max(a - u, lo))
+    redis.call('ZREM', K, all[j])
+    if u > gone then
+      redis.call('ZADD', K, all[j + 1], string.format('%016d-%d', a - math.min(math.max(a - lo, 0), t), u - gone))
+    end
+  end
+  return t
+end

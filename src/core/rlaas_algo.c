@@ -11,7 +11,8 @@ int rlaas_algo_call_ok(const rlaas_algo_call_t *c)
            c->limit >= 1 && c->limit <= RLAAS_LIMIT_MAX && c->window_ms >= 1 &&
            c->window_ms <= RLAAS_ALGO_WINDOW_MAX && c->now_ms >= 0 &&
            c->now_ms <= RLAAS_ALGO_NOW_MAX && c->cost >= 0 &&
-           c->cost <= c->limit && c->mode >= 0 && c->mode <= RLAAS_ALGO_MODE_MAX;
+           c->cost <= c->limit && c->mode >= 0 &&
+           c->mode <= RLAAS_ALGO_MODE_MAX;
 }
 
 size_t rlaas_algo_suffix(const rlaas_algo_call_t *c, char *buf)
@@ -32,4 +33,23 @@ int rlaas_algo_hit(const rlaas_algo_call_t *c, void *state, size_t *len,
     if (!rlaas_algo_call_ok(c))
         return -1;
     return algos[c->strategy](c, state, len, ttl_ms, v);
+}
+
+static const rlaas_algo_credit_fn credits[RLAAS_STRATEGY_COUNT] = {
+    rlaas_algo_fixed_credit,   rlaas_algo_sliding_log_credit,
+    rlaas_algo_sliding_credit, rlaas_algo_token_credit,
+    rlaas_algo_leaky_credit,   rlaas_algo_gcra_credit};
+
+int rlaas_algo_credit(const rlaas_algo_call_t *c, int64_t at_ms, void *state,
+                      size_t *len, int64_t *ttl_ms, int64_t *given)
+{
+    rlaas_algo_call_t k = *c;
+
+    *given = 0;
+    /* the units may exceed the limit: checked as a cost of 1 */
+    k.cost = 1;
+    if (!rlaas_algo_call_ok(&k) || c->cost < 1 || c->cost > RLAAS_LIMIT_MAX ||
+        at_ms < 0 || at_ms > c->now_ms)
+        return -1;
+    return credits[c->strategy](c, at_ms, state, len, ttl_ms, given);
 }

@@ -42,9 +42,9 @@
 
 /* Mode bits, as the scripts take them (lua/prelude.lua): the limit varies
  * per request (a bucket keeps the limit it was charged under), a dry run
- * (only the multi call reads it), a forced charge (RLaaSCountIf, after the
- * response: charged whatever the verdict; counters count it whole, a
- * bucket fills up to its capacity at most). */
+ * (only the multi call reads it), a forced charge (charged whatever the
+ * verdict; counters count it whole, a bucket fills up to its capacity at
+ * most; kept as the scripts keep it, no longer sent by the module). */
 #define RLAAS_ALGO_LIMIT_VARIES 1
 #define RLAAS_ALGO_DRY_RUN      2
 #define RLAAS_ALGO_FORCE        4
@@ -85,5 +85,24 @@ size_t rlaas_algo_suffix(const rlaas_algo_call_t *c, char *buf);
  * none. */
 int rlaas_algo_hit(const rlaas_algo_call_t *c, void *state, size_t *len,
                    int64_t *ttl_ms, rlaas_verdict_t *v);
+
+/* A credit (lua/credit.lua): c->cost units given back to the state, as if
+ * a charge of them made at at_ms (<= now; now for "the latest") had not
+ * been made, or as near as the state allows: never below the fresh state,
+ * never creating state where there is none. fixed: the window of at_ms,
+ * if it is now's (an earlier window no longer limits); sliding: the
+ * window of at_ms, then (at_ms in now's window) the previous one; the
+ * sliding log: the units of the first live hits at or after at_ms (those
+ * the charge added, or ones of the same moment), and, if fewer hits than
+ * RLAAS_ALGO_CREDIT_RENUMBER_MAX follow them, else or if they are too few,
+ * the newest units; token: tokens back, up to a full bucket; leaky, gcra:
+ * the water back out, down to empty. A state that is fresh again is
+ * deleted. c->cost may exceed the limit (1 .. RLAAS_LIMIT_MAX); c->commit
+ * is not read. Returns RLAAS_ALGO_STORE or RLAAS_ALGO_LEAVE as a hit
+ * does, or -1 if the call is out of range; *given: the units given back
+ * (what the state showed used, at most c->cost). */
+#define RLAAS_ALGO_CREDIT_RENUMBER_MAX 256
+int rlaas_algo_credit(const rlaas_algo_call_t *c, int64_t at_ms, void *state,
+                      size_t *len, int64_t *ttl_ms, int64_t *given);
 
 #endif

@@ -220,4 +220,23 @@ int rlaas_algo_leaky(const rlaas_algo_call_t *c, void *state, size_t *len,
 int rlaas_algo_gcra(const rlaas_algo_call_t *c, void *state, size_t *len,
                     int64_t *ttl_ms, rlaas_verdict_t *v);
 
+typedef int (*rlaas_algo_credit_fn)(const rlaas_algo_call_t *c, int64_t at,
+                                    void *state, size_t *len, int64_t *ttl_ms,
+                                    int64_t *given);
+
+int rlaas_algo_fixed_credit(const rlaas_algo_call_t *c, int64_t at, void *state,
+                            size_t *len, int64_t *ttl_ms, int64_t *given);
+int rlaas_algo_sliding_log_credit(const rlaas_algo_call_t *c, int64_t at,
+                                  void *state, size_t *len, int64_t *ttl_ms,
+                                  int64_t *given);
+int rlaas_algo_sliding_credit(const rlaas_algo_call_t *c, int64_t at,
+                              void *state, size_t *len, int64_t *ttl_ms,
+                              int64_t *given);
+int rlaas_algo_token_credit(const rlaas_algo_call_t *c, int64_t at, void *state,
+                            size_t *len, int64_t *ttl_ms, int64_t *given);
+int rlaas_algo_leaky_credit(const rlaas_algo_call_t *c, int64_t at, void *state,
+                            size_t *len, int64_t *ttl_ms, int64_t *given);
+int rlaas_algo_gcra_credit(const rlaas_algo_call_t *c, int64_t at, void *state,
+                           size_t *len, int64_t *ttl_ms, int64_t *given);
+
 #endif

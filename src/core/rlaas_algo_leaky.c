@@ -85,3 +85,36 @@ int rlaas_algo_leaky(const rlaas_algo_call_t *cl, void *state, size_t *len,
     rlaas_reply(v, ok, rlaas_max(0, L - u), reset, retry);
     return rc;
 }
+
+int rlaas_algo_leaky_credit(const rlaas_algo_call_t *cl, int64_t at,
+                            void *state, size_t *len, int64_t *ttl_ms,
+                            int64_t *given)
+{
+    int64_t L = cl->limit, W = cl->window_ms, now = cl->now_ms;
+    rlaas_bucket_t b;
+
+    (void)at; /* water is water, whenever it was poured */
+    if (!rlaas_bucket_get(state, *len, L, W, now, &b))
+        return RLAAS_ALGO_LEAVE; /* none: empty */
+    if (b.n >= b.r) {
+        b.n = b.r;
+        b.f = 0;
+    }
+    drain(b.dt, W, b.r, &b.n, &b.f);
+    if (b.n >= L) {
+        b.n = L;
+        b.f = 0;
+    }
+    *given = rlaas_min(cl->cost, b.n + (b.f > 0));
+    b.n -= cl->cost;
+    if (b.n < 0 || (b.n == 0 && b.f == 0)) {
+        /* empty again: as fresh */
+        *len = 0;
+        *ttl_ms = 0;
+        return RLAAS_ALGO_STORE;
+    }
+    /* written as a charge writes it: draining at the limit at hand */
+    rlaas_bucket_put(state, len, b.n, b.f, b.ts, L, W, cl->mode, b.l);
+    *ttl_ms = rlaas_max(1, until(b.n, b.f, 0, W, L, b.ts - now));
+    return RLAAS_ALGO_STORE;
+}

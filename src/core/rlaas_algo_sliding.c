@@ -73,35 +73,63 @@ static int64_t retry_in(int64_t L, int64_t W, int64_t e, int64_t need,
     return d;
 }
 
+/* The counts as now's window sees them: the window i they are reckoned
+ * in (now's, or with the clock gone back the stored one, time held at its
+ * start: *held), e ms into it, P of window i-1 and C of window i. */
+static void sw_now(const void *state, size_t len, int64_t W, int64_t now,
+                   int64_t *i, int64_t *e, int64_t *P, int64_t *C, int *held)
+{
+    sw_state_t st;
+    int none;
+
+    *i = now / W;
+    *e = now - *i * W;
+    *P = *C = 0;
+    *held = 0;
+    if (sw_read(state, len, &st)) {
+        int64_t d = distance(&st, *i, W, now, &none);
+
+        if (none)
+            ;
+        else if (d == 0) {
+            *P = st.p;
+            *C = st.c;
+        }
+        else if (d == -1)
+            *P = st.c;
+        else if (d > 0) {
+            /* clock went back: hold time at the start of the stored window */
+            *i += d;
+            *e = 0;
+            *P = st.p;
+            *C = st.c;
+            *held = 1;
+        }
+    }
+}
+
+/* The state of window i, and its time to live: dead before window i+2,
+ * where mod-4 aliasing could misread it. */
+static int64_t sw_put(void *state, size_t *len, int64_t i, int64_t P, int64_t C,
+                      int64_t W, int64_t e, int64_t off)
+{
+    sw_state_t st = {i, P, C};
+
+    memcpy(state, &st, sizeof(st));
+    *len = sizeof(st);
+    return 2 * W - e + off;
+}
+
 int rlaas_algo_sliding(const rlaas_algo_call_t *c, void *state, size_t *len,
                        int64_t *ttl_ms, rlaas_verdict_t *v)
 {
     int64_t L = c->limit, W = c->window_ms, now = c->now_ms,
             need = rlaas_need(c);
-    int64_t i = now / W, e = now - i * W, P = 0, C = 0;
+    int64_t i, e, P, C;
     int64_t q, x, wp, rem, off, retry = 0, reset;
-    sw_state_t st;
-    int ok, none, rc = RLAAS_ALGO_LEAVE;
+    int ok, held, rc = RLAAS_ALGO_LEAVE;
 
-    if (sw_read(state, *len, &st)) {
-        int64_t d = distance(&st, i, W, now, &none);
-
-        if (none)
-            ;
-        else if (d == 0) {
-            P = st.p;
-            C = st.c;
-        }
-        else if (d == -1)
-            P = st.c;
-        else if (d > 0) {
-            /* clock went back: hold time at the start of the stored window */
-            i += d;
-            e = 0;
-            P = st.p;
-            C = st.c;
-        }
-    }
+    sw_now(state, *len, W, now, &i, &e, &P, &C, &held);
     /* P's weight, rounded up: ceil(P * (W - e) / W) */
     q = rlaas_muldiv(P, W - e, W, &x);
     wp = q + (x > 0);
@@ -109,13 +137,7 @@ int rlaas_algo_sliding(const rlaas_algo_call_t *c, void *state, size_t *len,
     off = i * W + e - now;
     if (rlaas_charges(c, ok)) {
         C += c->cost;
-        st.i = i;
-        st.p = P;
-        st.c = C;
-        memcpy(state, &st, sizeof(st));
-        *len = sizeof(st);
-        /* dead before window i+2, where mod-4 aliasing could misread it */
-        *ttl_ms = 2 * W - e + off;
+        *ttl_ms = sw_put(state, len, i, P, C, W, e, off);
         rc = RLAAS_ALGO_STORE;
     }
     rem = rlaas_max(0, L - wp - C);
@@ -128,4 +150,35 @@ int rlaas_algo_sliding(const rlaas_algo_call_t *c, void *state, size_t *len,
         reset += W - e;
     rlaas_reply(v, ok, rem, reset, retry);
     return rc;
+}
+
+int rlaas_algo_sliding_credit(const rlaas_algo_call_t *c, int64_t at,
+                              void *state, size_t *len, int64_t *ttl_ms,
+                              int64_t *given)
+{
+    int64_t W = c->window_ms, now = c->now_ms, i, e, P, C, j, take;
+    int held;
+
+    sw_now(state, *len, W, now, &i, &e, &P, &C, &held);
+    /* the charge's window: held time counts as the stored window's */
+    j = held ? i : at / W;
+    if (j == i) {
+        take = rlaas_min(c->cost, C);
+        C -= take;
+        *given += take;
+    }
+    if (j == i || j == i - 1) {
+        take = rlaas_min(c->cost - *given, P);
+        P -= take;
+        *given += take;
+    }
+    if (*given == 0)
+        return RLAAS_ALGO_LEAVE;
+    if (P == 0 && C == 0) {
+        *len = 0;
+        *ttl_ms = 0;
+    }
+    else
+        *ttl_ms = sw_put(state, len, i, P, C, W, e, i * W + e - now);
+    return RLAAS_ALGO_STORE;
 }

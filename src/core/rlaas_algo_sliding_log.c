@@ -182,3 +182,120 @@ int rlaas_algo_sliding_log(const rlaas_algo_call_t *c, void *state, size_t *len,
     rlaas_reply(v, ok, rem, reset, retry);
     return changed ? RLAAS_ALGO_STORE : RLAAS_ALGO_LEAVE;
 }
+
+/* ---- credit ---- */
+
+/* Takes `left` units (less than the run holds) off run j, its first hits
+ * (front) or its last ones: whole hits, then the one at the edge keeps
+ * the rest of its units, a run of its own. Runs merged into uneven ones
+ * lose units only. */
+static void take_part(run_t *r, int64_t *k, int64_t j, int64_t left, int front)
+{
+    run_t *x = &r[j];
+    int64_t per, whole, part;
+
+    if (x->units != x->hits * (x->units / x->hits)) {
+        x->units -= left;
+        x->hits = rlaas_min(x->hits, x->units);
+        return;
+    }
+    per = x->units / x->hits;
+    whole = left / per;
+    part = left - whole * per;
+    x->hits -= whole;
+    x->units -= whole * per;
+    if (part == 0)
+        return;
+    /* one hit, or no room for a run more (the log is approximate then
+     * anyway): the run loses the units */
+    if (x->hits == 1 || *k == RLAAS_ALGO_LOG_MAX) {
+        x->units -= part;
+        return;
+    }
+    x->hits--;
+    x->units -= per;
+    /* the hit cut short: first of the run, or last */
+    if (front) {
+        memmove(r + j + 1, r + j, (size_t)(*k - j) * sizeof(run_t));
+        r[j].hits = 1;
+        r[j].units = per - part;
+    }
+    else {
+        memmove(r + j + 2, r + j + 1, (size_t)(*k - j - 1) * sizeof(run_t));
+        r[j + 1] = r[j];
+        r[j + 1].hits = 1;
+        r[j + 1].units = per - part;
+    }
+    (*k)++;
+}
+
+/* t units off the runs from run j on, oldest first. */
+static void take_front(run_t *r, int64_t *k, int64_t j, int64_t t)
+{
+    while (t > 0 && j < *k) {
+        if (r[j].units <= t) {
+            t -= r[j].units;
+            memmove(r + j, r + j + 1, (size_t)(*k - j - 1) * sizeof(run_t));
+            (*k)--;
+            continue;
+        }
+        take_part(r, k, j, t, 1);
+        return;
+    }
+}
+
+/* t units off the newest runs. */
+static void take_back(run_t *r, int64_t *k, int64_t t)
+{
+    while (t > 0 && *k > 0) {
+        if (r[*k - 1].units <= t) {
+            t -= r[*k - 1].units;
+            (*k)--;
+            continue;
+        }
+        take_part(r, k, *k - 1, t, 0);
+        return;
+    }
+}
+
+int rlaas_algo_sliding_log_credit(const rlaas_algo_call_t *c, int64_t at,
+                                  void *state, size_t *len, int64_t *ttl_ms,
+                                  int64_t *given)
+{
+    int64_t W = c->window_ms, now = c->now_ms;
+    run_t *r = RUNS(state);
+    int64_t k = runs_read(state, *len), from, live = 0, after = 0, hits = 0;
+    int64_t i, j = -1, t;
+
+    if (k == 0 || rlaas_clock_at(r[k - 1].ms, now, W) < 0)
+        return RLAAS_ALGO_LEAVE;
+    /* the live units, and those at or after the charge's time: the first
+     * of them is the charge's own hit, or one of the same moment */
+    from = rlaas_max(at, now - W + 1);
+    for (i = 0; i < k; i++) {
+        if (r[i].ms <= now - W)
+            continue;
+        live += r[i].units;
+        if (r[i].ms < from)
+            continue;
+        if (j < 0)
+            j = i;
+        after += r[i].units;
+        hits += r[i].hits;
+    }
+    t = rlaas_min(c->cost, live);
+    if (t == 0)
+        return RLAAS_ALGO_LEAVE;
+    /* the script renumbers the hits that follow the ones it takes: a
+     * bounded number, else it takes the newest units instead */
+    if (j >= 0 && after >= t && hits <= RLAAS_ALGO_CREDIT_RENUMBER_MAX)
+        take_front(r, &k, j, t);
+    else
+        take_back(r, &k, t);
+    *given = t;
+    memcpy(state, &k, sizeof(k));
+    *len = k > 0 ? sizeof(int64_t) + (size_t)k * sizeof(run_t) : 0;
+    /* ZREM and ZADD keep the TTL; an empty ZSET is no key */
+    *ttl_ms = k > 0 ? RLAAS_ALGO_TTL_KEEP : 0;
+    return RLAAS_ALGO_STORE;
+}

@@ -6,7 +6,7 @@ int rlaas_ban_conf_ok(const rlaas_ban_conf_t *b)
 {
     return b->length_ms >= 1 && b->length_ms <= RLAAS_BAN_MS_MAX &&
            b->max_ms >= b->length_ms && b->max_ms <= RLAAS_BAN_MS_MAX &&
-           b->factor >= 1 && b->factor <= RLAAS_BAN_FACTOR_MAX;
+           b->factor >= RLAAS_BAN_READ && b->factor <= RLAAS_BAN_FACTOR_MAX;
 }
 
 int64_t rlaas_ban_left(const void *state, size_t len, int64_t now,

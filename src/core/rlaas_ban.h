@@ -23,7 +23,10 @@
 #define RLAAS_BAN_MS_MAX     ((int64_t)1 << 35) /* D and M: about a year */
 #define RLAAS_BAN_FACTOR_MAX 1000
 
-/* What the request path sends: D, M (>= D) and F (1: no escalation). */
+/* What the request path sends: D, M (>= D) and F (1: no escalation;
+ * RLAAS_BAN_READ: a section that does not ban but honours the bans of
+ * its zone: the record is read, never started). */
+#define RLAAS_BAN_READ 0
 typedef struct {
     int64_t length_ms;
     int64_t max_ms;

@@ -16,6 +16,7 @@
 #include "rlaas_local.h"
 #include "rlaas_redis.h"
 #include "rlaas_rerr.h"
+#include "rlaas_scripts.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -223,16 +224,63 @@ static void delete_keys(request_rec *r, const apr_array_header_t *keys,
     }
 }
 
-/* Fixed's current window gives n units back (never below 0), by Redis'
- * own clock, as the script counts them. */
-static const char CREDIT_FIXED[] =
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local k = KEYS[1] .. tostring(math.floor(now / tonumber(ARGV[1])))\n"
-    "local v = tonumber(redis.call('GET', k)) or 0\n"
-    "local n = math.min(v, tonumber(ARGV[2]))\n"
-    "if n > 0 then redis.call('DECRBY', k, n) end\n"
-    "return n\n";
+/* The credit of units to one zone's state (lua/credit.lua's, as
+ * RLaaSCountIf's refunds give): the newest units, as if charged now; on
+ * Redis by the console's connection, or the local engine's table. */
+static const char *credit_one(request_rec *r, admin_redis_t *a,
+                              const rlaas_admin_zone_t *z, const char *key,
+                              int64_t units, int64_t *given)
+{
+    const rlaas_script_t *sc = &rlaas_scripts[RLAAS_SCRIPT_CREDIT];
+    apr_array_header_t *cmd;
+    const apr_array_header_t *cmds[1];
+    rlaas_local_call_t lc;
+    redisReply *rep;
+    const char *why;
+    rlaas_lerr_e e;
+
+    if (a == NULL) {
+        memset(&lc, 0, sizeof(lc));
+        lc.strategy = z->strategy;
+        lc.key = key;
+        lc.key_len = strlen(key);
+        lc.limit = z->limit;
+        lc.window_ms = z->window_ms;
+        lc.cost = units;
+        e = rlaas_backend_credit(r, &lc, 1, 0, given);
+        return e == RLAAS_LERR_NONE
+                   ? NULL
+                   : apr_psprintf(r->pool, "the local engine: %s",
+                                  rlaas_lerr_name(e));
+    }
+    cmd = argv_of(r->pool, "EVAL");
+    APR_ARRAY_PUSH(cmd, const char *) =
+        apr_pstrmemdup(r->pool, sc->body, sc->len);
+    APR_ARRAY_PUSH(cmd, const char *) = "1";
+    APR_ARRAY_PUSH(cmd, const char *) = key;
+    APR_ARRAY_PUSH(cmd, const char *) =
+        apr_psprintf(r->pool, "%d", (int)z->strategy);
+    APR_ARRAY_PUSH(cmd, const char *) =
+        apr_psprintf(r->pool, "%" APR_INT64_T_FMT, z->limit);
+    APR_ARRAY_PUSH(cmd, const char *) =
+        apr_psprintf(r->pool, "%" APR_INT64_T_FMT, z->window_ms);
+    APR_ARRAY_PUSH(cmd, const char *) =
+        apr_psprintf(r->pool, "%" APR_INT64_T_FMT, units);
+    APR_ARRAY_PUSH(cmd, const char *) = "0"; /* mode */
+    APR_ARRAY_PUSH(cmd, const char *) = "0"; /* age: now */
+    cmds[0] = cmd;
+    if ((why = run(r, a, 1, cmds, &rep)) != NULL)
+        return why;
+    if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 4 &&
+        rep->element[1]->type == REDIS_REPLY_INTEGER)
+        *given = rep->element[1]->integer;
+    else
+        why = apr_psprintf(r->pool, "Redis: %s",
+                           rep->type == REDIS_REPLY_ERROR ? rep->str
+                                                          : "unexpected reply");
+    freeReplyObject(rep);
+    return why;
+}
 
 static void credit(request_rec *r, const apr_array_header_t *zs, const char *id,
                    int64_t units, rlaas_admin_result_t *res)
@@ -240,24 +288,22 @@ static void credit(request_rec *r, const apr_array_header_t *zs, const char *id,
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     apr_array_header_t *keys = apr_array_make(r->pool, 4, sizeof(char *));
     apr_array_header_t *bases = apr_array_make(r->pool, 4, sizeof(char *));
-    admin_redis_t *a;
+    admin_redis_t *a = NULL;
     const char *why;
+    int64_t given;
     int i, status;
 
     for (i = 0; i < zs->nelts; i++) {
         const rlaas_admin_zone_t *z =
             APR_ARRAY_IDX(zs, i, const rlaas_admin_zone_t *);
 
-        if (rlaas_server_local(sc) || z->strategy != RLAAS_STRATEGY_FIXED ||
-            rlaas_target_cluster(sc->target)) {
+        if (z->limit < 1) {
             res->status = HTTP_NOT_IMPLEMENTED;
             res->message = apr_psprintf(
                 r->pool,
-                "credit is not available for zone %s (strategy %s, %s "
-                "backend): it gives units back to the fixed strategy on "
-                "Redis only; use reset to forget the identity's state",
-                z->name, rlaas_strategy_name(z->strategy),
-                rlaas_server_local(sc) ? "local" : "redis");
+                "credit is not available for zone %s: its limit is read "
+                "per request; use reset to forget the identity's state",
+                z->name);
             return;
         }
     }
@@ -266,48 +312,29 @@ static void credit(request_rec *r, const apr_array_header_t *zs, const char *id,
         res->message = why;
         return;
     }
-    if ((a = redis_open(r, &why, &status)) == NULL) {
+    if (!rlaas_server_local(sc) && (a = redis_open(r, &why, &status)) == NULL) {
         res->status = status;
         res->message = why;
         return;
     }
     res->keys = apr_array_make(r->pool, 2, sizeof(const char *));
     for (i = 0; i < zs->nelts; i++) {
-        const rlaas_admin_zone_t *z =
-            APR_ARRAY_IDX(zs, i, const rlaas_admin_zone_t *);
-        apr_array_header_t *cmd = argv_of(r->pool, "EVAL");
-        const apr_array_header_t *cmds[1];
-        redisReply *rep;
-
-        APR_ARRAY_PUSH(cmd, const char *) = CREDIT_FIXED;
-        APR_ARRAY_PUSH(cmd, const char *) = "1";
-        APR_ARRAY_PUSH(cmd, const char *) = APR_ARRAY_IDX(bases, i, char *);
-        APR_ARRAY_PUSH(cmd, const char *) =
-            apr_psprintf(r->pool, "%" APR_INT64_T_FMT, z->window_ms);
-        APR_ARRAY_PUSH(cmd, const char *) =
-            apr_psprintf(r->pool, "%" APR_INT64_T_FMT, units);
-        cmds[0] = cmd;
-        if ((why = run(r, a, 1, cmds, &rep)) != NULL) {
+        given = 0;
+        why = credit_one(r, a, APR_ARRAY_IDX(zs, i, const rlaas_admin_zone_t *),
+                         APR_ARRAY_IDX(bases, i, char *), units, &given);
+        if (why != NULL) {
             res->status = HTTP_SERVICE_UNAVAILABLE;
             res->message = why;
             return;
         }
-        if (rep->type == REDIS_REPLY_INTEGER) {
-            res->changed += rep->integer;
+        res->changed += given;
+        if (given > 0)
             APR_ARRAY_PUSH(res->keys, const char *) =
                 APR_ARRAY_IDX(bases, i, char *);
-        }
-        else if (rep->type == REDIS_REPLY_ERROR) {
-            res->status = HTTP_BAD_GATEWAY;
-            res->message = apr_psprintf(r->pool, "Redis: %s", rep->str);
-        }
-        freeReplyObject(rep);
-        if (res->status != HTTP_OK)
-            return;
     }
     res->message = apr_psprintf(r->pool,
                                 "%" APR_INT64_T_FMT " of %" APR_INT64_T_FMT
-                                " units given back in the current window",
+                                " units given back",
                                 res->changed, units);
 }
 

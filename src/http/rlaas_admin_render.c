@@ -326,7 +326,7 @@ static void page_html(request_rec *r, const rlaas_admin_view_t *v)
         "autocomplete=\"off\"></label>\n<label id=\"nl\">n <input name=\"n\" "
         "size=\"5\" value=\"1\"></label>\n<button>apply</button>\n</form>\n"
         "<p class=\"muted\">reset forgets the identity's state in the zone; "
-        "credit gives n units back (fixed strategy on Redis); unban lifts a "
+        "credit gives n units back (the newest first); unban lifts a "
         "ban. The id is hashed as for requests and never logged.</p>\n"
         "<script>var s=document.getElementById('action'),n=document."
         "getElementById('nl');function f(){n.style.display=s.value=="

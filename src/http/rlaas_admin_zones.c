@@ -16,6 +16,55 @@ extern module AP_MODULE_DECLARE_DATA rlaas_module;
 
 static apr_array_header_t *zones; /* of rlaas_admin_zone_t */
 
+/* RLaaSBan in the server configuration: the zones some section bans in
+ * (a quick first test), and each such section's own key without its
+ * identity values (prefix, namespace, zone, sources): a section whose own
+ * limit is keyed so honours those bans. In pconf. */
+static apr_pool_t *keep;
+static apr_hash_t *banned_zones;
+static apr_hash_t *banned;
+
+static const char *ban_signature(apr_pool_t *p, const char *prefix,
+                                 const char *ns, const char *zone,
+                                 const apr_array_header_t *sources)
+{
+    const char *s = apr_pstrcat(p, prefix, "|", ns ? ns : "-", "|",
+                                zone ? zone : "-", NULL);
+    int i;
+
+    for (i = 0; sources != NULL && i < sources->nelts; i++) {
+        const rlaas_key_source_t *ks =
+            &APR_ARRAY_IDX(sources, i, rlaas_key_source_t);
+
+        s = apr_psprintf(p, "%s|%d:%s:%d", s, (int)ks->src.type,
+                         ks->name ? ks->name : "", ks->src.credential);
+    }
+    return s;
+}
+
+static void add_ban(const char *prefix, const rlaas_dir_conf_t *d)
+{
+    const char *zone = d->zone != NULL ? d->zone : "";
+
+    apr_hash_set(banned_zones, apr_pstrdup(keep, zone), APR_HASH_KEY_STRING,
+                 "");
+    apr_hash_set(banned,
+                 ban_signature(keep, prefix, d->ns, d->zone, d->sources),
+                 APR_HASH_KEY_STRING, "");
+}
+
+int rlaas_admin_zones_banned(apr_pool_t *p, const char *prefix,
+                             const rlaas_dir_conf_t *d)
+{
+    if (banned == NULL || apr_hash_count(banned) == 0 ||
+        apr_hash_get(banned_zones, d->zone != NULL ? d->zone : "",
+                     APR_HASH_KEY_STRING) == NULL)
+        return 0;
+    return apr_hash_get(banned,
+                        ban_signature(p, prefix, d->ns, d->zone, d->sources),
+                        APR_HASH_KEY_STRING) != NULL;
+}
+
 /* One line per way of keying, so that a policy every host inherits and
  * sections alike are listed once. */
 static const char *signature(apr_pool_t *p, const rlaas_admin_zone_t *z)
@@ -53,6 +102,8 @@ static void add_section(apr_pool_t *p, apr_hash_t *seen, server_rec *s,
 
     if (!rlaas_dir_has_limit(d) || d->engine == 0)
         return;
+    if (d->ban_ms > 0)
+        add_ban(prefix, d);
     z.name = d->zone != NULL ? d->zone : RLAAS_POLICY_DEFAULT;
     z.zone = d->zone;
     z.prefix = prefix;
@@ -60,6 +111,7 @@ static void add_section(apr_pool_t *p, apr_hash_t *seen, server_rec *s,
     z.sources = d->sources;
     z.strategy = rlaas_dir_strategy(d);
     z.window_ms = rlaas_dir_window_ms(d);
+    z.limit = d->limit > 0 ? d->limit : 0;
     z.policy = 0;
     z.server = s;
     add(p, seen, &z);
@@ -111,6 +163,9 @@ void rlaas_admin_zones_build(apr_pool_t *pconf, apr_pool_t *ptemp,
     apr_hash_t *seen = apr_hash_make(ptemp);
 
     zones = apr_array_make(pconf, 16, sizeof(rlaas_admin_zone_t));
+    keep = pconf;
+    banned_zones = apr_hash_make(pconf);
+    banned = apr_hash_make(pconf);
     for (; s != NULL; s = s->next) {
         const rlaas_server_conf_t *sc = rlaas_server_conf(s);
         const char *prefix = rlaas_server_prefix(sc);
@@ -131,6 +186,7 @@ void rlaas_admin_zones_build(apr_pool_t *pconf, apr_pool_t *ptemp,
             z.sources = pol->sources;
             z.strategy = pol->strategy;
             z.window_ms = pol->window_ms;
+            z.limit = pol->limit > 0 ? pol->limit : 0;
             z.policy = 1;
             z.server = s;
             add(ptemp, seen, &z);

@@ -26,6 +26,7 @@ typedef struct {
     const apr_array_header_t *sources; /* NULL: ip */
     rlaas_strategy_e strategy;
     int64_t window_ms;
+    int64_t limit;            /* 0: read per request (RLaaSLimit expr=) */
     int policy;               /* an RLaaSPolicy */
     const server_rec *server; /* the (virtual) host it is found in */
 } rlaas_admin_zone_t;
@@ -41,6 +42,13 @@ void rlaas_admin_zones_build(apr_pool_t *pconf, apr_pool_t *ptemp,
  * as its requests do. */
 apr_array_header_t *rlaas_admin_zones_named(apr_pool_t *p, const server_rec *s,
                                             const char *name);
+
+/* Whether some section of the server configuration bans (RLaaSBan) with
+ * its own limit keyed as d's is (prefix, namespace, zone, sources): then
+ * d's requests honour those bans. Free when no section bans in d's zone;
+ * else a signature is built in p. */
+int rlaas_admin_zones_banned(apr_pool_t *p, const char *prefix,
+                             const rlaas_dir_conf_t *d);
 
 #define RLAAS_ADMIN_KEYS_STATE 0 /* the strategy's state */
 #define RLAAS_ADMIN_KEYS_BAN   1 /* RLaaSBan's "<key>:ban" */

@@ -151,6 +151,22 @@ rlaas_lerr_e rlaas_backend_eval(request_rec *r, const rlaas_local_call_t *calls,
     return e;
 }
 
+rlaas_lerr_e rlaas_backend_credit(request_rec *r,
+                                  const rlaas_local_call_t *calls, int n,
+                                  int64_t age_ms, int64_t *given)
+{
+    rlaas_table_report_t rep = {0, 0, 0, 0};
+    rlaas_lerr_e e;
+
+    e = rlaas_local_credit_n(table, calls, n, age_ms, rlaas_local_now_ms(),
+                             given, &rep, NULL);
+    if (r != NULL && rep.evicted > 0)
+        log_evicted(r, rep.evicted);
+    if (r != NULL && rep.reset)
+        log_reset(r);
+    return e;
+}
+
 int rlaas_backend_stats(rlaas_table_stats_t *st)
 {
     if (table == NULL)

@@ -21,6 +21,13 @@ int rlaas_backend_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 rlaas_lerr_e rlaas_backend_eval(request_rec *r, const rlaas_local_call_t *calls,
                                 int n, rlaas_verdict_t *v);
 
+/* Gives calls[i].cost units back to each call's record, charged at least
+ * age_ms ago (rlaas_local_credit_n, at the wall clock); given gets what
+ * each gave. r (may be NULL) for the log lines. */
+rlaas_lerr_e rlaas_backend_credit(request_rec *r,
+                                  const rlaas_local_call_t *calls, int n,
+                                  int64_t age_ms, int64_t *given);
+
 /* The table in this process (leases keep their units in it), or NULL. */
 rlaas_local_t *rlaas_backend_table(void);
 

@@ -22,6 +22,7 @@ typedef enum {
     WHY_VARIES,
     WHY_DRY_RUN,
     WHY_BAN,
+    WHY_REFUND,
     WHY_COUNT
 } why_e;
 
@@ -32,7 +33,10 @@ static const char *const whys[WHY_COUNT] = {
     "the sliding log (sliding_log) keeps no count to share out",
     "the limit is read per request (RLaaSLimit expr=)",
     "a dry run (RLaaSDryRun on)",
-    "bans (RLaaSBan): a ban is read and started with every decision"};
+    "bans (RLaaSBan, or a ban of its zone honoured): a ban is read with "
+    "every decision",
+    "counting by outcome (RLaaSCountIf, countif=): each check is charged, "
+    "and given back when the condition turns out false"};
 
 static volatile apr_uint32_t told[WHY_COUNT];
 
@@ -58,8 +62,8 @@ static void trace(request_rec *r, const rlaas_item_t *it, const char *what,
 }
 
 rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
-                                 rlaas_item_t *it, int n, rlaas_rerr_e *e,
-                                 char *detail)
+                                 rlaas_item_t *it, int n, int with,
+                                 rlaas_rerr_e *e, char *detail)
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     rlaas_local_t *table = rlaas_backend_table();
@@ -84,8 +88,10 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
         return not_here(r, it, WHY_DRY_RUN);
     if (it->call.mode != 0)
         return not_here(r, it, WHY_VARIES);
-    if (rlaas_outcome_ban(d, &ban))
+    if (rlaas_outcome_ban(d, &ban) || (with & RLAAS_LEASE_WITH_BAN))
         return not_here(r, it, WHY_BAN);
+    if (with & RLAAS_LEASE_WITH_REFUND)
+        return not_here(r, it, WHY_REFUND);
     if (table == NULL || sc->target->redis == NULL)
         return RLAAS_LEASE_NO;
     a.strategy = it->call.strategy;

@@ -22,10 +22,16 @@ typedef enum {
     RLAAS_LEASE_FAILED   /* Redis could not decide: *e, detail say why */
 } rlaas_lease_e;
 
+/* What else the decision carries that a lease can't: a ban's record to
+ * read (RLaaSBan, or a ban of the zone honoured), a charge that the
+ * response may give back (RLaaSCountIf). */
+#define RLAAS_LEASE_WITH_BAN    1
+#define RLAAS_LEASE_WITH_REFUND 2
+
 /* Decides it[0..n) from a lease where the section asks for one and it
- * applies. */
+ * applies (with: RLAAS_LEASE_WITH_* bits). */
 rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
-                                 rlaas_item_t *it, int n, rlaas_rerr_e *e,
-                                 char *detail);
+                                 rlaas_item_t *it, int n, int with,
+                                 rlaas_rerr_e *e, char *detail);
 
 #endif

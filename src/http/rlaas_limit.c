@@ -9,6 +9,7 @@
 #include "apr_strings.h"
 
 #include "rlaas_admin.h"
+#include "rlaas_admin_zones.h"
 #include "rlaas_authuser.h"
 #include "rlaas_backend.h"
 #include "rlaas_clock.h"
@@ -66,15 +67,23 @@ typedef struct {
     int ban_own; /* the section's own limit, 1-based: its denial bans */
     rlaas_ban_conf_t ban;
     rlaas_verdict_t ban_v;
+    rlaas_outcome_e out; /* as record() counted it */
+    int with;            /* RLAAS_LEASE_WITH_*: what a lease can't carry */
 } decision_t;
 
-/* RLaaSCountIf: what a decision leaves to charge once the response is
- * known (rlaas_limit_log_transaction). */
+/* RLaaSCountIf: a decision's charges, made at the check, that the
+ * response may give back (rlaas_limit_log_transaction): where and when
+ * they were made. */
 typedef struct {
     const rlaas_dir_conf_t *d;
     rlaas_item_t it[RLAAS_POLICIES_MAX];
     ap_expr_info_t *expr[RLAAS_POLICIES_MAX]; /* each item's condition */
+    int at[RLAAS_POLICIES_MAX];               /* its place in the decision */
     int n;
+    /* 0: charged in Redis; else by the local engine, each limit shared
+     * out among this many servers (rlaas_limit.c: decide_local) */
+    int divisor;
+    int64_t t0_us; /* rlaas_clock_us() before the decision was asked */
 } pending_t;
 
 /* Decimal text in the request pool, without apr_psprintf's formatter. */
@@ -234,7 +243,7 @@ static void count_policies(const decision_t *dc, rlaas_outcome_e o)
 /* The decision's outcome into the unit, the environment, the metrics and
  * the header fields. shown: the decision's item the request is counted
  * under (its strategy). */
-static int record(const decision_t *dc, rlaas_outcome_e o, int rc, int have_v,
+static int record(decision_t *dc, rlaas_outcome_e o, int rc, int have_v,
                   int shown)
 {
     request_rec *r = dc->r;
@@ -242,6 +251,7 @@ static int record(const decision_t *dc, rlaas_outcome_e o, int rc, int have_v,
     const rlaas_unit_shown_t *sh;
     int pick;
 
+    dc->out = o;
     remember(dc, have_v);
     pick = shown_pick(r, u);
     u->status = rlaas_outcome_name(o);
@@ -417,8 +427,25 @@ static void trace(const decision_t *dc)
 
 /* ---- RLaaSBan ---- */
 
+/* Whether a ban can exist for d's own limit though d does not ban: some
+ * section of the configuration bans under the same key (prefix,
+ * namespace, zone, sources), or d's own limit is a tenant's (counted in
+ * its namespace: a .htaccess may ban
+ * under it, unknown to the server's configuration). Free otherwise. */
+static int ban_honoured(request_rec *r, const rlaas_server_conf_t *sc,
+                        const rlaas_dir_conf_t *d)
+{
+    return d->ns != NULL ||
+           rlaas_admin_zones_banned(r->pool, rlaas_server_prefix(sc), d);
+}
+
 /* The ban's record goes with the section's own limit (not a dry run):
- * same identity, same zone, ":ban" for the strategy's suffix. */
+ * same identity, same zone, ":ban" for the strategy's suffix. A section
+ * that bans reads and starts bans; one whose own limit shares the key of
+ * one that bans only reads them (factor 0: RLAAS_BAN_READ): every section
+ * sharing the zone honours a ban. Called with the key built as the own
+ * limit's was (before authentication too: the user name tried), so the
+ * ban follows the section's identity. */
 static void ban_prepare(decision_t *dc)
 {
     request_rec *r = dc->r;
@@ -428,13 +455,19 @@ static void ban_prepare(decision_t *dc)
     int i, own = 0;
 
     dc->ban_key = NULL;
-    if (!rlaas_outcome_ban(dc->d, &dc->ban) || dc->n >= RLAAS_POLICIES_MAX)
+    if (dc->n >= RLAAS_POLICIES_MAX)
         return;
     for (i = 0; i < dc->n && !own; i++)
         if (dc->it[i].p == NULL && !dc->it[i].dry_run)
             own = i + 1;
     if (!own)
         return;
+    if (!rlaas_outcome_ban(dc->d, &dc->ban)) {
+        if (!ban_honoured(r, sc, dc->d))
+            return;
+        dc->ban.length_ms = dc->ban.max_ms = RLAAS_BAN_MS_MAX;
+        dc->ban.factor = RLAAS_BAN_READ;
+    }
     /* only the section's own limit bans: a policy keyed otherwise (an
      * enforced floor per API key, say) denying must not ban this identity */
     dc->ban_own = own;
@@ -448,6 +481,8 @@ static void ban_prepare(decision_t *dc)
         rlaas_identity_key(r, sc, &spec, &dc->ban_key_len, &window_at);
     if (dc->ban_key_len == 0)
         dc->ban_key = NULL;
+    else
+        dc->with |= RLAAS_LEASE_WITH_BAN;
 }
 
 /* A ban started by this denial: Retry-After and the RateLimit fields say
@@ -524,36 +559,38 @@ static int decided(decision_t *dc, rlaas_outcome_e allowed,
     return record(dc, allowed, DECLINED, 1, shown);
 }
 
+/* A policy as the local engine takes it, its limit shared out among
+ * divisor servers (at least 1 each, a cost at most that). */
+static void to_local(const rlaas_item_t *it, int divisor, rlaas_local_call_t *c)
+{
+    int64_t cost;
+
+    c->strategy = it->call.strategy;
+    c->key = it->call.key;
+    /* the local engine appends fixed's window number itself, by its own
+     * clock, to the key as it ends before one (Redis Cluster declares
+     * it) */
+    c->key_len = it->call.window_at > 0 ? it->call.window_at : it->call.key_len;
+    c->limit = it->limit / divisor > 0 ? it->limit / divisor : 1;
+    c->window_ms = it->window_ms;
+    if (it->call.cost == NULL ||
+        rlaas_parse_nonneg_int(it->call.cost, RLAAS_LIMIT_MAX, &cost))
+        cost = 1;
+    c->cost = cost < c->limit ? cost : c->limit;
+    c->mode = it->call.mode;
+}
+
 /* The local engine decides every policy of the decision together, each
- * limit shared out among divisor servers (at least 1 each, a cost at most
- * that). */
+ * limit shared out among divisor servers. */
 static rlaas_lerr_e decide_local(decision_t *dc, int divisor)
 {
     rlaas_local_call_t calls[RLAAS_POLICIES_MAX + 1];
     rlaas_verdict_t v[RLAAS_POLICIES_MAX + 1];
     rlaas_lerr_e e;
-    int64_t cost;
     int i;
 
-    for (i = 0; i < dc->n; i++) {
-        const rlaas_item_t *it = &dc->it[i];
-        rlaas_local_call_t *c = &calls[i];
-
-        c->strategy = it->call.strategy;
-        c->key = it->call.key;
-        /* the local engine appends fixed's window number itself, by its
-         * own clock, to the key as it ends before one (Redis Cluster
-         * declares it) */
-        c->key_len =
-            it->call.window_at > 0 ? it->call.window_at : it->call.key_len;
-        c->limit = it->limit / divisor > 0 ? it->limit / divisor : 1;
-        c->window_ms = it->window_ms;
-        if (it->call.cost == NULL ||
-            rlaas_parse_nonneg_int(it->call.cost, RLAAS_LIMIT_MAX, &cost))
-            cost = 1;
-        c->cost = cost < c->limit ? cost : c->limit;
-        c->mode = it->call.mode;
-    }
+    for (i = 0; i < dc->n; i++)
+        to_local(&dc->it[i], divisor, &calls[i]);
     if (dc->ban_key != NULL) {
         rlaas_local_call_t *c = &calls[dc->n];
 
@@ -674,7 +711,8 @@ static int limit(decision_t *dc)
                    ? decided(dc, RLAAS_OUT_ALLOWED, RLAAS_OUT_DENIED)
                    : local_undecided(dc, le);
     }
-    switch (rlaas_lease_decide(dc->r, dc->d, dc->it, dc->n, &e, detail)) {
+    switch (
+        rlaas_lease_decide(dc->r, dc->d, dc->it, dc->n, dc->with, &e, detail)) {
     case RLAAS_LEASE_DECIDED:
         return decided(dc, RLAAS_OUT_ALLOWED, RLAAS_OUT_DENIED);
     case RLAAS_LEASE_FAILED:
@@ -750,9 +788,11 @@ static int select_items(decision_t *dc, const rlaas_item_t *all, int n,
 
 /* The items that count by outcome (a policy's countif=, else the
  * section's RLaaSCountIf for its own limit and, when the operator set it,
- * the policies it applies, never the host's enforced ones) are checked
- * now, one unit without consuming, and their charges kept for after the
- * response, forced. */
+ * the policies it applies, never the host's enforced ones) are charged at
+ * the check, as any other: at most the limit's worth of requests is
+ * admitted and not yet known, a burst included; those the response shows
+ * not to count are given back after it (a refund). A check of cost 0
+ * charges nothing, gives nothing back. */
 static pending_t *countif_prepare(decision_t *dc)
 {
     ap_expr_info_t *section = rlaas_outcome_count_if(dc->d), *expr;
@@ -766,72 +806,177 @@ static pending_t *countif_prepare(decision_t *dc)
         expr = it->p != NULL && it->p->count_if != NULL    ? it->p->count_if
                : it->enforced || (it->p != NULL && tenant) ? NULL
                                                            : section;
-        if (expr == NULL)
+        if (expr == NULL ||
+            (it->call.cost != NULL && strcmp(it->call.cost, "0") == 0))
             continue;
         if (pd == NULL) {
             pd = apr_pcalloc(dc->r->pool, sizeof(*pd));
             pd->d = dc->d;
         }
         pd->it[pd->n] = *it;
-        pd->it[pd->n].call.mode |= RLAAS_MODE_FORCE;
+        pd->at[pd->n] = i;
         pd->expr[pd->n++] = expr;
-        dc->it[i].call.cost = "0";
     }
+    if (pd != NULL)
+        dc->with |= RLAAS_LEASE_WITH_REFUND;
     return pd;
 }
 
-/* One decision's charges, on the engine that decides there. */
-static void charge(request_rec *r, rlaas_unit_t *u, const pending_t *pd)
+/* After the decision: the charges it made that a response may give back
+ * (the engine that decided, the items it charged), or 0 if none was made
+ * (refused, or let through undecided). */
+static int countif_charged(const decision_t *dc, pending_t *pd)
+{
+    const rlaas_server_conf_t *sc = rlaas_server_conf(dc->r->server);
+    int i, n = 0;
+
+    switch (dc->out) {
+    case RLAAS_OUT_ALLOWED:
+    case RLAAS_OUT_DRY_RUN_DENIED:
+        pd->divisor = rlaas_server_local(sc) ? 1 : 0;
+        break;
+    case RLAAS_OUT_LOCAL:
+        pd->divisor = rlaas_server_local_divisor(sc);
+        break;
+    default:
+        return 0;
+    }
+    /* a dry run's denial charged nothing */
+    for (i = 0; i < pd->n; i++) {
+        if (!dc->it[pd->at[i]].v.allowed)
+            continue;
+        pd->it[n] = dc->it[pd->at[i]];
+        pd->expr[n++] = pd->expr[i];
+    }
+    pd->n = n;
+    return n > 0;
+}
+
+/* How long ago, at least, the charges were made, as the engine reckons
+ * it: the time since before the decision was asked, and, for Redis, the
+ * budget the credit itself may wait. Too long errs on the safe side: a
+ * window strategy then gives back to an earlier window, or hits a
+ * little older than the charge's own, or nothing. */
+static int64_t charge_age_ms(const pending_t *pd, int64_t budget_ms)
+{
+    return (rlaas_clock_us() - pd->t0_us) / 1000 + 1 + budget_ms;
+}
+
+/* Errors that say the call was never sent: it may be tried again (one
+ * that was sent may have run: never sent twice). */
+static int not_sent(rlaas_rerr_e e)
+{
+    return e == RLAAS_RERR_POOL || e == RLAAS_RERR_CONNECT ||
+           e == RLAAS_RERR_AUTH || e == RLAAS_RERR_SELECT ||
+           e == RLAAS_RERR_CIRCUIT;
+}
+
+/* The credits of it[0..n) in Redis; NULL, or why not (*again: worth
+ * another try). */
+static const char *refund_redis(request_rec *r, const pending_t *pd,
+                                const rlaas_item_t *it, int n, int *again)
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
-    char detail[RLAAS_DETAIL_MAX];
-    const char *why = NULL;
-    decision_t dc;
+    rlaas_call_t calls[RLAAS_POLICIES_MAX];
+    rlaas_verdict_t v[RLAAS_POLICIES_MAX];
+    char *detail = apr_palloc(r->pool, RLAAS_DETAIL_MAX);
+    int64_t age = charge_age_ms(pd, rlaas_target_timeout_ms(sc->target));
     rlaas_rerr_e e;
-    rlaas_lerr_e le = RLAAS_LERR_NONE;
-    int i, j, holds[RLAAS_POLICIES_MAX];
+    int i;
 
-    memset(&dc, 0, sizeof(dc));
-    dc.r = r;
-    dc.d = pd->d;
-    dc.u = u;
-    /* the items whose condition holds, each condition evaluated once */
+    *again = 0;
+    if (sc->target->redis == NULL)
+        return "no Redis engine in this process";
+    for (i = 0; i < n; i++) {
+        calls[i] = it[i].call;
+        calls[i].mode &= RLAAS_MODE_LIMIT_VARIES;
+        calls[i].lease_want = 0;
+        calls[i].credit = 1;
+        calls[i].credit_age = age;
+    }
+    e = rlaas_redis_eval(sc->target->redis, calls, n, v, detail);
+    if (e == RLAAS_RERR_NONE)
+        return NULL;
+    rlaas_metrics_redis_error(e);
+    *again = not_sent(e);
+    return apr_pstrcat(r->pool, "Redis ", rlaas_rerr_name(e), ": ", detail,
+                       NULL);
+}
+
+/* ... in the local engine, each limit shared out as it was charged. */
+static const char *refund_local(request_rec *r, const pending_t *pd,
+                                const rlaas_item_t *it, int n, int *again)
+{
+    rlaas_local_call_t calls[RLAAS_POLICIES_MAX];
+    int64_t given[RLAAS_POLICIES_MAX];
+    rlaas_lerr_e e;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        to_local(&it[i], pd->divisor, &calls[i]);
+        calls[i].mode &= RLAAS_MODE_LIMIT_VARIES;
+    }
+    e = rlaas_backend_credit(r, calls, n, charge_age_ms(pd, 0), given);
+    if (e != RLAAS_LERR_NONE)
+        rlaas_metrics_local_error(e);
+    *again = e == RLAAS_LERR_BUSY;
+    return e == RLAAS_LERR_NONE ? NULL : rlaas_lerr_name(e);
+}
+
+/* The charges of it[0..n) given back, where they were made: tried once
+ * more if the first try was never sent; a refund finally lost leaves the
+ * charge standing (the client's quota lower until it expires, never
+ * higher), counted and logged. */
+static void refund(request_rec *r, const pending_t *pd, const rlaas_item_t *it,
+                   int n)
+{
+    const char *why = NULL;
+    long dropped;
+    int again = 1, tries;
+
+    for (tries = 0; tries < 2 && again; tries++) {
+        why = pd->divisor > 0 ? refund_local(r, pd, it, n, &again)
+                              : refund_redis(r, pd, it, n, &again);
+        if (why == NULL) {
+            rlaas_metrics_outcome(RLAAS_METRIC_COUNTIF_REFUNDS);
+            return;
+        }
+    }
+    rlaas_metrics_outcome(RLAAS_METRIC_COUNTIF_REFUNDS_LOST);
+    dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);
+    if (dropped >= 0)
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                      "RLAAS0150: " RLAAS_D_COUNT_IF
+                      ": a charge made at the check could not be given "
+                      "back (%s); it stands until it expires%s",
+                      why[0] ? why : "-", suppressed(r, dropped));
+}
+
+/* One decision's charges once the response is known: those whose
+ * condition holds stand, the others are given back. */
+static void settle(request_rec *r, const pending_t *pd)
+{
+    rlaas_item_t back[RLAAS_POLICIES_MAX];
+    int i, j, holds[RLAAS_POLICIES_MAX], n = 0, kept = 0;
+
+    /* each condition evaluated once */
     for (i = 0; i < pd->n; i++) {
         for (j = 0; j < i && pd->expr[j] != pd->expr[i]; j++)
             ;
         holds[i] = j < i ? holds[j] : rlaas_outcome_counts(r, pd->expr[i]);
         if (holds[i])
-            dc.it[dc.n++] = pd->it[i];
+            kept = 1;
+        else
+            back[n++] = pd->it[i];
     }
-    if (dc.n == 0)
-        return;
-    if (rlaas_server_local(sc))
-        le = decide_local(&dc, 1);
-    else if ((e = run(&dc, detail)) != RLAAS_RERR_NONE) {
-        rlaas_metrics_redis_error(e);
-        why = detail;
-        if (rlaas_dir_fail_local(pd->d))
-            le = decide_local(&dc, rlaas_server_local_divisor(sc));
-        if (le == RLAAS_LERR_NONE && rlaas_dir_fail_local(pd->d))
-            why = NULL;
-    }
-    if (le != RLAAS_LERR_NONE)
-        why = rlaas_lerr_name(le);
-    if (why != NULL) {
-        long dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);
-
-        if (dropped >= 0)
-            ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                          "RLAAS0102: " RLAAS_D_COUNT_IF
-                          ": the request could not be charged (%s)%s",
-                          why[0] ? why : "-", suppressed(r, dropped));
-        return;
-    }
-    rlaas_metrics_outcome(RLAAS_METRIC_COUNTIF_CHARGES);
+    if (kept)
+        rlaas_metrics_outcome(RLAAS_METRIC_COUNTIF_CHARGES);
+    if (n > 0)
+        refund(r, pd, back, n);
 }
 
 /* After the response (log_transaction): each decision that RLaaSCountIf
- * left to charge is charged if its expression holds for the response. */
+ * charged is settled by its conditions. */
 int rlaas_limit_log_transaction(request_rec *r)
 {
     rlaas_unit_t *u;
@@ -844,7 +989,7 @@ int rlaas_limit_log_transaction(request_rec *r)
     pending = u->outcome;
     u->outcome = NULL;
     for (i = 0; i < pending->nelts; i++)
-        charge(r, u, APR_ARRAY_IDX(pending, i, const pending_t *));
+        settle(r, APR_ARRAY_IDX(pending, i, const pending_t *));
     return DECLINED;
 }
 
@@ -865,15 +1010,18 @@ static int decide(decision_t *dc, int before_auth)
     if (before_auth)
         rlaas_authuser_before_auth(r, 1);
     err = rlaas_policies_prepare(r, dc->d, dc->it, &dc->n);
+    if (err == NULL)
+        ban_prepare(dc);
     if (before_auth)
         rlaas_authuser_before_auth(r, 0);
     if (err != NULL)
         return undecided(dc, RLAAS_RERR_NONE, err);
     pd = countif_prepare(dc);
-    ban_prepare(dc);
+    if (pd != NULL)
+        pd->t0_us = rlaas_clock_us();
     rc = limit(dc);
-    /* served: charged once the response is known */
-    if (rc == DECLINED && pd != NULL) {
+    /* served: its charges settled once the response is known */
+    if (rc == DECLINED && pd != NULL && countif_charged(dc, pd)) {
         if (dc->u->outcome == NULL)
             dc->u->outcome =
                 apr_array_make(r->pool, 1, sizeof(const pending_t *));
@@ -935,6 +1083,8 @@ static int checkpoint(request_rec *r, phase_e phase)
         return DECLINED;
     dc.r = r;
     dc.ban_key = NULL;
+    dc.with = 0;
+    dc.out = RLAAS_OUT_ERROR;
     memset(&dc.ban_v, 0, sizeof(dc.ban_v));
     dc.u = rlaas_unit_find(r);
     if (dc.u != NULL) {

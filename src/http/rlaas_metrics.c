@@ -543,10 +543,16 @@ static void write_outcome(request_rec *r, rlaas_counters_t *c)
 {
     static const char *const name[RLAAS_METRIC_OUTCOME_COUNT] = {
         "rlaas_bans_total", "rlaas_ban_refusals_total",
-        "rlaas_countif_charges_total"};
+        "rlaas_countif_charges_total", "rlaas_countif_refunds_total",
+        "rlaas_countif_refunds_lost_total"};
     static const char *const text[RLAAS_METRIC_OUTCOME_COUNT] = {
         "Bans started (RLaaSBan).", "Requests refused by a ban.",
-        "Requests charged after their response (RLaaSCountIf)."};
+        "Requests whose charge stood once the response was known "
+        "(RLaaSCountIf: the condition held).",
+        "Charges given back once the response was known (RLaaSCountIf: "
+        "the condition did not hold).",
+        "Charges that could not be given back (RLaaSCountIf): they stand, "
+        "the client's quota lower by them until they expire."};
     int i;
 
     for (i = 0; i < RLAAS_METRIC_OUTCOME_COUNT; i++) {

@@ -70,11 +70,15 @@ void rlaas_metrics_node(const char *node, rlaas_rerr_e e, int calls);
 void rlaas_metrics_circuit(int opened); /* +1 opened, -1 closed */
 
 /* RLaaSBan and RLaaSCountIf: bans started, requests refused by a ban,
- * requests charged after their response. */
+ * requests whose charge stood once their response was known (the
+ * condition held), charges given back (it did not), charges that could
+ * not be given back (they stand: the safe direction). */
 typedef enum {
     RLAAS_METRIC_BANS = 0,
     RLAAS_METRIC_BAN_REFUSALS,
     RLAAS_METRIC_COUNTIF_CHARGES,
+    RLAAS_METRIC_COUNTIF_REFUNDS,
+    RLAAS_METRIC_COUNTIF_REFUNDS_LOST,
     RLAAS_METRIC_OUTCOME_COUNT
 } rlaas_metric_outcome_e;
 void rlaas_metrics_outcome(rlaas_metric_outcome_e m);

@@ -3,20 +3,22 @@
  * the directives RLaaSCountIf and RLaaSBan, and what the request path asks
  * of them.
  *
- * RLaaSCountIf EXPR|off: a section's requests are checked before they are
- * served (a check: over the limit, 429, nothing consumed) and, once the
- * response's status is known (log_transaction), charged only if EXPR is
- * true, with a forced charge: consumed even if over the limit, so N
- * concurrent failing requests leave N, and the next check refuses. Only
- * the section's own limit and the policies it applies count so; a host's
- * RLaaSEnforce policies are charged as usual (a .htaccess can't make them
- * count less).
+ * RLaaSCountIf EXPR|off: a section's requests are decided and charged
+ * before they are served, as any request is (over the limit: 429), and,
+ * once the response's status is known (log_transaction), given their
+ * units back unless EXPR is true (a refund, lua/credit.lua): a request
+ * counts while in flight, so a burst gets at most the limit through, and
+ * a charge can't be lost (it is the decision's). Only the section's own
+ * limit and the policies it applies count so; a host's RLaaSEnforce
+ * policies count every request (a .htaccess can't make them count less).
  *
  * RLaaSBan DURATION [escalate FACTOR MAX]|off: the section's own limit's
  * identity, once denied, is refused for DURATION whatever its counters
  * say (rlaas_ban.h); its ban record is one more entry of the same engine
  * call, so there is no extra round trip, and it lives where the counters
- * do (Redis: every server refuses at once).
+ * do (Redis: every server refuses at once). The ban's key is the own
+ * limit's identity, and every section whose own limit shares that key
+ * reads it (rlaas_limit.c: ban_prepare).
  */
 #ifndef RLAAS_OUTCOME_H
 #define RLAAS_OUTCOME_H

@@ -104,6 +104,29 @@ static rlaas_lerr_e lerr(rlaas_table_rc_e rc)
     }
 }
 
+/* A record after a call, for tests (rec may be NULL). */
+static void note(rlaas_local_record_t *rec, const prepared_t *p,
+                 const rlaas_table_report_t *rep, const rlaas_table_hold_t *hd)
+{
+    if (rec == NULL)
+        return;
+    memcpy(rec->key, p->key, p->len + 1);
+    rec->ttl_ms = rep->vlen > 0 ? rep->expire - hd->now : -2;
+}
+
+/* Whether key i differs from keys 0..i-1: one key twice would be charged
+ * (or credited) twice. */
+static int distinct(const prepared_t *p, int i)
+{
+    int j;
+
+    for (j = 0; j < i; j++) {
+        if (p[j].len == p[i].len && memcmp(p[j].key, p[i].key, p[i].len) == 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* Call i of a held set, charging or not. */
 static rlaas_lerr_e hit_held(rlaas_table_hold_t *hd, int i, prepared_t *p,
                              int commit, rlaas_verdict_t *v,
@@ -118,10 +141,8 @@ static rlaas_lerr_e hit_held(rlaas_table_hold_t *hd, int i, prepared_t *p,
     /* refused by the strategy's choice: the record stays as it was */
     if (rc == RLAAS_TABLE_REFUSED && h.rc == RLAAS_ALGO_LEAVE)
         rc = RLAAS_TABLE_OK;
-    if (rc == RLAAS_TABLE_OK && rec != NULL) {
-        memcpy(rec->key, p->key, p->len + 1);
-        rec->ttl_ms = rep->vlen > 0 ? rep->expire - hd->now : -2;
-    }
+    if (rc == RLAAS_TABLE_OK)
+        note(rec, p, rep, hd);
     return lerr(rc);
 }
 
@@ -180,10 +201,8 @@ static rlaas_lerr_e ban_held(rlaas_table_hold_t *hd, int i, prepared_t *p,
     rc = rlaas_table_update_held(hd, i, p->key, p->len, ban_fn, b, rep);
     if (rc == RLAAS_TABLE_REFUSED && !b->start)
         rc = RLAAS_TABLE_OK;
-    if (rc == RLAAS_TABLE_OK && rec != NULL) {
-        memcpy(rec->key, p->key, p->len + 1);
-        rec->ttl_ms = rep->vlen > 0 ? rep->expire - hd->now : -2;
-    }
+    if (rc == RLAAS_TABLE_OK)
+        note(rec, p, rep, hd);
     return lerr(rc);
 }
 
@@ -200,7 +219,7 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
     rlaas_table_hold_t hd;
     rlaas_lerr_e e = RLAAS_LERR_NONE;
     ban_t b = {NULL, 0, 0, 0, 0};
-    int i, j, go = 1, ban = -1;
+    int i, go = 1, ban = -1;
 
     if (rep == NULL)
         rep = &dummy;
@@ -221,10 +240,8 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
         }
         keys[i] = p[i].key;
         lens[i] = p[i].len;
-        for (j = 0; j < i; j++) {
-            if (lens[j] == lens[i] && memcmp(keys[j], keys[i], lens[i]) == 0)
-                return RLAAS_LERR_CALL;
-        }
+        if (!distinct(p, i))
+            return RLAAS_LERR_CALL;
     }
     e = lerr(rlaas_table_hold(lc, keys, lens, n, now_ms,
                               RLAAS_LOCAL_LOCK_WAIT_US, &hd, rep));
@@ -266,7 +283,8 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
     if (ban >= 0 && e == RLAAS_LERR_NONE) {
         v[ban].allowed = 1;
         v[ban].remaining = v[ban].reset_ms = v[ban].retry_ms = 0;
-        if (!go && (p[ban].ac.mode == 0 || !v[p[ban].ac.mode - 1].allowed)) {
+        if (!go && p[ban].ac.cost != RLAAS_BAN_READ &&
+            (p[ban].ac.mode == 0 || !v[p[ban].ac.mode - 1].allowed)) {
             b.start = 1;
             e = ban_held(&hd, ban, &p[ban], &b, rep,
                          recs != NULL ? &recs[ban] : NULL);
@@ -301,6 +319,90 @@ rlaas_lerr_e rlaas_local_eval(rlaas_local_t *lc, const rlaas_local_call_t *call,
                               rlaas_table_report_t *rep)
 {
     return rlaas_local_eval_n(lc, call, 1, now_ms, v, rep, NULL);
+}
+
+/* ---- credits ---- */
+
+typedef struct {
+    const rlaas_algo_call_t *call;
+    int64_t at;
+    int64_t given;
+} credit_t;
+
+static int credit_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
+{
+    credit_t *cr = baton;
+
+    if (*len == 0)
+        return 1; /* no state: none is made */
+    return rlaas_algo_credit(cr->call, cr->at, val, len, ttl_ms, &cr->given) !=
+           RLAAS_ALGO_STORE;
+}
+
+/* A credit's key and arguments: fixed's record is its charge's window. */
+static int prepare_credit(const rlaas_local_call_t *call, int64_t at,
+                          int64_t now_ms, prepared_t *p)
+{
+    rlaas_local_call_t one = *call;
+
+    one.cost = 1;
+    if (call->strategy == RLAAS_LOCAL_BAN || !prepare(&one, at, p))
+        return 0;
+    p->ac.now_ms = now_ms;
+    p->ac.cost = call->cost;
+    return call->cost >= 1 && call->cost <= RLAAS_LIMIT_MAX &&
+           (call->mode & ~RLAAS_ALGO_LIMIT_VARIES) == 0;
+}
+
+rlaas_lerr_e rlaas_local_credit_n(rlaas_local_t *lc,
+                                  const rlaas_local_call_t *calls, int n,
+                                  int64_t age_ms, int64_t now_ms,
+                                  int64_t *given, rlaas_table_report_t *rep,
+                                  rlaas_local_record_t *recs)
+{
+    prepared_t p[RLAAS_LOCAL_CALLS_MAX];
+    const char *keys[RLAAS_LOCAL_CALLS_MAX];
+    size_t lens[RLAAS_LOCAL_CALLS_MAX];
+    int64_t at = now_ms - age_ms;
+    rlaas_table_report_t dummy;
+    rlaas_table_hold_t hd;
+    rlaas_lerr_e e;
+    int i;
+
+    if (rep == NULL)
+        rep = &dummy;
+    rep->evicted = 0;
+    rep->reset = 0;
+    if (lc == NULL)
+        return RLAAS_LERR_NONE_HERE;
+    if (n < 1 || n > RLAAS_LOCAL_CALLS_MAX || age_ms < 0)
+        return RLAAS_LERR_CALL;
+    if (at < 0)
+        at = 0;
+    for (i = 0; i < n; i++) {
+        if (!prepare_credit(&calls[i], at, now_ms, &p[i]))
+            return RLAAS_LERR_CALL;
+        keys[i] = p[i].key;
+        lens[i] = p[i].len;
+        if (!distinct(p, i))
+            return RLAAS_LERR_CALL;
+    }
+    e = lerr(rlaas_table_hold(lc, keys, lens, n, now_ms,
+                              RLAAS_LOCAL_LOCK_WAIT_US, &hd, rep));
+    for (i = 0; e == RLAAS_LERR_NONE && i < n; i++) {
+        credit_t cr = {&p[i].ac, at, 0};
+        rlaas_table_rc_e rc = rlaas_table_update_held(
+            &hd, i, p[i].key, p[i].len, credit_fn, &cr, rep);
+
+        e = rc == RLAAS_TABLE_REFUSED ? RLAAS_LERR_NONE : lerr(rc);
+        given[i] = cr.given;
+        if (e == RLAAS_LERR_NONE)
+            note(recs != NULL ? &recs[i] : NULL, &p[i], rep, &hd);
+    }
+    if (e != RLAAS_LERR_NONE && i == 0)
+        return e; /* the hold failed: nothing is held */
+    rlaas_table_release(&hd);
+    return e;
 }
 
 /* ---- the operator's console: forget a record ---- */

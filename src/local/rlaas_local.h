@@ -101,6 +101,18 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
                                 rlaas_table_report_t *rep,
                                 rlaas_local_record_t *recs);
 
+/* A credit, as lua/credit.lua gives it (rlaas_algo_credit): calls[i].cost
+ * units (1 .. RLAAS_LIMIT_MAX) back to each call's record, charged at
+ * least age_ms ago (0: now; fixed finds its window's record by that
+ * time), with the locks of all the records held together. A record that
+ * holds no state is left alone. given gets the units each gave back; recs
+ * (may be NULL) the records, as rlaas_local_eval_n. */
+rlaas_lerr_e rlaas_local_credit_n(rlaas_local_t *lc,
+                                  const rlaas_local_call_t *calls, int n,
+                                  int64_t age_ms, int64_t now_ms,
+                                  int64_t *given, rlaas_table_report_t *rep,
+                                  rlaas_local_record_t *recs);
+
 /* The operator's console: the record of key (the whole key, window
  * number included for fixed) is forgotten, its identity starts afresh;
  * *found says whether it held state. */

@@ -41,6 +41,8 @@ static void lost(rlaas_outcome_t *out, rlaas_job_t **jobs, int n,
 
 int rlaas_job_script(const rlaas_job_t *j)
 {
+    if (j->calls[0].credit)
+        return RLAAS_SCRIPT_CREDIT;
     if (j->n == 1 && j->calls[0].lease_want > 0)
         return RLAAS_SCRIPT_LEASE;
     return j->n == 1 ? (int)j->calls[0].strategy : RLAAS_SCRIPT_MULTI;

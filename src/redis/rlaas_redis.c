@@ -360,6 +360,11 @@ static const char *call_error(const rlaas_call_t *calls, int n)
         if (calls[i].lease_want > 0 &&
             (n != 1 || calls[i].strategy == RLAAS_STRATEGY_SLIDING_LOG))
             return "a lease is for one policy, not a sliding log";
+        if (calls[i].credit != calls[0].credit ||
+            (calls[i].credit &&
+             (calls[i].strategy >= RLAAS_STRATEGY_COUNT ||
+              calls[i].lease_want > 0 || calls[i].credit_age < 0)))
+            return "credits go alone, one per policy";
     }
     return NULL;
 }

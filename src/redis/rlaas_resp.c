@@ -100,25 +100,35 @@ static size_t one(char *buf, const char *sha1, const rlaas_call_t *c)
     return n;
 }
 
+/* A policy's words in a call of several (lua/multi.lua): strategy,
+ * limit, window, cost, mode; a credit's (lua/credit.lua) add its age. */
+static size_t words(char *buf, const rlaas_call_t *c)
+{
+    size_t len = bulk_int(buf, c->strategy);
+
+    len += bulk_str(buf + len, c->limit);
+    len += bulk_str(buf + len, c->window);
+    len += bulk_str(buf + len, c->cost != NULL ? c->cost : "1");
+    len += bulk_int(buf + len, c->mode);
+    if (c->credit)
+        len += bulk_int(buf + len, c->credit_age);
+    return len;
+}
+
 size_t rlaas_resp_call(char *buf, const char *sha1, const rlaas_call_t *calls,
                        int n)
 {
     size_t len;
     int i;
 
-    if (n == 1)
+    if (n == 1 && !calls[0].credit)
         return one(buf, sha1, calls);
-    len = head(buf, 3 + 6 * (int64_t)n);
+    len = head(buf, 3 + (calls[0].credit ? 7 : 6) * (int64_t)n);
     len += bulk(buf + len, sha1, 40);
     len += bulk_int(buf + len, n);
     for (i = 0; i < n; i++)
         len += bulk(buf + len, calls[i].key, calls[i].key_len);
-    for (i = 0; i < n; i++) {
-        len += bulk_int(buf + len, calls[i].strategy);
-        len += bulk_str(buf + len, calls[i].limit);
-        len += bulk_str(buf + len, calls[i].window);
-        len += bulk_str(buf + len, calls[i].cost != NULL ? calls[i].cost : "1");
-        len += bulk_int(buf + len, calls[i].mode);
-    }
+    for (i = 0; i < n; i++)
+        len += words(buf + len, &calls[i]);
     return len;
 }

@@ -28,7 +28,8 @@
  * policy). */
 #define RLAAS_MODE_LIMIT_VARIES 1
 #define RLAAS_MODE_DRY_RUN      2
-/* ... a forced charge (RLaaSCountIf: charged whatever it decides). */
+/* ... a forced charge (charged whatever it decides; the scripts keep it,
+ * the module no longer sends it: RLaaSCountIf charges at the check). */
 #define RLAAS_MODE_FORCE 4
 
 /* A ban's record among the calls of the multi script (RLaaSBan): as
@@ -57,14 +58,21 @@ typedef struct {
      * {granted > 0, units granted, lease ms, ms to the end of the window
      * for fixed and sliding, else 0}. 0: an ordinary call. */
     int64_t lease_want;
+    /* A credit (lua/credit.lua) instead of a decision: cost units given
+     * back, charged at least credit_age ms ago (0: now). Every call of a
+     * job is a credit, or none is; the reply holds {1, units given back,
+     * 0, 0} each. */
+    int credit;
+    int64_t credit_age;
 } rlaas_call_t;
 
 /* Room for the command with a key of key_len bytes and decimal limit and
  * window arguments (each at most 20 digits). */
 #define RLAAS_RESP_EVALSHA_MAX(key_len) ((key_len) + 160)
 
-/* Room for a call of n policies whose keys hold keys_len bytes together. */
-#define RLAAS_RESP_CALL_MAX(keys_len, n) ((keys_len) + 96 + (n)*160)
+/* Room for a call of n policies (or credits) whose keys hold keys_len
+ * bytes together. */
+#define RLAAS_RESP_CALL_MAX(keys_len, n) ((keys_len) + 96 + (n)*200)
 
 /* Writes EVALSHA <sha1> 1 <key> <limit> <window> into buf (at least
  * RLAAS_RESP_EVALSHA_MAX(key_len) bytes) and returns its length. */
@@ -74,7 +82,8 @@ size_t rlaas_resp_evalsha(char *buf, const char *sha1, const char *key,
 
 /* Writes the call of n (1..RLAAS_CALL_POLICIES_MAX) policies into buf (at
  * least RLAAS_RESP_CALL_MAX(their keys' bytes, n)) and returns its length.
- * sha1: the strategy's script for one policy, the multi script for more. */
+ * sha1: the strategy's script for one policy, the multi script for more,
+ * the credit script for credits. */
 size_t rlaas_resp_call(char *buf, const char *sha1, const rlaas_call_t *calls,
                        int n);
 

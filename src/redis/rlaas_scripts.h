@@ -24,9 +24,12 @@ typedef struct {
 #define RLAAS_SCRIPT_MULTI RLAAS_STRATEGY_COUNT
 /* RLaaSLease: one policy's portion taken at once (lua/lease.lua). */
 #define RLAAS_SCRIPT_LEASE (RLAAS_STRATEGY_COUNT + 1)
-#define RLAAS_SCRIPT_COUNT (RLAAS_STRATEGY_COUNT + 2)
+/* Credits: units given back to one or more keys (lua/credit.lua). */
+#define RLAAS_SCRIPT_CREDIT (RLAAS_STRATEGY_COUNT + 2)
+#define RLAAS_SCRIPT_COUNT  (RLAAS_STRATEGY_COUNT + 3)
 
-/* Indexed by rlaas_strategy_e, then RLAAS_SCRIPT_MULTI, RLAAS_SCRIPT_LEASE. */
+/* Indexed by rlaas_strategy_e, then RLAAS_SCRIPT_MULTI, RLAAS_SCRIPT_LEASE,
+ * RLAAS_SCRIPT_CREDIT. */
 extern const rlaas_script_t rlaas_scripts[RLAAS_SCRIPT_COUNT];
 
 #endif

@@ -29,6 +29,14 @@ my %engine = (
         scalar $lc->run($s, key_arg($s, $K), $L, $W, $ms, $c, $m) },
 );
 
+# Credits (lua/credit.lua): units given back, charged $age ms before.
+my %credit = (
+    lua => sub { my ($s, $K, $L, $W, $ms, $n, $m, $age) = @_;
+        $h->run_credit($ms, $age, [$s, $K, $L, $W, $n, $m]) },
+    c   => sub { my ($s, $K, $L, $W, $ms, $n, $m, $age) = @_;
+        scalar $lc->run_credit($ms, $age, [$s, key_arg($s, $K), $L, $W, $n, $m]) },
+);
+
 my @configs = ([1, 1000], [2, 1], [5, 5000], [3, 1000], [10, 1000],
     [7, 3001], [4, 7], [12, 250], [50, 60000], [3, 86400000], [200, 3],
     [6, 1001], [9, 10]);
@@ -40,14 +48,32 @@ my $kn = 0;
 # gives each request's (limit, cost). Returns the number of replies that
 # differ.
 sub timeline {
-    my ($e, $s, $L0, $W, $mode, $pick) = @_;
+    my ($e, $s, $L0, $W, $mode, $pick, $credits) = @_;
     my $K = 'rlaas:rate_limit:m' . $kn++;
     my $m = Model->new($s, $L0, $W);
     my $now = T0 + int(rand($W));
-    my $bad = 0;
+    my ($bad, $last) = (0, $now);
     for my $step (1 .. $STEPS) {
         my ($L, $c, $force) = $pick->();
         my $mo = $force ? $mode | 4 : $mode;
+        if ($credits && rand() < $credits) {
+            # the last request's units back (its refund), or any units
+            # charged a while ago, or now's
+            my $x = rand;
+            my $age = $x < 0.5 ? $now - $last : $x < 0.8 ? int(rand(2 * $W)) : 0;
+            my $n = rand() < 0.6 ? ($c || 1) : 1 + int(rand(2 * $L));
+            my $got = $credit{$e}->($s, $K, $L, $W, $now, $n, $mode, $age);
+            my $want = [1, $m->credit($now, $now - $age, $L, $n), 0, 0];
+            if (!ref $got || "@$got" ne "@$want") {
+                $bad++;
+                diag "$e $s L=$L W=$W credit $n age $age mode=$mode step $step t=" . ($now - T0)
+                    . ": got @{[ref $got ? qq(@$got) : $got]}, want @$want";
+                last if $bad > 5;
+            }
+            $now += int(rand(3));
+            next;
+        }
+        $last = $now;
         my $got = $engine{$e}->($s, $K, $L, $W, $now, $c, $mo);
         my $allowed = $m->hit($now, $L, $c, 1, $force);
         my $want = $m->expect($now, $allowed, $L, $c);
@@ -136,6 +162,25 @@ for my $e (qw(lua c)) {
             $L = (3, 5, 9)[ int(rand(3)) ] if rand() < 0.3;
             return ($L, cost_of($L), rand() < 0.5) }), 0,
             "$e: $s limits 3/5/9 changing, forced charges: $STEPS steps match the model";
+    }
+
+    # Credits between the requests (lua/credit.lua; RLaaSCountIf's refunds,
+    # the console's credit): units back to the last request's charge, to
+    # older ones, or now's; the state never below fresh, the next replies
+    # as the model says. A fixed and a changing limit, with costs.
+    for my $s (STRATEGIES) {
+        for my $cf ([1, 1000], [3, 1000], [5, 5000], [7, 3001], [4, 7], [12, 250], [50, 60000], [200, 3]) {
+            my ($L, $W) = @$cf;
+            srand(5000 * $L + $W + length $s);
+            is timeline($e, $s, $L, $W, 0, sub { ($L, cost_of($L)) }, 0.3), 0,
+                "$e: $s L=$L W=$W, costs and credits: $STEPS steps match the model";
+        }
+        srand(5100 + length $s);
+        my $L = 5;
+        is timeline($e, $s, 5, 1001, 1, sub {
+            $L = (3, 5, 9)[ int(rand(3)) ] if rand() < 0.3;
+            return ($L, cost_of($L)) }, 0.3), 0,
+            "$e: $s limits 3/5/9 changing, credits: $STEPS steps match the model";
     }
 
     # The limit fixed, read per request all the same (mode 1): as with mode 0.

@@ -180,6 +180,19 @@ subtest 'a ban (strategy 6): refuses while it holds, nothing decided; escalates'
     ok RLaaS::Redis::is_error($e), 'a ban alone: an error reply';
 };
 
+subtest 'a ban read only (factor 0): a section of the zone that does not ban honours it, never starts one' => sub {
+    my ($A, $B) = (K(), K());
+    my $M = 2**35;
+    my @ban = (['fixed', $A, 1, 60000], ['ban', "$B-b", 5000, 5000, 1, 1]);
+    my @read = (['fixed', $B, 1, 60000], ['ban', "$B-b", $M, $M, 0, 1]);
+    is_deeply $h->run_multi(T0 + 1, @read), [1, 0, 59999, 59999, 1, 0, 0, 0], 'the reader: allowed, no ban';
+    is_deeply $h->run_multi(T0 + 2, @read), [0, 0, 59998, 59998, 1, 0, 0, 0], 'denied by its limit: no ban started';
+    is $h->pttl("$B-b:ban"), -2, '... no ban record';
+    $h->run_multi(T0 + 3, @ban) for 1 .. 2;
+    is $h->pttl("$B-b:ban"), 5000, 'the section that bans starts one';
+    is_deeply $h->run_multi(T0 + 4, @read), [0, 0, 4999, 4999, 0, 1, 4999, 4999], 'the reader is refused by it';
+};
+
 subtest 'a ban follows the policy at its place: another one denying bans nobody' => sub {
     my ($P, $Q) = (K(), K());
     # policy 1 (the section's own, 5 a minute), policy 2 (1 a minute)

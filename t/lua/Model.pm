@@ -109,6 +109,87 @@ sub hit {
     die "unknown strategy $s";
 }
 
+# A credit (lua/credit.lua) at $now of $n units charged at $at (<= $now)
+# under limit $L: the units given back. fixed: the window of $at if it is
+# now's; sliding: that window, then (it being now's) the previous one; the
+# sliding log: the first live hits at or after $at, if the log holds
+# enough units there and at most 256 hits (the script renumbers those),
+# else the newest hits; token: tokens back up to full; leaky, gcra: water
+# out down to empty. Never below the fresh state.
+sub credit {
+    my ($self, $now, $at, $L, $n) = @_;
+    $L //= $self->{L};
+    my ($W, $st, $s) = ($self->{W}, $self->{st}, $self->{s});
+    my $take = sub { my ($have) = @_; my $t = $have < $n ? $have : $n; $n -= $t; $t };
+    if ($s eq 'fixed') {
+        my $i = $now / $W;
+        return 0 unless $at / $W == $i;
+        my $g = $take->($st->{c}{$i} || 0);
+        $st->{c}{$i} -= $g if $g;
+        return $g;
+    }
+    if ($s eq 'sliding') {
+        my ($i, $j, $g) = ($now / $W, $at / $W, 0);
+        if ($j == $i) {
+            my $t = $take->($st->{c}{$i} || 0);
+            $st->{c}{$i} -= $t;
+            $g += $t;
+        }
+        if ($j == $i || $j == $i - 1) {
+            my $t = $take->($st->{c}{ $i - 1 } || 0);
+            $st->{c}{ $i - 1 } -= $t;
+            $g += $t;
+        }
+        return $g;
+    }
+    if ($s eq 'sliding_log') {
+        my @in = grep { $_->[0] > $now - $W } @{ $st->{log} || [] };
+        my ($live, $after, $hits) = (0, 0, 0);
+        for (@in) {
+            $live += $_->[1];
+            next if $_->[0] < $at;
+            $after += $_->[1];
+            $hits++;
+        }
+        my $t = $live < $n ? $live : $n;
+        my $left = $t;
+        if ($hits && $after >= $t && $hits <= 256) {
+            for my $e (grep { $_->[0] >= $at } @in) {
+                my $x = $e->[1] < $left ? $e->[1] : $left;
+                $e->[1] -= $x;
+                $left -= $x;
+            }
+        } else {
+            for my $e (reverse @in) {
+                my $x = $e->[1] < $left ? $e->[1] : $left;
+                $e->[1] -= $x;
+                $left -= $x;
+            }
+        }
+        $st->{log} = [grep { $_->[1] > 0 } @in];
+        return $t;
+    }
+    return 0 unless defined $st->{ts};
+    if ($s eq 'token') {
+        my $lvl = $st->{lvl} + ($now - $st->{ts}) * $L;
+        $lvl = $L * $W if $lvl > $L * $W;
+        my $g = $L - $lvl / $W;
+        $g = $n if $n < $g;
+        $lvl += $n * $W;
+        if ($lvl >= $L * $W) { %$st = () } else { @{$st}{qw(lvl ts L)} = ($lvl, $now, $L) }
+        return $g;
+    }
+    # leaky, gcra
+    my $lvl = $st->{lvl} - ($now - $st->{ts}) * $st->{L};
+    $lvl = 0 if $lvl < 0;
+    $lvl = $L * $W if $lvl > $L * $W;
+    my $g = ($lvl + $W - 1) / $W;
+    $g = $n if $n < $g;
+    $lvl -= $n * $W;
+    if ($lvl <= 0) { %$st = () } else { @{$st}{qw(lvl ts L)} = ($lvl, $now, $L) }
+    return $g;
+}
+
 # What the reply should be after a request at $now (limit $L, cost $c)
 # that decided $allowed: [allowed, remaining, reset_ms, retry_ms], found by
 # trying, not by formula: remaining is the units that still fit now, reset

@@ -8,6 +8,9 @@
  *       -> ALLOWED REMAINING RESET_MS RETRY_MS RECORD_KEY TTL_MS
  *   multi NOW_MS STRATEGY KEY LIMIT WINDOW_MS COST MODE ...  (1 to 8)
  *       -> the four integers of each, then RECORD_KEY TTL_MS of each
+ *   credit NOW_MS AGE_MS STRATEGY KEY LIMIT WINDOW_MS UNITS MODE ...  (1 to 8)
+ *       -> 1 GIVEN 0 0 of each, then RECORD_KEY TTL_MS of each
+ *          (lua/credit.lua's reply; rlaas_local_credit_n)
  *   flush
  *       -> ok                         (an empty table, as FLUSHALL)
  * TTL_MS -2: the record is gone (or was never written). Anything else,
@@ -20,7 +23,7 @@
 #include "rlaas_local.h"
 
 #define TABLE_BYTES (64 * 1024 * 1024)
-#define ARGS_MAX    (2 + 6 * RLAAS_LOCAL_CALLS_MAX)
+#define ARGS_MAX    (3 + 6 * RLAAS_LOCAL_CALLS_MAX)
 
 static void *mem;
 
@@ -118,6 +121,34 @@ static void multi(rlaas_local_t *lc, char **arg, int n)
     answer(lc, calls, k, now);
 }
 
+static void credit(rlaas_local_t *lc, char **arg, int n)
+{
+    static rlaas_local_record_t rec[RLAAS_LOCAL_CALLS_MAX];
+    rlaas_local_call_t calls[RLAAS_LOCAL_CALLS_MAX];
+    int64_t given[RLAAS_LOCAL_CALLS_MAX];
+    int ok = n >= 9 && (n - 3) % 6 == 0, k = (n - 3) / 6, i;
+    int64_t now = ok ? num(arg[1], &ok) : 0, age = ok ? num(arg[2], &ok) : 0;
+    rlaas_lerr_e e;
+
+    for (i = 0; ok && i < k; i++)
+        ok = policy(arg + 3 + 6 * i, 6, &calls[i]);
+    if (!ok || k > RLAAS_LOCAL_CALLS_MAX) {
+        printf("ERR usage: credit NOW_MS AGE_MS (STRATEGY KEY LIMIT "
+               "WINDOW_MS UNITS MODE)...\n");
+        return;
+    }
+    e = rlaas_local_credit_n(lc, calls, k, age, now, given, NULL, rec);
+    if (e != RLAAS_LERR_NONE) {
+        printf("ERR %s\n", rlaas_lerr_name(e));
+        return;
+    }
+    for (i = 0; i < k; i++)
+        printf("%s1 %lld 0 0", i ? " " : "", (long long)given[i]);
+    for (i = 0; i < k; i++)
+        printf(" %s %lld", rec[i].key, (long long)rec[i].ttl_ms);
+    printf("\n");
+}
+
 int main(void)
 {
     static char line[RLAAS_LOCAL_CALLS_MAX * (RLAAS_TABLE_KEY_MAX + 128)];
@@ -145,6 +176,8 @@ int main(void)
             hit(lc, arg, n);
         else if (n > 0 && strcmp(arg[0], "multi") == 0 && lc != NULL)
             multi(lc, arg, n);
+        else if (n > 0 && strcmp(arg[0], "credit") == 0 && lc != NULL)
+            credit(lc, arg, n);
         else
             printf("ERR unknown command\n");
         fflush(stdout);

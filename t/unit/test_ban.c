@@ -29,7 +29,9 @@ static void conf_bounds(void **state)
     b.length_ms = 50000; /* longer than the max */
     assert_false(rlaas_ban_conf_ok(&b));
     b.length_ms = 5000;
-    b.factor = 0;
+    b.factor = RLAAS_BAN_READ; /* read, never started */
+    assert_true(rlaas_ban_conf_ok(&b));
+    b.factor = -1;
     assert_false(rlaas_ban_conf_ok(&b));
     b.factor = RLAAS_BAN_FACTOR_MAX + 1;
     assert_false(rlaas_ban_conf_ok(&b));
