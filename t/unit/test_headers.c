@@ -22,7 +22,10 @@ static void modes(void **state)
     assert_int_equal(m & RLAAS_HEADERS_LEGACY, RLAAS_HEADERS_LEGACY);
     assert_null(rlaas_parse_headers_mode("off", &m));
     assert_int_equal(m, RLAAS_HEADERS_OFF);
-    assert_non_null(rlaas_parse_headers_mode("Draft", &m));
+    /* keywords are case-insensitive, as httpd's own */
+    assert_null(rlaas_parse_headers_mode("Draft", &m));
+    assert_int_equal(m, RLAAS_HEADERS_DRAFT);
+    assert_non_null(rlaas_parse_headers_mode("drafts", &m));
     assert_non_null(rlaas_parse_headers_mode("", &m));
 }
 
