@@ -79,7 +79,7 @@ static void rlaas_register_hooks(apr_pool_t *p)
     ap_hook_handler(rlaas_scope_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);
     /* the operator's console */
     ap_hook_post_config(rlaas_admin_post_config, NULL, NULL, APR_HOOK_LAST);
-    ap_hook_handler(rlaas_admin_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_handler(rlaas_scope_console_handler, NULL, NULL, APR_HOOK_MIDDLE);
     APR_OPTIONAL_HOOK(ap, status_hook, rlaas_metrics_status_hook, NULL, NULL,
                       APR_HOOK_MIDDLE);
 }

@@ -18,6 +18,7 @@ use JSON::PP ();
 use File::Spec::Functions qw(catfile);
 use File::Temp qw(tempdir);
 use HTTP::Tiny ();
+use Time::HiRes ();
 use RLaaS::Test qw(:all);
 
 plan skip_all => 'mod_rlaas is not loaded' unless have_module();
@@ -45,6 +46,18 @@ sub log_has {
         unlike($res->content, qr/rlaas_|scope-|policy=/, '... and none of the series (zone names, Redis nodes)');
         like(log_has($m, qr/RLAAS0140/), qr/RLAAS0140: SetHandler rlaas-metrics without RLaaSMetrics on/,
             '... the error log says why');
+    }
+    # a client cannot make it log once per request: one line a second per
+    # child (these requests share one keep-alive connection, one child)
+    for my $c (['metrics', 'RLAAS0140'], ['admin', 'RLAAS0124']) {
+        my $m = error_log_mark();
+        my $t0 = Time::HiRes::time();
+        my @c = codes(30, "/scope/tenant/$c->[0]/");
+        my $secs = Time::HiRes::time() - $t0;
+        is(count_by(@c), '404 x30', "30 requests to a tenant's SetHandler rlaas-$c->[0]: 404");
+        my $n = 0;
+        wait_for(sub { $n = () = error_log_since($m) =~ /$c->[1]/g; $n >= 1 }, 3);
+        ok($n >= 1 && $n <= int($secs) + 2, "... $n lines of $c->[1] in the error log (${secs}s), not one per request");
     }
     my $m = error_log_mark();
     is(hit('/scope/tenant/metricson/ok.txt'), 500, 'RLaaSMetrics on in a .htaccess (AllowOverride FileInfo Limit): 500');
@@ -197,6 +210,18 @@ ok($ma && $mb && $mb->{denied} >= 1 && $ma->{denied} == 0, '... and the shared p
 ok($ma && $sa->{allowed} >= 4 && $ma->{allowed} == $sa->{allowed} && $mb->{allowed} == $sb->{allowed},
     "A's console counts what the shared policy decided for A only ($sa->{allowed} allowed; B: $sb->{allowed})");
 ok($bans_m{$ban_a} && $bans_m{$ban_b}, '... and both hosts\' bans');
+
+# a graceful restart keeps each host's rows and identities (the hosts are
+# the same), and still none of the other's
+{
+    ok(graceful_restart(), 'graceful restart');
+    my $j = console($VA, 1);
+    my ($z) = grep { $_->{name} eq 'scope-a-zone' } @{ $j->{zones} };
+    ok($z && $z->{denied} >= 1, 'after it, A\'s console still counts A\'s denials')
+        or diag explain $z;
+    ok((grep { $_->{identity} eq "h.x-user=$id{a}" } @{ $j->{top_denied} }), '... and lists A');
+    unlike(JSON::PP->new->encode($j), qr/\Q$id{b}\E|\Q$id{bs}\E|scope-b-/, '... and nothing of B');
+}
 
 # B's console acts on B's zones only (as before), and a tenant under A
 # gets no console from its .htaccess

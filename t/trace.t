@@ -61,6 +61,29 @@ sub gets { my ($path, $u, $n, %o) = @_; join ' ', codes($n, $path, h => { 'X-Use
     is(trace('/scope/trace/any/x', $u)->code, 429, 'Satisfy Any: TRACE 429');
 }
 
+# by user name (the README's login recipe): failed attempts spend the
+# name's quota, and a TRACE claiming that name is refused (no password is
+# ever checked for TRACE: it counts under the name it claims)
+{
+    my $name = uid('tr-user');
+    is(join(' ', codes(3, '/scope/trace/user/x', auth => [$name, 'wrong'])), '401 401 429',
+        'by user: two failed attempts, then 429');
+    my $res = req({ path => '/scope/trace/user/x', method => 'TRACE', auth => [$name, 'wrong-again'] });
+    is($res->code, 429, 'by user: a TRACE claiming the exhausted name: 429');
+    $res = req({ path => '/scope/trace/user/x', method => 'TRACE', auth => [uid('tr-user2'), 'x'] });
+    is($res->code, 200, 'by user: a TRACE claiming another name: 200');
+}
+
+# a burst: 50 TRACE at once against a limit of 2, on Redis and on the
+# local engine
+for my $vhost (undef, 'rlaas_scope_lo') {
+    my $u = uid('tr-burst');
+    my $path = $vhost ? '/scope/trace/lo/x' : '/scope/trace/loc/x';
+    my @c = parallel_requests(map { { path => $path, method => 'TRACE', vhost => $vhost,
+                                      headers => { 'X-User' => $u } } } 1 .. 50);
+    is(count_by(@c), '200 x2 429 x48', ($vhost ? 'local engine' : 'Redis') . ': 50 TRACE at once, limit 2: exactly 2 answered');
+}
+
 # the local engine
 {
     my $u = uid('tr-lo');

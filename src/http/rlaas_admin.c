@@ -471,16 +471,9 @@ int rlaas_admin_handler(request_rec *r)
     rlaas_admin_result_t res;
     rlaas_admin_view_t v;
 
+    /* where RLaaSConsole is on (rlaas_scope_console_handler) */
     if (r->handler == NULL || strcmp(r->handler, RLAAS_ADMIN_HANDLER) != 0)
         return DECLINED;
-    /* SetHandler is open to .htaccess (FileInfo); RLaaSConsole is not */
-    if (!rlaas_dir_console(rlaas_dir_conf(r))) {
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                      "RLAAS0124: SetHandler " RLAAS_ADMIN_HANDLER
-                      " without " RLAAS_D_CONSOLE
-                      " on in the server's configuration: not served");
-        return HTTP_NOT_FOUND;
-    }
     r->allowed |= (AP_METHOD_BIT << M_GET) | (AP_METHOD_BIT << M_POST);
     apr_table_setn(r->headers_out, "Cache-Control", "no-store");
     apr_table_setn(r->headers_out, "X-Frame-Options", "DENY");
