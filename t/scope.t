@@ -140,13 +140,17 @@ sub console {
 
 sub user_codes { my ($path, $u, $n, %o) = @_; join ' ', codes($n, $path, h => { 'X-User' => $u }, %o) }
 
-my %id = map { $_ => uid("scope-$_") } qw(a a2 b b2 bs);
+my %id = map { $_ => uid("scope-$_") } qw(a a2 b b2 bs ta tb);
 is(user_codes('/scope/a/zone/x', $id{a}, 3, vhost => $VA), '200 200 429', 'host A: its zone denies A (and bans it)');
 is(user_codes('/scope/a/pol/x', $id{a2}, 3, vhost => $VA), '200 200 429', 'host A: its policy denies A2');
 is(user_codes('/scope/b/zone/x', $id{b}, 3, vhost => $VB), '200 200 429', 'host B: its zone denies B (and bans it)');
 is(user_codes('/scope/b/pol/x', $id{b2}, 3, vhost => $VB), '200 200 429', 'host B: its policy denies B2');
 is(user_codes('/scope/b/x', $id{bs}, 4, vhost => $VB), '200 200 200 429',
     'host B: the main server\'s policy both hosts enforce denies BS');
+# a tenant tree (the same directory under both hosts) bans in its own zone,
+# counted in each host's namespace
+is(user_codes('/scope/tenant/banned/ok.txt', $id{ta}, 2, vhost => $VA), '200 429', 'a tenant of A bans TA');
+is(user_codes('/scope/tenant/banned/ok.txt', $id{tb}, 2, vhost => $VB), '200 429', 'a tenant of B bans TB');
 
 my $ja = console($VA, 1);
 my $jb = console($VB, 1);
@@ -175,7 +179,7 @@ ok($top_a{"scope-a-zone h.x-user=$id{a}"}, 'A\'s console: A among the most denie
 ok($top_a{"scope-a-pol h.x-user=$id{a2}"}, '... and A2');
 ok($top_b{"scope-shared h.x-user=$id{bs}"}, 'B\'s console: BS denied in the shared policy') or diag explain $jb->{top_denied};
 my $ja_text = JSON::PP->new->canonical->encode($ja);
-for my $k (qw(b b2 bs)) {
+for my $k (qw(b b2 bs tb)) {
     unlike($ja_text, qr/\Q$id{$k}\E/, "A's console (JSON) never shows B's identity $k");
     unlike($ha, qr/\Q$id{$k}\E/, "A's console (HTML) never shows B's identity $k");
 }
@@ -188,6 +192,11 @@ my %bans_a = map { $_->{key} => 1 } @{ $ja->{bans} };
 my %bans_b = map { $_->{key} => 1 } @{ $jb->{bans} };
 my %bans_m = map { $_->{key} => 1 } @{ $jm->{bans} };
 ok($bans_a{$ban_a}, 'A\'s console lists A\'s ban') or diag explain $ja->{bans};
+my $tban_a = ukey('scope-tban@scope-a.test', $id{ta}) . ':ban';
+my $tban_b = ukey('scope-tban@scope-b.test', $id{tb}) . ':ban';
+ok($bans_a{$tban_a} && !$bans_a{$tban_b}, 'A\'s console lists its tenant\'s ban, never B\'s tenant\'s')
+    or diag explain $ja->{bans};
+ok($bans_b{$tban_b} && !$bans_b{$tban_a}, 'B\'s console lists its tenant\'s ban, never A\'s tenant\'s');
 ok(!$bans_a{$ban_b}, '... never B\'s');
 ok($bans_b{$ban_b} && !$bans_b{$ban_a}, 'B\'s console lists B\'s ban, never A\'s');
 like($ha, qr/\Q$ban_a\E/, 'A\'s console (HTML): A\'s ban');

@@ -177,11 +177,11 @@ apr_array_header_t *rlaas_admin_zones_of(apr_pool_t *p, const server_rec *s)
 
 /* ---- whose key ---- */
 
-/* The zone part of a key past its prefix (rlaas_keybuild.h: [Z ":"] I
- * [":" S]): *zone and its length, or 0 when the key has none. The part
- * before the first ':' is a zone unless it is a tagged segment ('='), a
- * hash tag ('{'), or the identity itself (what follows is the suffix
- * alone, the last part). */
+/* The zone part of a ban's record past its prefix (rlaas_keybuild.h:
+ * [Z ":"] I ":ban"): *zone and its length, or 0 when it has none. The
+ * part before the first ':' is a zone unless it is a tagged segment
+ * ('='), a hash tag ('{'), or the identity itself (what follows it is the
+ * suffix alone). */
 static size_t zone_part(const char *rest, const char **zone)
 {
     const char *c = strchr(rest, ':');
