@@ -165,6 +165,13 @@ int rlaas_tally_row_used(const rlaas_tally_t *t, int row)
            __atomic_load_n(&t->row[row].state, __ATOMIC_ACQUIRE) == ROW_USED;
 }
 
+int rlaas_tally_row_is(const rlaas_tally_t *t, int row, uint64_t host,
+                       const char *name)
+{
+    return rlaas_tally_row_used(t, row) && t->row[row].host == host &&
+           strncmp(t->row[row].name, name, RLAAS_TALLY_NAME_MAX) == 0;
+}
+
 uint64_t rlaas_tally_row_host(const rlaas_tally_t *t, int row)
 {
     return rlaas_tally_row_used(t, row) ? t->row[row].host : 0;

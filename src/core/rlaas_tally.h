@@ -61,9 +61,11 @@ int rlaas_tally_rows(const rlaas_tally_t *t);
  * none; the last row when the table is full. */
 int rlaas_tally_row(rlaas_tally_t *t, uint64_t host, const char *name);
 
-/* Whether row is in use, and its host and name (host 0 and "other": the
- * last row). */
+/* Whether row is in use, whether it is (host, name)'s, and its host and
+ * name (host 0 and "other": the last row). */
 int rlaas_tally_row_used(const rlaas_tally_t *t, int row);
+int rlaas_tally_row_is(const rlaas_tally_t *t, int row, uint64_t host,
+                       const char *name);
 uint64_t rlaas_tally_row_host(const rlaas_tally_t *t, int row);
 const char *rlaas_tally_row_name(const rlaas_tally_t *t, int row);
 

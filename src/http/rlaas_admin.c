@@ -154,6 +154,34 @@ static const char *name_of(int handle)
     return name != NULL ? name : RLAAS_METRICS_OTHER;
 }
 
+/* A memo of this process, (host, name handle) -> row: the tally's own
+ * look-up hashes the name and probes shared memory; a hit here costs one
+ * word and a check of the row it names. Threads race on it harmlessly:
+ * an entry is one word, and the row is checked before it is used. */
+#define MEMO_SLOTS 1024
+static uint64_t memo[MEMO_SLOTS];
+
+static int row_of(const host_t *h, int handle, const char *name)
+{
+    uint64_t tag, v, *e;
+    uint32_t check;
+    int row;
+
+    if (h == NULL)
+        return rlaas_tally_row(tally, 0, name); /* "other" */
+    tag = (h->key ^ (uint64_t)(uint32_t)handle) * 0x9e3779b97f4a7c15ULL;
+    check = (uint32_t)(tag >> 32) | 1;
+    e = &memo[(tag >> 16) % MEMO_SLOTS];
+    v = __atomic_load_n(e, __ATOMIC_RELAXED);
+    if ((uint32_t)(v >> 32) == check &&
+        rlaas_tally_row_is(tally, (int)(uint32_t)v, h->key, name))
+        return (int)(uint32_t)v;
+    row = rlaas_tally_row(tally, h->key, name);
+    __atomic_store_n(e, (uint64_t)check << 32 | (uint32_t)row,
+                     __ATOMIC_RELAXED);
+    return row;
+}
+
 void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
                       const rlaas_item_t *it, int denied)
 {
@@ -169,7 +197,7 @@ void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
     /* counted for the host that served the request, whoever declared
      * the policy: each host's console sees its own traffic */
     h = host_of(r->server);
-    row = rlaas_tally_row(tally, h != NULL ? h->key : 0, name_of(it->metric));
+    row = row_of(h, it->metric, name_of(it->metric));
     rlaas_tally_add(tally, row, denied, now_s);
     if (!denied || it->call.key == NULL)
         return;
@@ -185,12 +213,15 @@ void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
 /* ---- GET: the view ---- */
 
 /* Whether a row of the tally is one the console shows: any in the main
- * server's console, its own host's in a virtual host's. */
+ * server's console, its own host's in a virtual host's (none for a host
+ * the configuration did not list, which cannot be). */
 static int in_scope(const host_t *me, int row)
 {
     uint64_t key = rlaas_tally_row_host(tally, row);
 
-    if (me == NULL || !me->s->is_virtual)
+    if (me == NULL)
+        return 0;
+    if (!me->s->is_virtual)
         return key == 0 || label_of_key(key) != NULL;
     return key == me->key;
 }
@@ -296,7 +327,7 @@ static void view(request_rec *r, rlaas_admin_view_t *v)
 
     memset(v, 0, sizeof(*v));
     v->now_ms = apr_time_as_msec(apr_time_now());
-    v->scope = r->server->is_virtual && me != NULL ? me->label : NULL;
+    v->scope = !r->server->is_virtual ? NULL : me != NULL ? me->label : "";
     v->backend = rlaas_server_local(sc) ? "local" : "redis";
     if (v->scope != NULL)
         v->redis = NULL; /* the server's, not the host's to know */

@@ -112,6 +112,10 @@ static void rows_per_host_and_name(void **state)
     assert_true(web_a >= 0 && web_a < ROWS - 1 && web_a != api_a &&
                 web_a != api_b);
     assert_int_equal(rlaas_tally_row(t, 0xa, "api"), api_a);
+    assert_true(rlaas_tally_row_is(t, api_a, 0xa, "api"));
+    assert_false(rlaas_tally_row_is(t, api_a, 0xb, "api"));
+    assert_false(rlaas_tally_row_is(t, api_a, 0xa, "web"));
+    assert_false(rlaas_tally_row_is(t, ROWS + 5, 0xa, "api"));
     assert_int_equal(rlaas_tally_row_host(t, api_b), 0xb);
     assert_string_equal(rlaas_tally_row_name(t, web_a), "web");
     /* host b's decisions never land in host a's row of the same name */
@@ -154,6 +158,7 @@ static void retain_frees_gone_hosts(void **state)
     rlaas_tally_retain(t, keep, 1);
     assert_true(rlaas_tally_row_used(t, api_a));
     assert_false(rlaas_tally_row_used(t, api_b));
+    assert_false(rlaas_tally_row_is(t, api_b, 0xb, "api"));
     assert_false(rlaas_tally_row_used(t, web_b));
     n = rlaas_tally_top(t, T0, 60, top, RLAAS_TALLY_TOP);
     assert_int_equal(n, 1);
