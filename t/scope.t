@@ -40,6 +40,7 @@ sub log_has {
 
     for my $vhost (undef, $VA) {
         my $where = $vhost ? "a tenant of virtual host $vhost" : 'a tenant of the main server';
+        next_mono_second();    # the line's gate lets one through per second
         my $m = error_log_mark();
         $res = req_close('/scope/tenant/metrics/', $vhost ? (vhost => $vhost) : ());
         is($res->code, 404, "$where: SetHandler rlaas-metrics in its .htaccess gets 404");
@@ -50,6 +51,7 @@ sub log_has {
     # a client cannot make it log once per request: one line a second per
     # child (these requests share one keep-alive connection, one child)
     for my $c (['metrics', 'RLAAS0140'], ['admin', 'RLAAS0124']) {
+        next_mono_second();
         my $m = error_log_mark();
         my $t0 = Time::HiRes::time();
         my @c = codes(30, "/scope/tenant/$c->[0]/");
@@ -192,8 +194,11 @@ my %bans_a = map { $_->{key} => 1 } @{ $ja->{bans} };
 my %bans_b = map { $_->{key} => 1 } @{ $jb->{bans} };
 my %bans_m = map { $_->{key} => 1 } @{ $jm->{bans} };
 ok($bans_a{$ban_a}, 'A\'s console lists A\'s ban') or diag explain $ja->{bans};
-my $tban_a = ukey('scope-tban@scope-a.test', $id{ta}) . ':ban';
-my $tban_b = ukey('scope-tban@scope-b.test', $id{tb}) . ':ban';
+# (the tenant's namespace: "@<host>", with what else names its tree)
+my ($tban_a) = keys_like(prefix() . "scope-tban\@scope-a.test*:h.x-user=$id{ta}:ban");
+my ($tban_b) = keys_like(prefix() . "scope-tban\@scope-b.test*:h.x-user=$id{tb}:ban");
+ok($tban_a && $tban_b, "the tenants' bans are in Redis ($tban_a, $tban_b)");
+$_ //= '-' for $tban_a, $tban_b;
 ok($bans_a{$tban_a} && !$bans_a{$tban_b}, 'A\'s console lists its tenant\'s ban, never B\'s tenant\'s')
     or diag explain $ja->{bans};
 ok($bans_b{$tban_b} && !$bans_b{$tban_a}, 'B\'s console lists its tenant\'s ban, never A\'s tenant\'s');

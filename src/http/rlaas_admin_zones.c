@@ -234,15 +234,18 @@ int rlaas_admin_zones_owns(const server_rec *s, const char *key)
     if (!prefix_shared(s, prefix))
         return 1;
     n = zone_part(key + plen, &zp);
-    /* a tenant's zone of this host: "zone@<host's namespace>" */
-    if (n > 0 && !sc->prefix_own) {
+    /* a tenant's zone of this host: "zone@H", or "zone@H~..." where a
+     * tenant's namespace adds its root to the host's H (no host's H holds
+     * a '~' after its first byte, so no other host's is read so) */
+    if (n > 0) {
         const char *host = s->server_hostname ? s->server_hostname : "";
         char ns[RLAAS_NS_MAX];
         size_t nl = rlaas_key_namespace(ns, host, strlen(host));
         const char *at = memchr(zp, '@', n);
+        size_t left = at != NULL ? (size_t)(zp + n - at - 1) : 0;
 
-        if (at != NULL && (size_t)(zp + n - at - 1) == nl &&
-            memcmp(at + 1, ns, nl) == 0)
+        if (at != NULL && left >= nl && memcmp(at + 1, ns, nl) == 0 &&
+            (left == nl || at[1 + nl] == '~'))
             return 1;
     }
     for (i = 0; zones != NULL && i < zones->nelts; i++) {
