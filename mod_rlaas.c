@@ -19,6 +19,8 @@
 #include "rlaas_limit.h"
 #include "rlaas_metrics.h"
 #include "rlaas_remote.h"
+#include "rlaas_scope.h"
+#include "rlaas_trace.h"
 
 static int rlaas_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                              apr_pool_t *ptemp, server_rec *s)
@@ -43,6 +45,10 @@ static void rlaas_register_hooks(apr_pool_t *p)
     ap_hook_access_checker(rlaas_limit_access_checker, NULL, NULL,
                            APR_HOOK_REALLY_FIRST);
     ap_hook_handler(rlaas_limit_handler, NULL, NULL, APR_HOOK_REALLY_FIRST);
+    /* TRACE, which httpd answers in map_to_storage, before any access
+     * checker: decided there, before httpd's own hook (rlaas_trace.c) */
+    ap_hook_map_to_storage(rlaas_trace_map_to_storage, NULL, NULL,
+                           APR_HOOK_REALLY_FIRST);
     /* RLaaSCountIf: charged once the response is known */
     ap_hook_log_transaction(rlaas_limit_log_transaction, NULL, NULL,
                             APR_HOOK_MIDDLE);
@@ -53,10 +59,10 @@ static void rlaas_register_hooks(apr_pool_t *p)
     ap_hook_pre_config(rlaas_config_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(rlaas_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(rlaas_backend_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-    ap_hook_handler(rlaas_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_handler(rlaas_scope_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);
     /* the operator's console */
     ap_hook_post_config(rlaas_admin_post_config, NULL, NULL, APR_HOOK_LAST);
-    ap_hook_handler(rlaas_admin_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_handler(rlaas_scope_console_handler, NULL, NULL, APR_HOOK_MIDDLE);
     APR_OPTIONAL_HOOK(ap, status_hook, rlaas_metrics_status_hook, NULL, NULL,
                       APR_HOOK_MIDDLE);
 }

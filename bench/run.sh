@@ -251,6 +251,7 @@ $([ "$backend" = lease ] && echo "    RLaaSLease on" || true)
 <Location "/rlaas-metrics">
     RLaaSEngine off
     SetHandler rlaas-metrics
+    RLaaSMetrics on
 </Location>
 CONF
         fi

@@ -144,6 +144,7 @@ RLaaSRedisTimeout 300ms
     </Location>
     <Location /metrics>
         SetHandler rlaas-metrics
+        RLaaSMetrics on
     </Location>
 </VirtualHost>
 EOC

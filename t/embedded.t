@@ -30,6 +30,7 @@ ok($version, "the version: $version");
 </Location>
 <Location "/metrics">
     SetHandler rlaas-metrics
+    RLaaSMetrics on
 </Location>
 EOC
     my @codes = map { scalar $h->get('/first') } 1 .. 5;

@@ -28,6 +28,7 @@ RLaaSRedis 127.0.0.1:1
 <Location /metrics>
     RLaaSEngine off
     SetHandler rlaas-metrics
+    RLaaSMetrics on
 </Location>
 EOC
 my $h = private_httpd($conf);

@@ -185,8 +185,8 @@ echo "  curl -i -H 'X-API-Key: mine' http://127.0.0.1:$RLAAS_DEMO_PORT/api/"
 echo "  curl -i -H 'X-API-Key: mine' http://127.0.0.1:$RLAAS_DEMO_LOCAL_PORT/api/"
 echo "  curl -i http://127.0.0.1:$RLAAS_DEMO_PORT/login/"
 echo "The operator's console (who is limited; reset, credit, unban):"
-echo "  http://127.0.0.1:$RLAAS_DEMO_PORT/rlaas-admin"
-echo "  http://127.0.0.1:$RLAAS_DEMO_LOCAL_PORT/rlaas-admin (local engine)"
+echo "  http://127.0.0.1:$RLAAS_DEMO_PORT/rlaas-admin (the main server: every host)"
+echo "  http://127.0.0.1:$RLAAS_DEMO_LOCAL_PORT/rlaas-admin (the local engine's virtual host: its own view)"
 echo "Access log: $RLAAS_DEMO_DIR/access_log"
 while :; do
     sleep 1

@@ -196,6 +196,15 @@ my @gen_main = (
         ['main', req('GET', '/rl/k/header',
                      map { "X-Many-$_: " . safe_str(10) } 1 .. 120)] }],
     [1, sub { ['main', req('GET', '/nothing/here')] }],
+    # TRACE, decided in map_to_storage (rlaas_trace.c): limited, denied,
+    # banned, keyed by a user it claims, hostile identities
+    [3, sub {
+        my @h = ('X-User: ' . pick('d' . int rand 4, hostile(300)));
+        push @h, 'Authorization: Basic ' . encode_base64(pick('alice:x', binary_str(20)), '')
+            if rand() < 0.3;
+        ['main', req('TRACE', pick('/rl/deny', '/rl/deny-errdoc', '/rl/k/user',
+                                   '/rl/o/ban', '/rl/s/' . pick(@strategies),
+                                   '/rl/k/header', '/rl/free'), @h)] }],
     # counting by outcome, bans, leases: hostile identities too
     [6, sub { ['main', req('GET', '/rl/o/' . pick('countif', 'ban', 'lease'),
                            'X-User: ' . (rand() < 0.8 ? 'o' . int rand 4 : hostile(200)),

@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include <string.h>
 
-#define MAGIC 0x726c7431u /* "rlt1" */
+#define MAGIC 0x726c7432u /* "rlt2" */
 
 typedef struct {
     int64_t stamp; /* the second (or minute) it counts; 0: none */
@@ -14,7 +14,16 @@ typedef struct {
     uint32_t denied;
 } bucket_t;
 
+/* A row's states: free (probing stops there), being claimed, in use, and
+ * freed by a new configuration (probing goes on past it; a claim may take
+ * it again). */
+enum { ROW_FREE = 0, ROW_CLAIMING, ROW_USED, ROW_FREED };
+
 typedef struct {
+    uint32_t state;
+    uint32_t pad;
+    uint64_t host;
+    uint64_t hash; /* of host and name */
     char name[RLAAS_TALLY_NAME_MAX + 1];
     bucket_t sec[RLAAS_TALLY_SECONDS];
     bucket_t min[RLAAS_TALLY_MINUTES];
@@ -38,6 +47,8 @@ struct rlaas_tally_t {
     row_t row[];
 };
 
+#define OTHER "other"
+
 size_t rlaas_tally_bytes(int rows)
 {
     return sizeof(rlaas_tally_t) +
@@ -47,13 +58,17 @@ size_t rlaas_tally_bytes(int rows)
 rlaas_tally_t *rlaas_tally_init(void *mem, size_t bytes, int rows)
 {
     rlaas_tally_t *t = mem;
+    row_t *last;
 
-    if (mem == NULL || rows < 1 || bytes < rlaas_tally_bytes(rows))
+    if (mem == NULL || rows < 2 || bytes < rlaas_tally_bytes(rows))
         return NULL;
     if (t->magic == MAGIC && t->rows == rows)
         return t;
     memset(mem, 0, rlaas_tally_bytes(rows));
     t->rows = rows;
+    last = &t->row[rows - 1];
+    memcpy(last->name, OTHER, sizeof(OTHER));
+    last->state = ROW_USED;
     t->magic = MAGIC;
     return t;
 }
@@ -63,22 +78,108 @@ int rlaas_tally_rows(const rlaas_tally_t *t)
     return t->rows;
 }
 
-void rlaas_tally_name(rlaas_tally_t *t, int row, const char *name)
+/* FNV-1a over the host and the name as a row keeps it. */
+static uint64_t row_hash(uint64_t host, const char *name)
 {
-    row_t *w;
+    uint64_t h = 1469598103934665603ULL;
+    int i;
 
-    if (row < 0 || row >= t->rows)
-        return;
-    w = &t->row[row];
-    if (strncmp(w->name, name, RLAAS_TALLY_NAME_MAX) == 0)
-        return;
-    memset(w, 0, sizeof(*w));
+    for (i = 0; i < 8; i++) {
+        h ^= (host >> (8 * i)) & 0xff;
+        h *= 1099511628211ULL;
+    }
+    for (i = 0; name[i] != '\0' && i < RLAAS_TALLY_NAME_MAX; i++) {
+        h ^= (unsigned char)name[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static int row_is(const row_t *w, uint64_t host, uint64_t h, const char *name)
+{
+    return w->hash == h && w->host == host &&
+           strncmp(w->name, name, RLAAS_TALLY_NAME_MAX) == 0;
+}
+
+/* Takes row k if it is still in state from; -1 if another did. */
+static int claim_row(rlaas_tally_t *t, int k, uint32_t from, uint64_t host,
+                     uint64_t h, const char *name)
+{
+    row_t *w = &t->row[k];
+
+    if (!__atomic_compare_exchange_n(&w->state, &from, ROW_CLAIMING, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return -1;
+    memset(w->sec, 0, sizeof(w->sec));
+    memset(w->min, 0, sizeof(w->min));
+    memset(w->name, 0, sizeof(w->name));
     strncpy(w->name, name, RLAAS_TALLY_NAME_MAX);
+    w->host = host;
+    w->hash = h;
+    __atomic_store_n(&w->state, ROW_USED, __ATOMIC_RELEASE);
+    return k;
+}
+
+int rlaas_tally_row(rlaas_tally_t *t, uint64_t host, const char *name)
+{
+    int n = t->rows - 1, i, k, c, freed = -1;
+    uint64_t h;
+
+    if (host == 0 || name == NULL || *name == '\0')
+        return n;
+    h = row_hash(host, name);
+    for (i = 0; i < n; i++) {
+        k = (int)((h + (uint64_t)i) % (uint64_t)n);
+        switch (__atomic_load_n(&t->row[k].state, __ATOMIC_ACQUIRE)) {
+        case ROW_USED:
+            if (row_is(&t->row[k], host, h, name))
+                return k;
+            break;
+        case ROW_FREED:
+            if (freed < 0)
+                freed = k;
+            break;
+        case ROW_FREE:
+            c = freed >= 0 ? claim_row(t, freed, ROW_FREED, host, h, name)
+                           : claim_row(t, k, ROW_FREE, host, h, name);
+            if (c >= 0)
+                return c;
+            /* another process took it first: look at this row again
+             * (each retry leaves one row fewer free or freed) */
+            freed = -1;
+            i--;
+            break;
+        default: /* being claimed: maybe for this very name, then two rows
+                  * count it, which readers add up */
+            break;
+        }
+    }
+    if (freed >= 0 && (c = claim_row(t, freed, ROW_FREED, host, h, name)) >= 0)
+        return c;
+    return n;
+}
+
+int rlaas_tally_row_used(const rlaas_tally_t *t, int row)
+{
+    return row >= 0 && row < t->rows &&
+           __atomic_load_n(&t->row[row].state, __ATOMIC_ACQUIRE) == ROW_USED;
+}
+
+int rlaas_tally_row_is(const rlaas_tally_t *t, int row, uint64_t host,
+                       const char *name)
+{
+    return rlaas_tally_row_used(t, row) && t->row[row].host == host &&
+           strncmp(t->row[row].name, name, RLAAS_TALLY_NAME_MAX) == 0;
+}
+
+uint64_t rlaas_tally_row_host(const rlaas_tally_t *t, int row)
+{
+    return rlaas_tally_row_used(t, row) ? t->row[row].host : 0;
 }
 
 const char *rlaas_tally_row_name(const rlaas_tally_t *t, int row)
 {
-    return row >= 0 && row < t->rows ? t->row[row].name : "";
+    return rlaas_tally_row_used(t, row) ? t->row[row].name : "";
 }
 
 /* The bucket of stamp, claimed for it if it held an older one. */
@@ -325,4 +426,30 @@ int rlaas_tally_top_forget(rlaas_tally_t *t, int row, const char *id,
     }
     unlock(t);
     return found;
+}
+
+void rlaas_tally_retain(rlaas_tally_t *t, const uint64_t *hosts, int n)
+{
+    int k, i;
+
+    /* a live holder that never lets go (none should): rows are kept */
+    if (!lock_wait(t))
+        return;
+    for (k = 0; k < t->rows - 1; k++) {
+        row_t *w = &t->row[k];
+
+        if (__atomic_load_n(&w->state, __ATOMIC_ACQUIRE) != ROW_USED)
+            continue;
+        for (i = 0; i < n && hosts[i] != w->host; i++)
+            ;
+        if (i < n)
+            continue;
+        /* its identities leave the list first: no slot names a row that
+         * another host may claim next */
+        for (i = 0; i < RLAAS_TALLY_TOP; i++)
+            if (t->top[i].hash != 0 && t->top[i].row == k)
+                memset(&t->top[i], 0, sizeof(t->top[i]));
+        __atomic_store_n(&w->state, ROW_FREED, __ATOMIC_RELEASE);
+    }
+    unlock(t);
 }

@@ -1,11 +1,18 @@
 /*
  * What the operator's console shows of the recent past, kept cheaply in
- * one block of memory shared by every child of a server: per row (a zone
- * or a policy, the metrics' name handle) the allowed and denied decisions
- * of each of the last 64 seconds and of the last 16 minutes, and a
- * bounded list of the identities most often denied (space-saving: 32
- * slots; an identity that is not listed takes a free or stale slot, else
- * the least counted one, inheriting its count as its error bound).
+ * one block of memory shared by every child of a server: per row the
+ * allowed and denied decisions of each of the last 64 seconds and of the
+ * last 16 minutes, and a bounded list of the identities most often denied
+ * (space-saving: 32 slots; an identity that is not listed takes a free or
+ * stale slot, else the least counted one, inheriting its count as its
+ * error bound).
+ *
+ * A row counts one name (a zone or a policy) for one host (the virtual
+ * host that served the request, as a key the caller makes): a console in
+ * a virtual host shows that host's rows only. Rows are claimed on first
+ * use, in an open-addressed table, with a compare-and-swap; the last row
+ * counts what finds no room ("other", host 0). A name claimed twice at
+ * the same instant may hold two rows: readers add them up.
  *
  * The request path adds with atomic operations only: a bucket is claimed
  * for its second by a compare-and-swap of its stamp; the top list is
@@ -43,17 +50,29 @@ typedef struct {
 /* Bytes a tally of rows rows takes. */
 size_t rlaas_tally_bytes(int rows);
 
-/* Lays out a tally in mem (rlaas_tally_bytes(rows) long), or finds the
- * one laid out there before with the same number of rows (a graceful
- * restart keeps its counts). NULL if mem is too small. */
+/* Lays out a tally of rows rows (at least 2) in mem (rlaas_tally_bytes(rows)
+ * long), or finds the one laid out there before with the same number of
+ * rows (a graceful restart keeps its counts). NULL if mem is too small. */
 rlaas_tally_t *rlaas_tally_init(void *mem, size_t bytes, int rows);
 
 int rlaas_tally_rows(const rlaas_tally_t *t);
 
-/* Names a row; a row that had another name is cleared. Rows out of range
- * are ignored. Called before children run. */
-void rlaas_tally_name(rlaas_tally_t *t, int row, const char *name);
+/* The row of name for host (a key other than 0), claimed if it has
+ * none; the last row when the table is full. */
+int rlaas_tally_row(rlaas_tally_t *t, uint64_t host, const char *name);
+
+/* Whether row is in use, whether it is (host, name)'s, and its host and
+ * name (host 0 and "other": the last row). */
+int rlaas_tally_row_used(const rlaas_tally_t *t, int row);
+int rlaas_tally_row_is(const rlaas_tally_t *t, int row, uint64_t host,
+                       const char *name);
+uint64_t rlaas_tally_row_host(const rlaas_tally_t *t, int row);
 const char *rlaas_tally_row_name(const rlaas_tally_t *t, int row);
+
+/* After a new configuration is read (before its children run): the rows
+ * of hosts not among hosts[0..n-1] are freed, and their identities taken
+ * off the top list. */
+void rlaas_tally_retain(rlaas_tally_t *t, const uint64_t *hosts, int n);
 
 /* One decision of row at now_s (seconds, wall clock). */
 void rlaas_tally_add(rlaas_tally_t *t, int row, int denied, int64_t now_s);

@@ -15,7 +15,7 @@
 APLOG_USE_MODULE(rlaas);
 
 #define SHM_KEY      "rlaas_admin_shm"
-#define TALLY_ROWS   256 /* names past the first 255 count as "other" */
+#define TALLY_ROWS   1024 /* (host, name) pairs; past them, "other" */
 #define MINUTE_S     60
 #define FORM_MAX     8192
 #define CHILDREN_MAX 512
@@ -24,74 +24,180 @@ APLOG_USE_MODULE(rlaas);
  * still acts). */
 static rlaas_tally_t *tally;
 
-rlaas_tally_t *rlaas_admin_tally(void)
+/* The hosts of the configuration (the main server first), each with the
+ * key its rows carry in the tally: made of its name, port and rank among
+ * hosts of the same name, so that a restart that keeps a host keeps its
+ * rows, whatever was added before it. */
+typedef struct {
+    const server_rec *s;
+    uint64_t key;
+    const char *label;
+} host_t;
+
+static host_t *hosts;
+static int nhosts;
+static apr_hash_t *host_by_server; /* server_rec * -> host_t * */
+
+static const char *label_of(apr_pool_t *p, const server_rec *s)
 {
-    return tally;
+    const char *name = s->server_hostname ? s->server_hostname : "";
+    int port =
+        s->addrs != NULL && s->addrs->host_port ? s->addrs->host_port : s->port;
+
+    if (!s->is_virtual)
+        return apr_pstrcat(p, name, " (main server)", NULL);
+    return port > 0 ? apr_psprintf(p, "%s:%d", name, port) : name;
 }
 
-static int row_of_handle(int handle)
+static uint64_t fnv(uint64_t h, const char *s, size_t n)
 {
-    return handle >= 0 && handle < TALLY_ROWS - 1 ? handle : TALLY_ROWS - 1;
-}
-
-int rlaas_admin_row_of(const char *name)
-{
-    int i, n = rlaas_metrics_names(), pol;
+    size_t i;
 
     for (i = 0; i < n; i++) {
-        const char *s = rlaas_metrics_name_of(i, &pol);
-
-        if (s != NULL && strcmp(s, name) == 0)
-            return row_of_handle(i);
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
     }
-    return -1;
+    return h;
+}
+
+static void hosts_build(apr_pool_t *pconf, server_rec *s)
+{
+    server_rec *o;
+    int i, j, rank;
+
+    for (nhosts = 0, o = s; o != NULL; o = o->next)
+        nhosts++;
+    hosts = apr_pcalloc(pconf, sizeof(*hosts) * (size_t)nhosts);
+    host_by_server = apr_hash_make(pconf);
+    for (i = 0, o = s; o != NULL; o = o->next, i++) {
+        host_t *h = &hosts[i];
+
+        h->s = o;
+        h->label = label_of(pconf, o);
+        for (rank = 0, j = 0; j < i; j++)
+            rank += strcmp(hosts[j].label, h->label) == 0;
+        h->key = fnv(1469598103934665603ULL, h->label, strlen(h->label));
+        h->key = fnv(h->key, (const char *)&rank, sizeof(rank));
+        h->key = h->key != 0 ? h->key : 1;
+        apr_hash_set(host_by_server, &h->s, sizeof(h->s), h);
+    }
+}
+
+static const host_t *host_of(const server_rec *s)
+{
+    return host_by_server != NULL ? apr_hash_get(host_by_server, &s, sizeof(s))
+                                  : NULL;
+}
+
+static const char *label_of_key(uint64_t key)
+{
+    int i;
+
+    for (i = 0; i < nhosts; i++)
+        if (hosts[i].key == key)
+            return hosts[i].label;
+    return NULL;
+}
+
+static apr_shm_t *tally_shm(apr_pool_t *keep, apr_size_t size, server_rec *s)
+{
+    apr_shm_t *shm = NULL;
+    apr_status_t rv;
+
+    apr_pool_userdata_get((void **)&shm, SHM_KEY, keep);
+    if (shm != NULL && apr_shm_size_get(shm) >= size)
+        return shm;
+    rv = apr_shm_create(&shm, size, NULL, keep);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
+                     "RLAAS0123: cannot create shared memory for the "
+                     "operator's console; it shows no counts");
+        return NULL;
+    }
+    memset(apr_shm_baseaddr_get(shm), 0, size);
+    apr_pool_userdata_set(shm, SHM_KEY, apr_pool_cleanup_null, keep);
+    return shm;
 }
 
 int rlaas_admin_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                             apr_pool_t *ptemp, server_rec *s)
 {
-    apr_pool_t *keep = s->process->pool;
     apr_size_t size = rlaas_tally_bytes(TALLY_ROWS);
-    apr_shm_t *shm = NULL;
-    apr_status_t rv;
-    int i, n, pol;
+    apr_shm_t *shm;
+    uint64_t *keys;
+    int i;
 
     (void)plog;
     rlaas_admin_zones_build(pconf, ptemp, s);
-    apr_pool_userdata_get((void **)&shm, SHM_KEY, keep);
-    if (shm == NULL) {
-        rv = apr_shm_create(&shm, size, NULL, keep);
-        if (rv != APR_SUCCESS) {
-            ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
-                         "RLAAS0123: cannot create shared memory for the "
-                         "operator's console; it shows no counts");
-            tally = NULL;
-            return OK;
-        }
-        memset(apr_shm_baseaddr_get(shm), 0, size);
-        apr_pool_userdata_set(shm, SHM_KEY, apr_pool_cleanup_null, keep);
-    }
+    hosts_build(pconf, s);
+    tally = NULL;
+    if ((shm = tally_shm(s->process->pool, size, s)) == NULL)
+        return OK;
     tally = rlaas_tally_init(apr_shm_baseaddr_get(shm), size, TALLY_ROWS);
     if (tally == NULL)
         return OK;
-    n = rlaas_metrics_names();
-    for (i = 0; i < n && i < TALLY_ROWS - 1; i++)
-        rlaas_tally_name(tally, i, rlaas_metrics_name_of(i, &pol));
-    rlaas_tally_name(tally, TALLY_ROWS - 1, RLAAS_METRICS_OTHER);
+    /* the rows of hosts this configuration no longer has are freed */
+    keys = apr_palloc(ptemp, sizeof(*keys) * (size_t)nhosts);
+    for (i = 0; i < nhosts; i++)
+        keys[i] = hosts[i].key;
+    rlaas_tally_retain(tally, keys, nhosts);
     return OK;
+}
+
+/* The name a decision of it counts under: a zone or policy of the
+ * server's configuration, or "other" (a tenant's zone). */
+static const char *name_of(int handle)
+{
+    int pol;
+    const char *name = rlaas_metrics_name_of(handle, &pol);
+
+    return name != NULL ? name : RLAAS_METRICS_OTHER;
+}
+
+/* A memo of this process, (host, name handle) -> row: the tally's own
+ * look-up hashes the name and probes shared memory; a hit here costs one
+ * word and a check of the row it names. Threads race on it harmlessly:
+ * an entry is one word, and the row is checked before it is used. */
+#define MEMO_SLOTS 1024
+static uint64_t memo[MEMO_SLOTS];
+
+static int row_of(const host_t *h, int handle, const char *name)
+{
+    uint64_t tag, v, *e;
+    uint32_t check;
+    int row;
+
+    if (h == NULL)
+        return rlaas_tally_row(tally, 0, name); /* "other" */
+    tag = (h->key ^ (uint64_t)(uint32_t)handle) * 0x9e3779b97f4a7c15ULL;
+    check = (uint32_t)(tag >> 32) | 1;
+    e = &memo[(tag >> 16) % MEMO_SLOTS];
+    v = __atomic_load_n(e, __ATOMIC_RELAXED);
+    if ((uint32_t)(v >> 32) == check &&
+        rlaas_tally_row_is(tally, (int)(uint32_t)v, h->key, name))
+        return (int)(uint32_t)v;
+    row = rlaas_tally_row(tally, h->key, name);
+    __atomic_store_n(e, (uint64_t)check << 32 | (uint32_t)row,
+                     __ATOMIC_RELAXED);
+    return row;
 }
 
 void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
                       const rlaas_item_t *it, int denied)
 {
     int64_t now_s = apr_time_sec(apr_time_now());
-    int row = row_of_handle(it->metric);
+    const host_t *h;
     const rlaas_server_conf_t *sc;
     const char *id;
     size_t len;
+    int row;
 
     if (tally == NULL)
         return;
+    /* counted for the host that served the request, whoever declared
+     * the policy: each host's console sees its own traffic */
+    h = host_of(r->server);
+    row = row_of(h, it->metric, name_of(it->metric));
     rlaas_tally_add(tally, row, denied, now_s);
     if (!denied || it->call.key == NULL)
         return;
@@ -106,18 +212,126 @@ void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
 
 /* ---- GET: the view ---- */
 
+/* Whether a row of the tally is one the console shows: any in the main
+ * server's console, its own host's in a virtual host's (none for a host
+ * the configuration did not list, which cannot be). */
+static int in_scope(const host_t *me, int row)
+{
+    uint64_t key = rlaas_tally_row_host(tally, row);
+
+    if (me == NULL)
+        return 0;
+    if (!me->s->is_virtual)
+        return key == 0 || label_of_key(key) != NULL;
+    return key == me->key;
+}
+
+/* The page's row of (host, name), added (policy: declared as one) if
+ * it has none yet. */
+static rlaas_admin_row_t *row_for(apr_array_header_t *rows, const char *host,
+                                  const char *name, int policy)
+{
+    rlaas_admin_row_t *w;
+    int i;
+
+    for (i = 0; i < rows->nelts; i++) {
+        w = &APR_ARRAY_IDX(rows, i, rlaas_admin_row_t);
+        if (strcmp(w->name, name) == 0 && strcmp(w->host, host) == 0)
+            return w;
+    }
+    w = apr_array_push(rows);
+    memset(w, 0, sizeof(*w));
+    w->name = name;
+    w->host = host;
+    w->policy = policy;
+    return w;
+}
+
+static int is_policy(const char *name)
+{
+    int i, n = rlaas_metrics_names(), pol = 0;
+
+    for (i = 0; i < n; i++) {
+        const char *s = rlaas_metrics_name_of(i, &pol);
+
+        if (s != NULL && strcmp(s, name) == 0)
+            return pol;
+    }
+    return 0;
+}
+
+/* The rows: the zones and policies of the console's host, decided or not
+ * (the main server's: its own), then every row of the tally in scope,
+ * duplicates of one name added up. */
+static void view_rows(request_rec *r, rlaas_admin_view_t *v, const host_t *me)
+{
+    apr_array_header_t *zs = rlaas_admin_zones_of(r->pool, r->server);
+    int64_t now_s = v->now_ms / 1000;
+    uint32_t minutes[RLAAS_TALLY_MINUTES];
+    int i, m;
+
+    v->rows = apr_array_make(r->pool, 16, sizeof(rlaas_admin_row_t));
+    for (i = 0; me != NULL && i < zs->nelts; i++) {
+        const rlaas_admin_zone_t *z =
+            APR_ARRAY_IDX(zs, i, const rlaas_admin_zone_t *);
+
+        row_for(v->rows, me->label, z->name, z->policy);
+    }
+    for (i = 0; tally != NULL && i < rlaas_tally_rows(tally); i++) {
+        rlaas_admin_row_t *w;
+        const char *name, *host;
+        uint64_t a, d;
+
+        if (!rlaas_tally_row_used(tally, i) || !in_scope(me, i))
+            continue;
+        name = rlaas_tally_row_name(tally, i);
+        host = label_of_key(rlaas_tally_row_host(tally, i));
+        w = row_for(v->rows, host ? host : "", apr_pstrdup(r->pool, name),
+                    is_policy(name));
+        rlaas_tally_sum(tally, i, now_s, MINUTE_S, &a, &d);
+        w->allowed += a;
+        w->denied += d;
+        rlaas_tally_minutes(tally, i, now_s, RLAAS_TALLY_MINUTES, minutes);
+        for (m = 0; m < RLAAS_TALLY_MINUTES; m++)
+            w->minutes[m] += minutes[m];
+    }
+}
+
+static void view_top(rlaas_admin_view_t *v, const host_t *me)
+{
+    rlaas_tally_top_t all[RLAAS_TALLY_TOP];
+    int i, n;
+
+    v->ntop = 0;
+    if (tally == NULL)
+        return;
+    n = rlaas_tally_top(tally, v->now_ms / 1000, MINUTE_S, all,
+                        RLAAS_TALLY_TOP);
+    for (i = 0; i < n; i++) {
+        const char *host;
+
+        if (!in_scope(me, all[i].row))
+            continue;
+        host = label_of_key(rlaas_tally_row_host(tally, all[i].row));
+        v->top[v->ntop] = all[i];
+        v->top_zone[v->ntop] = rlaas_tally_row_name(tally, all[i].row);
+        v->top_host[v->ntop++] = host ? host : "";
+    }
+}
+
 static void view(request_rec *r, rlaas_admin_view_t *v)
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     const rlaas_target_t *t = sc->target;
-    int64_t now_s;
-    int i, n, pol;
+    const host_t *me = host_of(r->server);
 
     memset(v, 0, sizeof(*v));
     v->now_ms = apr_time_as_msec(apr_time_now());
-    now_s = v->now_ms / 1000;
+    v->scope = !r->server->is_virtual ? NULL : me != NULL ? me->label : "";
     v->backend = rlaas_server_local(sc) ? "local" : "redis";
-    if (t->cluster_n > 0)
+    if (v->scope != NULL)
+        v->redis = NULL; /* the server's, not the host's to know */
+    else if (t->cluster_n > 0)
         v->redis =
             apr_psprintf(r->pool, "cluster of %d seed node(s)", t->cluster_n);
     else if (t->sentinel_n > 0)
@@ -128,26 +342,9 @@ static void view(request_rec *r, rlaas_admin_view_t *v)
         v->redis = apr_psprintf(r->pool, "%s:%d",
                                 t->host ? t->host : RLAAS_DEFAULT_HOST,
                                 t->port > 0 ? t->port : RLAAS_DEFAULT_PORT);
-    v->rows = apr_array_make(r->pool, 8, sizeof(rlaas_admin_row_t));
     v->tally = tally != NULL;
-    n = rlaas_metrics_names();
-    for (i = 0; tally != NULL && i <= n && i < TALLY_ROWS; i++) {
-        int row = i < n ? row_of_handle(i) : TALLY_ROWS - 1;
-        rlaas_admin_row_t *w;
-
-        if (i < n && row == TALLY_ROWS - 1)
-            continue; /* counted as "other" */
-        w = apr_array_push(v->rows);
-        w->name = i < n ? rlaas_metrics_name_of(i, &pol) : RLAAS_METRICS_OTHER;
-        w->policy = i < n ? pol : 0;
-        rlaas_tally_sum(tally, row, now_s, MINUTE_S, &w->allowed, &w->denied);
-        rlaas_tally_minutes(tally, row, now_s, RLAAS_TALLY_MINUTES, w->minutes);
-    }
-    if (tally != NULL)
-        v->ntop =
-            rlaas_tally_top(tally, now_s, MINUTE_S, v->top, RLAAS_TALLY_TOP);
-    for (i = 0; i < v->ntop; i++)
-        v->top_zone[i] = rlaas_tally_row_name(tally, v->top[i].row);
+    view_rows(r, v, me);
+    view_top(v, me);
     v->bans = apr_array_make(r->pool, 4, sizeof(rlaas_admin_ban_t));
     v->bans_error = rlaas_admin_bans(r, v->bans);
     v->children = apr_palloc(r->pool, sizeof(*v->children) * CHILDREN_MAX);
@@ -230,6 +427,31 @@ static int read_form(request_rec *r, apr_table_t *f, const char **why)
     return 0;
 }
 
+/* After a reset: the identity leaves the top list, in every row of the
+ * zone the console sees. */
+static void forget_top(request_rec *r, const rlaas_admin_result_t *res)
+{
+    const rlaas_admin_zone_t *z =
+        APR_ARRAY_IDX(rlaas_admin_zones_named(r->pool, r->server, res->zone), 0,
+                      const rlaas_admin_zone_t *);
+    const host_t *me = host_of(r->server);
+    int i, row;
+
+    for (row = 0; tally != NULL && row < rlaas_tally_rows(tally); row++) {
+        if (!rlaas_tally_row_used(tally, row) || !in_scope(me, row) ||
+            strcmp(rlaas_tally_row_name(tally, row), res->zone) != 0)
+            continue;
+        for (i = 0; i < res->keys->nelts; i++) {
+            const char *k = APR_ARRAY_IDX(res->keys, i, const char *), *id;
+            size_t len = rlaas_admin_ident(k, strlen(k), strlen(z->prefix),
+                                           z->zone != NULL || z->ns != NULL,
+                                           z->strategy, &id);
+
+            rlaas_tally_top_forget(tally, row, id, len);
+        }
+    }
+}
+
 static void act(request_rec *r, rlaas_admin_result_t *res)
 {
     apr_table_t *f = apr_table_make(r->pool, 4);
@@ -264,21 +486,8 @@ static void act(request_rec *r, rlaas_admin_result_t *res)
                   res->message ? res->message : "", *keys ? "; keys: " : "",
                   keys);
     if (res->status == HTTP_OK && res->action != NULL &&
-        strcmp(res->action, "reset") == 0 && tally != NULL && res->keys) {
-        int row = rlaas_admin_row_of(res->zone);
-
-        for (i = 0; row >= 0 && i < res->keys->nelts; i++) {
-            const char *k = APR_ARRAY_IDX(res->keys, i, const char *), *id;
-            const rlaas_admin_zone_t *z = APR_ARRAY_IDX(
-                rlaas_admin_zones_named(r->pool, r->server, res->zone), 0,
-                const rlaas_admin_zone_t *);
-            size_t len = rlaas_admin_ident(k, strlen(k), strlen(z->prefix),
-                                           z->zone != NULL || z->ns != NULL,
-                                           z->strategy, &id);
-
-            rlaas_tally_top_forget(tally, row, id, len);
-        }
-    }
+        strcmp(res->action, "reset") == 0 && res->keys != NULL)
+        forget_top(r, res);
 }
 
 static int wants_json(request_rec *r)
@@ -293,16 +502,9 @@ int rlaas_admin_handler(request_rec *r)
     rlaas_admin_result_t res;
     rlaas_admin_view_t v;
 
+    /* where RLaaSConsole is on (rlaas_scope_console_handler) */
     if (r->handler == NULL || strcmp(r->handler, RLAAS_ADMIN_HANDLER) != 0)
         return DECLINED;
-    /* SetHandler is open to .htaccess (FileInfo); RLaaSConsole is not */
-    if (!rlaas_dir_console(rlaas_dir_conf(r))) {
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                      "RLAAS0124: SetHandler " RLAAS_ADMIN_HANDLER
-                      " without " RLAAS_D_CONSOLE
-                      " on in the server's configuration: not served");
-        return HTTP_NOT_FOUND;
-    }
     r->allowed |= (AP_METHOD_BIT << M_GET) | (AP_METHOD_BIT << M_POST);
     apr_table_setn(r->headers_out, "Cache-Control", "no-store");
     apr_table_setn(r->headers_out, "X-Frame-Options", "DENY");

@@ -22,6 +22,9 @@
 
 int rlaas_admin_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                             apr_pool_t *ptemp, server_rec *s);
+/* The console itself; the hook is rlaas_scope_console_handler, which
+ * calls it where RLaaSConsole is on. A console reached through a virtual
+ * host shows that host's zones, policies, identities and bans only. */
 int rlaas_admin_handler(request_rec *r);
 
 /* One policy's verdict for the console (denied: a refusal that counts,

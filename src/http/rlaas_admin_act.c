@@ -462,9 +462,14 @@ const char *rlaas_admin_bans(request_rec *r, apr_array_header_t *out)
         }
         cursor = apr_pstrdup(r->pool, rep->element[0]->str);
         for (i = 0;
-             i < (int)rep->element[1]->elements && found->nelts < BANS_MAX; i++)
-            APR_ARRAY_PUSH(found, char *) =
-                apr_pstrdup(r->pool, rep->element[1]->element[i]->str);
+             i < (int)rep->element[1]->elements && found->nelts < BANS_MAX;
+             i++) {
+            const char *k = rep->element[1]->element[i]->str;
+
+            /* a virtual host's console: its own bans only */
+            if (!r->server->is_virtual || rlaas_admin_zones_owns(r->server, k))
+                APR_ARRAY_PUSH(found, char *) = apr_pstrdup(r->pool, k);
+        }
         freeReplyObject(rep);
         if (strcmp(cursor, "0") == 0)
             break;

@@ -33,24 +33,32 @@ typedef struct {
 } rlaas_admin_ban_t;
 
 /* Active bans under the server's key prefix (a bounded SCAN), into out
- * (of rlaas_admin_ban_t); NULL, or why they could not be listed. */
+ * (of rlaas_admin_ban_t); in a virtual host, those of its zones only
+ * (rlaas_admin_zones_owns). NULL, or why they could not be listed. */
 const char *rlaas_admin_bans(request_rec *r, apr_array_header_t *out);
 
-/* One row of the page. */
+/* One row of the page: a name (zone or policy) of one host. */
 typedef struct {
     const char *name;
+    const char *host; /* the host's label */
     int policy;
     uint64_t allowed, denied;
     uint32_t minutes[RLAAS_TALLY_MINUTES];
 } rlaas_admin_row_t;
 
 typedef struct {
+    /* NULL: a console of the main server, which shows every host; else
+     * the label of the virtual host whose console this is, which shows
+     * that host's zones, policies, identities and bans only, and of the
+     * server's Redis neither its address nor its traffic */
+    const char *scope;
     const char *backend; /* "redis" or "local" */
     const char *redis;   /* where, or NULL */
     int64_t now_ms;
     apr_array_header_t *rows; /* of rlaas_admin_row_t */
     rlaas_tally_top_t top[RLAAS_TALLY_TOP];
     const char *top_zone[RLAAS_TALLY_TOP];
+    const char *top_host[RLAAS_TALLY_TOP];
     int ntop;
     apr_array_header_t *bans; /* of rlaas_admin_ban_t */
     const char *bans_error;
@@ -63,10 +71,5 @@ void rlaas_admin_render_page(request_rec *r, const rlaas_admin_view_t *v,
                              int json);
 void rlaas_admin_render_result(request_rec *r, const rlaas_admin_result_t *res,
                                int json);
-
-/* The tally the console reads and the request path feeds (NULL: none),
- * and the row of a name (the metrics' handle). */
-rlaas_tally_t *rlaas_admin_tally(void);
-int rlaas_admin_row_of(const char *name);
 
 #endif

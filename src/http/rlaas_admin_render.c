@@ -69,31 +69,36 @@ static void page_json(request_rec *r, const rlaas_admin_view_t *v)
 
     ap_set_content_type(r, "application/json");
     ap_rprintf(r,
-               "{\"backend\":%s,\"redis\":%s,\"now_ms\":%" APR_INT64_T_FMT
+               "{\"scope\":%s,\"host\":%s,\"backend\":%s,\"redis\":%s,"
+               "\"now_ms\":%" APR_INT64_T_FMT
                ",\"window_s\":60,\"counts\":%s,\n\"zones\":[",
+               v->scope ? "\"host\"" : "\"server\"", js(p, v->scope),
                js(p, v->backend), js(p, v->redis), v->now_ms,
                v->tally ? "true" : "false");
     for (i = 0; i < v->rows->nelts; i++) {
         const rlaas_admin_row_t *w =
             &APR_ARRAY_IDX(v->rows, i, rlaas_admin_row_t);
 
-        ap_rprintf(
-            r,
-            "%s\n{\"name\":%s,\"kind\":\"%s\",\"allowed\":%" APR_UINT64_T_FMT
-            ",\"denied\":%" APR_UINT64_T_FMT ",\"denied_per_minute\":[",
-            i ? "," : "", js(p, w->name), kind(w), w->allowed, w->denied);
+        ap_rprintf(r,
+                   "%s\n{\"name\":%s,\"host\":%s,\"kind\":\"%s\",\"allowed\":"
+                   "%" APR_UINT64_T_FMT ",\"denied\":%" APR_UINT64_T_FMT
+                   ",\"denied_per_minute\":[",
+                   i ? "," : "", js(p, w->name), js(p, w->host), kind(w),
+                   w->allowed, w->denied);
         for (m = 0; m < RLAAS_TALLY_MINUTES; m++)
             ap_rprintf(r, "%s%u", m ? "," : "", w->minutes[m]);
         ap_rputs("]}", r);
     }
     ap_rputs("],\n\"top_denied\":[", r);
     for (i = 0; i < v->ntop; i++)
-        ap_rprintf(r,
-                   "%s\n{\"zone\":%s,\"identity\":%s,\"denied\":%u,"
-                   "\"error\":%u,\"last_denied_s_ago\":%" APR_INT64_T_FMT "}",
-                   i ? "," : "", js(p, v->top_zone[i]), js(p, v->top[i].id),
-                   v->top[i].count, v->top[i].error,
-                   v->now_ms / 1000 - v->top[i].last_s);
+        ap_rprintf(
+            r,
+            "%s\n{\"zone\":%s,\"host\":%s,\"identity\":%s,"
+            "\"denied\":%u,\"error\":%u,\"last_denied_s_ago\":%" APR_INT64_T_FMT
+            "}",
+            i ? "," : "", js(p, v->top_zone[i]), js(p, v->top_host[i]),
+            js(p, v->top[i].id), v->top[i].count, v->top[i].error,
+            v->now_ms / 1000 - v->top[i].last_s);
     ap_rputs("],\n\"bans\":[", r);
     for (i = 0; i < v->bans->nelts; i++) {
         const rlaas_admin_ban_t *b =
@@ -109,12 +114,14 @@ static void page_json(request_rec *r, const rlaas_admin_view_t *v)
     for (i = 0; i < v->nchildren; i++) {
         const rlaas_child_health_t *c = &v->children[i];
 
+        /* a virtual host's console: the server's traffic is not its own */
         ap_rprintf(
             r,
             "%s\n{\"pid\":%u,\"redis_connections\":%u,"
-            "\"circuits_open\":%u,\"calls\":%" APR_UINT64_T_FMT
+            "\"circuits_open\":%u,\"calls\":%s"
             ",\"latency_avg_ms\":%.3f,\"redis_errors\":%" APR_UINT64_T_FMT "}",
-            i ? "," : "", c->pid, c->connections, c->circuits, c->calls,
+            i ? "," : "", c->pid, c->connections, c->circuits,
+            v->scope ? "null" : apr_psprintf(p, "%" APR_UINT64_T_FMT, c->calls),
             c->calls ? c->latency_us / 1000.0 / c->calls : 0.0, c->errors);
     }
     ap_rputs("]}\n", r);
@@ -222,17 +229,20 @@ static void page_html(request_rec *r, const rlaas_admin_view_t *v)
         r,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<title>mod_rlaas console</title><style>%s</style></head>\n"
-        "<body>\n<h1>mod_rlaas console</h1>\n<p id=\"backend\">Backend: "
-        "<b>%s</b>%s%s%s</p>\n",
-        CSS, h(p, v->backend), v->redis ? " &middot; Redis <code>" : "",
+        "<body>\n<h1>mod_rlaas console</h1>\n<p id=\"scope\">%s%s%s</p>\n"
+        "<p id=\"backend\">Backend: <b>%s</b>%s%s%s</p>\n",
+        CSS, v->scope ? "Virtual host <b>" : "The whole server: every host",
+        v->scope ? h(p, v->scope) : "",
+        v->scope ? "</b>: its zones, policies, identities and bans only" : "",
+        h(p, v->backend), v->redis ? " &middot; Redis <code>" : "",
         v->redis ? h(p, v->redis) : "", v->redis ? "</code>" : "");
     if (!v->tally)
         ap_rputs("<p class=\"den\">No shared memory for the counts: see the "
                  "error log.</p>\n",
                  r);
     ap_rputs("<h2>Last minute, per zone and policy</h2>\n<table id=\"zones\">"
-             "<tr><th>zone / policy</th><th>kind</th><th>allowed</th>"
-             "<th>denied</th></tr>\n",
+             "<tr><th>zone / policy</th><th>host</th><th>kind</th>"
+             "<th>allowed</th><th>denied</th></tr>\n",
              r);
     for (i = 0; i < v->rows->nelts; i++) {
         const rlaas_admin_row_t *w =
@@ -244,11 +254,11 @@ static void page_html(request_rec *r, const rlaas_admin_view_t *v)
             continue;
         }
         ap_rprintf(r,
-                   "<tr data-zone=\"%s\"><td>%s</td><td>%s</td>"
+                   "<tr data-zone=\"%s\"><td>%s</td><td>%s</td><td>%s</td>"
                    "<td class=\"n\">%" APR_UINT64_T_FMT "</td>"
                    "<td class=\"n%s\">%" APR_UINT64_T_FMT "</td></tr>\n",
-                   h(p, w->name), h(p, w->name), kind(w), w->allowed,
-                   w->denied ? " den" : "", w->denied);
+                   h(p, w->name), h(p, w->name), h(p, w->host), kind(w),
+                   w->allowed, w->denied ? " den" : "", w->denied);
     }
     ap_rputs("</table>\n", r);
     if (nidle > 0)
@@ -262,19 +272,19 @@ static void page_html(request_rec *r, const rlaas_admin_view_t *v)
     ap_rputs("<h2>Most denied right now</h2>\n<p class=\"muted\">Identities "
              "as their keys hold them: credentials (API keys, credential "
              "headers and cookies) only hashed.</p>\n<table id=\"top\"><tr>"
-             "<th>zone</th><th>identity</th><th>denials</th><th>&plusmn;</th>"
-             "<th>last</th></tr>\n",
+             "<th>zone</th><th>host</th><th>identity</th><th>denials</th>"
+             "<th>&plusmn;</th><th>last</th></tr>\n",
              r);
     for (i = 0; i < v->ntop; i++)
-        ap_rprintf(
-            r,
-            "<tr><td>%s</td><td><code>%s</code></td><td class=\"n\">%u"
-            "</td><td class=\"n\">%u</td><td class=\"n\">%" APR_INT64_T_FMT
-            " s ago</td></tr>\n",
-            h(p, v->top_zone[i]), h(p, v->top[i].id), v->top[i].count,
-            v->top[i].error, v->now_ms / 1000 - v->top[i].last_s);
+        ap_rprintf(r,
+                   "<tr><td>%s</td><td>%s</td><td><code>%s</code></td><td "
+                   "class=\"n\">%u</td><td class=\"n\">%u</td><td "
+                   "class=\"n\">%" APR_INT64_T_FMT " s ago</td></tr>\n",
+                   h(p, v->top_zone[i]), h(p, v->top_host[i]),
+                   h(p, v->top[i].id), v->top[i].count, v->top[i].error,
+                   v->now_ms / 1000 - v->top[i].last_s);
     if (v->ntop == 0)
-        ap_rputs("<tr><td colspan=\"5\" class=\"muted\">nobody denied in the "
+        ap_rputs("<tr><td colspan=\"6\" class=\"muted\">nobody denied in the "
                  "last minute</td></tr>\n",
                  r);
     ap_rputs("</table>\n<h2>Active bans</h2>\n<table id=\"bans\"><tr><th>key"
@@ -310,10 +320,12 @@ static void page_html(request_rec *r, const rlaas_admin_view_t *v)
         ap_rprintf(
             r,
             "<tr><td>%u</td><td class=\"n\">%u</td><td%s>%s</td>"
-            "<td class=\"n\">%" APR_UINT64_T_FMT "</td><td class=\"n\">"
+            "<td class=\"n\">%s</td><td class=\"n\">"
             "%.3f ms</td><td class=\"n\">%" APR_UINT64_T_FMT "</td></tr>\n",
             c->pid, c->connections, c->circuits ? " class=\"den\"" : "",
-            c->circuits ? "open" : "closed", c->calls,
+            c->circuits ? "open" : "closed",
+            v->scope ? "&ndash;"
+                     : apr_psprintf(p, "%" APR_UINT64_T_FMT, c->calls),
             c->calls ? c->latency_us / 1000.0 / c->calls : 0.0, c->errors);
     }
     ap_rputs(

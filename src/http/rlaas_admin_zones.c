@@ -14,7 +14,8 @@ APLOG_USE_MODULE(rlaas);
 
 extern module AP_MODULE_DECLARE_DATA rlaas_module;
 
-static apr_array_header_t *zones; /* of rlaas_admin_zone_t */
+static apr_array_header_t *zones;     /* of rlaas_admin_zone_t */
+static const server_rec *main_server; /* the head of the chain */
 
 /* RLaaSBan in the server configuration: the zones some section bans in
  * (a quick first test), and each such section's own key without its
@@ -166,6 +167,7 @@ void rlaas_admin_zones_build(apr_pool_t *pconf, apr_pool_t *ptemp,
     keep = pconf;
     banned_zones = apr_hash_make(pconf);
     banned = apr_hash_make(pconf);
+    main_server = s;
     for (; s != NULL; s = s->next) {
         const rlaas_server_conf_t *sc = rlaas_server_conf(s);
         const char *prefix = rlaas_server_prefix(sc);
@@ -213,6 +215,106 @@ apr_array_header_t *rlaas_admin_zones_named(apr_pool_t *p, const server_rec *s,
             APR_ARRAY_PUSH(out, const rlaas_admin_zone_t *) = z;
     }
     return out;
+}
+
+apr_array_header_t *rlaas_admin_zones_of(apr_pool_t *p, const server_rec *s)
+{
+    apr_array_header_t *out =
+        apr_array_make(p, 16, sizeof(const rlaas_admin_zone_t *));
+    int i;
+
+    for (i = 0; zones != NULL && i < zones->nelts; i++) {
+        const rlaas_admin_zone_t *z =
+            &APR_ARRAY_IDX(zones, i, rlaas_admin_zone_t);
+
+        if (z->server == s)
+            APR_ARRAY_PUSH(out, const rlaas_admin_zone_t *) = z;
+    }
+    return out;
+}
+
+/* ---- whose key ---- */
+
+/* The zone part of a ban's record past its prefix (rlaas_keybuild.h:
+ * [Z ":"] I ":ban"): *zone and its length, or 0 when it has none. The
+ * part before the first ':' is a zone unless it is a tagged segment
+ * ('='), a hash tag ('{'), or the identity itself (what follows it is the
+ * suffix alone). */
+static size_t zone_part(const char *rest, const char **zone)
+{
+    const char *c = strchr(rest, ':');
+    size_t n;
+
+    *zone = rest;
+    if (c == NULL || strchr(c + 1, ':') == NULL)
+        return 0;
+    n = (size_t)(c - rest);
+    if (n == 0 || memchr(rest, '=', n) != NULL || rest[0] == '{')
+        return 0;
+    return n;
+}
+
+/* Whether zone part zp (n bytes, 0: none) is z's in its keys. */
+static int zone_is(const rlaas_admin_zone_t *z, const char *zp, size_t n)
+{
+    size_t zl = z->zone ? strlen(z->zone) : 0, nl = z->ns ? strlen(z->ns) : 0;
+
+    if (z->zone == NULL && z->ns == NULL)
+        return n == 0;
+    if (n != zl + (z->ns ? 1 + nl : 0) ||
+        strncmp(zp, z->zone ? z->zone : "", zl))
+        return 0;
+    return z->ns == NULL ||
+           (zp[zl] == '@' && memcmp(zp + zl + 1, z->ns, nl) == 0);
+}
+
+/* Whether another server of the chain keys under the same prefix. */
+static int prefix_shared(const server_rec *s, const char *prefix)
+{
+    const server_rec *o;
+
+    for (o = main_server; o != NULL; o = o->next)
+        if (o != s &&
+            strcmp(rlaas_server_prefix(rlaas_server_conf(o)), prefix) == 0)
+            return 1;
+    return 0;
+}
+
+int rlaas_admin_zones_owns(const server_rec *s, const char *key)
+{
+    const rlaas_server_conf_t *sc = rlaas_server_conf(s);
+    const char *prefix = rlaas_server_prefix(sc), *zp;
+    size_t plen = strlen(prefix), n;
+    int i;
+
+    if (strncmp(key, prefix, plen) != 0)
+        return 0;
+    if (!prefix_shared(s, prefix))
+        return 1;
+    n = zone_part(key + plen, &zp);
+    /* a tenant's zone of this host: "zone@H", or "zone@H~..." where a
+     * tenant's namespace adds its root to the host's H (no host's H holds
+     * a '~' after its first byte, so no other host's is read so) */
+    if (n > 0) {
+        const char *host = s->server_hostname ? s->server_hostname : "";
+        char ns[RLAAS_NS_MAX];
+        size_t nl = rlaas_key_namespace(ns, host, strlen(host));
+        const char *at = memchr(zp, '@', n);
+        size_t left = at != NULL ? (size_t)(zp + n - at - 1) : 0;
+
+        if (at != NULL && left >= nl && memcmp(at + 1, ns, nl) == 0 &&
+            (left == nl || at[1 + nl] == '~'))
+            return 1;
+    }
+    for (i = 0; zones != NULL && i < zones->nelts; i++) {
+        const rlaas_admin_zone_t *z =
+            &APR_ARRAY_IDX(zones, i, rlaas_admin_zone_t);
+
+        if (z->server == s && strcmp(z->prefix, prefix) == 0 &&
+            zone_is(z, zp, n))
+            return 1;
+    }
+    return 0;
 }
 
 /* The values of id for z's sources, and the client address among them. */

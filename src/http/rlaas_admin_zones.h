@@ -49,6 +49,15 @@ apr_array_header_t *rlaas_admin_zones_named(apr_pool_t *p, const server_rec *s,
  * else a signature is built in p. */
 int rlaas_admin_zones_banned(apr_pool_t *p, const char *prefix,
                              const rlaas_dir_conf_t *d);
+/* Every entry of host s, as an array of const rlaas_admin_zone_t *. */
+apr_array_header_t *rlaas_admin_zones_of(apr_pool_t *p, const server_rec *s);
+
+/* Whether a key (a ban's record) is of host s's: under its key prefix,
+ * and, where another host keys under the same prefix, in one of its
+ * zones and policies (those it inherits from the main server included,
+ * whose keys every host sharing them shares) or in its tenants' zones
+ * (its namespace). */
+int rlaas_admin_zones_owns(const server_rec *s, const char *key);
 
 #define RLAAS_ADMIN_KEYS_STATE 0 /* the strategy's state */
 #define RLAAS_ADMIN_KEYS_BAN   1 /* RLaaSBan's "<key>:ban" */

@@ -870,6 +870,7 @@ void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
     d->zone_metric = -1;
     d->lease = -1;
     d->console = -1;
+    d->metrics = -1;
     rlaas_outcome_dir_init(d);
     return d;
 }
@@ -941,6 +942,7 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->circuit_fail_open = PICK(circuit_fail_open, -1);
     d->lease = PICK(lease, -1);
     d->console = PICK(console, -1);
+    d->metrics = PICK(metrics, -1);
     rlaas_outcome_dir_merge(d, base, add);
     /* last: who set each of the settings merged above, and so where the
      * own limit counts */
@@ -1276,6 +1278,47 @@ static const char *set_user_case(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
+/* Sections whose access control applies to what is served inside them. */
+static int path_section(const char *name)
+{
+    static const char *const names[] = {
+        "<Location", "<LocationMatch", "<Directory", "<DirectoryMatch",
+        "<Files",    "<FilesMatch",    "<Proxy",     "<ProxyMatch"};
+    size_t i;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (ap_cstr_casecmp(name, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* RLaaSConsole, RLaaSMetrics: what only the operator publishes. The
+ * context (ACCESS_CONF, no override) keeps them out of .htaccess and off
+ * the server and virtual-host level, where a tenant's SetHandler would
+ * publish without the section's Require; "on" is refused as well in an
+ * <If> that no <Location>, <Directory>, <Files> or <Proxy> encloses,
+ * which covers a whole host the same way. */
+static const char *set_publish(cmd_parms *cmd, void *dv, int on)
+{
+    const ap_directive_t *d;
+
+    if (on) {
+        for (d = cmd->directive ? cmd->directive->parent : NULL; d != NULL;
+             d = d->parent)
+            if (path_section(d->directive))
+                break;
+        if (d == NULL)
+            return apr_psprintf(
+                cmd->pool,
+                "%s on: only inside a <Location>, <Directory> or <Files> "
+                "section (the one that sets the handler and its Require), "
+                "not in an <If> that covers a whole server or virtual host",
+                cmd->cmd->name);
+    }
+    *(int *)((char *)dv + (size_t)cmd->info) = on;
+    return NULL;
+}
+
 /* Per-directory directives are what a tenant may set in .htaccess under
  * "AllowOverride Limit"; everything about Redis is the operator's. */
 #define DIR_SCOPE (RSRC_CONF | ACCESS_CONF | OR_LIMIT)
@@ -1379,13 +1422,6 @@ const command_rec rlaas_cmds[] = {
     AP_INIT_TAKE1(RLAAS_D_LEASE, set_lease, NULL, DIR_SCOPE,
                   "On: spend a busy identity's quota in portions taken "
                   "from Redis (not with the sliding log)"),
-    /* the server's own configuration only: no .htaccess (override) may
-     * turn a tenant's SetHandler into the operator's console */
-    AP_INIT_FLAG(RLAAS_D_CONSOLE, ap_set_flag_slot,
-                 (void *)APR_OFFSETOF(rlaas_dir_conf_t, console),
-                 RSRC_CONF | ACCESS_CONF,
-                 "On: SetHandler rlaas-admin serves the operator's console "
-                 "here"),
     AP_INIT_FLAG(RLAAS_D_CIRCUIT_FAIL_OPEN, set_circuit_fail_open, NULL,
                  DIR_SCOPE,
                  "On: allow requests while the circuit breaker is open, "
@@ -1400,6 +1436,17 @@ const command_rec rlaas_cmds[] = {
                   "the hash of credentials in keys, logs and the console"),
     /* tenants: where their trees start, what they may make Redis hold */
     RLAAS_TENANT_CMDS,
+    /* what only the operator publishes: inside a section of the server's
+     * own configuration (set_publish) */
+    AP_INIT_FLAG(RLAAS_D_CONSOLE, set_publish,
+                 (void *)APR_OFFSETOF(rlaas_dir_conf_t, console), ACCESS_CONF,
+                 "On: SetHandler rlaas-admin serves the operator's console "
+                 "here (inside <Location>, <Directory> or <Files> only)"),
+    AP_INIT_FLAG(RLAAS_D_METRICS, set_publish,
+                 (void *)APR_OFFSETOF(rlaas_dir_conf_t, metrics), ACCESS_CONF,
+                 "On: SetHandler rlaas-metrics serves the server-wide "
+                 "metrics here (inside <Location>, <Directory> or <Files> "
+                 "only)"),
     {NULL}};
 
 /* ---- accessors ---- */
@@ -1459,6 +1506,11 @@ int rlaas_dir_lease(const rlaas_dir_conf_t *d)
 int rlaas_dir_console(const rlaas_dir_conf_t *d)
 {
     return d != NULL && d->console == 1;
+}
+
+int rlaas_dir_metrics(const rlaas_dir_conf_t *d)
+{
+    return d != NULL && d->metrics == 1;
 }
 
 rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d)

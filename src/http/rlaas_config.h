@@ -62,6 +62,7 @@
 #define RLAAS_D_CONSOLE           "RLaaSConsole"
 #define RLAAS_D_USER_CASE         "RLaaSUserCase"
 #define RLAAS_D_KEY_SECRET        "RLaaSKeySecret"
+#define RLAAS_D_METRICS           "RLaaSMetrics"
 
 #define RLAAS_DEFAULT_HOST                "127.0.0.1"
 #define RLAAS_DEFAULT_PORT                6379
@@ -224,6 +225,7 @@ typedef struct {
     int zone_metric; /* the zone's row handle; -1: none ("other") */
     int lease;       /* RLaaSLease: -1 unset (off) */
     int console;     /* RLaaSConsole: -1 unset (off); never from .htaccess */
+    int metrics;     /* RLaaSMetrics: -1 unset (off); never from .htaccess */
     /* RLaaSCountIf and RLaaSBan (rlaas_outcome.h) */
     ap_expr_info_t *count_if; /* with count_if_set 1 */
     int count_if_set;         /* -1: unset; 0: off; 1: an expression */
@@ -260,6 +262,7 @@ int rlaas_dir_fail_local(const rlaas_dir_conf_t *d);
 rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d);
 int rlaas_dir_lease(const rlaas_dir_conf_t *d);
 int rlaas_dir_console(const rlaas_dir_conf_t *d);
+int rlaas_dir_metrics(const rlaas_dir_conf_t *d);
 int rlaas_target_circuit_failures(const rlaas_target_t *t);
 int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t);
 int rlaas_target_pipeline(const rlaas_target_t *t);

@@ -725,7 +725,10 @@ static int limit(decision_t *dc)
     return decided(dc, RLAAS_OUT_ALLOWED, RLAAS_OUT_DENIED);
 }
 
-typedef enum { PHASE_ACCESS, PHASE_HANDLER } phase_e;
+/* PHASE_TRACE: a TRACE, which httpd answers in map_to_storage, before
+ * any access checker, authentication or handler: everything is decided
+ * there and then (rlaas_trace.c). */
+typedef enum { PHASE_ACCESS, PHASE_HANDLER, PHASE_TRACE } phase_e;
 
 /* A refusal holds for the rest of the client request, except for the
  * error document that presents it: that is a later record of the chain,
@@ -769,7 +772,7 @@ static int select_items(decision_t *dc, const rlaas_item_t *all, int n,
                         phase_e phase)
 {
     request_rec *r = dc->r;
-    int readable = phase == PHASE_ACCESS && rlaas_authuser_readable(r);
+    int readable = phase != PHASE_HANDLER && rlaas_authuser_readable(r);
     int before_auth = 0, i;
 
     dc->n = 0;
@@ -778,7 +781,7 @@ static int select_items(decision_t *dc, const rlaas_item_t *all, int n,
             continue;
         if (!to_decide(r, dc->u, dc->d, &all[i], phase))
             continue;
-        before_auth |= phase == PHASE_ACCESS && all[i].need_user;
+        before_auth |= phase != PHASE_HANDLER && all[i].need_user && readable;
         dc->it[dc->n++] = all[i];
     }
     return before_auth;
@@ -1132,4 +1135,9 @@ int rlaas_limit_access_checker(request_rec *r)
 int rlaas_limit_handler(request_rec *r)
 {
     return checkpoint(r, PHASE_HANDLER);
+}
+
+int rlaas_limit_trace(request_rec *r)
+{
+    return checkpoint(r, PHASE_TRACE);
 }

@@ -19,6 +19,13 @@ int rlaas_limit_access_checker(request_rec *r);
  * (after a fast redirect, or where httpd skipped the access checkers). */
 int rlaas_limit_handler(request_rec *r);
 
+/* A TRACE, in map_to_storage, r->per_dir_config holding what a GET of
+ * the same URL would get: every limit decided at once, the refusal
+ * returned whatever Satisfy says (no authentication and no handler
+ * follow); a limit keyed by the user counts under the name the request
+ * claims (Basic, Digest), else under the client address. */
+int rlaas_limit_trace(request_rec *r);
+
 /* log_transaction: RLaaSCountIf's charges, once the response is known. */
 int rlaas_limit_log_transaction(request_rec *r);
 

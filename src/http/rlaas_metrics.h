@@ -83,6 +83,8 @@ typedef enum {
 } rlaas_metric_outcome_e;
 void rlaas_metrics_outcome(rlaas_metric_outcome_e m);
 
+/* The exposition; the hook is rlaas_scope_metrics_handler, which calls it
+ * where RLaaSMetrics is on. Server-wide wherever it is served. */
 int rlaas_metrics_handler(request_rec *r);
 int rlaas_metrics_status_hook(request_rec *r, int flags);
 

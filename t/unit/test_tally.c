@@ -1,8 +1,11 @@
 /* The console's tally (src/core/rlaas_tally.c): per-second and per-minute
- * counts that forget what is older than they keep, rows renamed by a new
- * configuration start afresh, and the most-denied list: bounded, heavy
- * hitters kept while one-off identities churn, stale entries replaced
- * first, an identity forgotten on request, ids cut to their bound. */
+ * counts that forget what is older than they keep; rows claimed per host
+ * and name (one host's name never counts another's), kept by a restart,
+ * freed with their identities when their host leaves the configuration,
+ * the last row for what finds no room; and the most-denied list: bounded,
+ * heavy hitters kept while one-off identities churn, stale entries
+ * replaced first, an identity forgotten on request, ids cut to their
+ * bound. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,7 +41,6 @@ static void counts_last_minute(void **state)
     int i;
 
     (void)state;
-    rlaas_tally_name(t, 0, "api");
     for (i = 0; i < 5; i++)
         rlaas_tally_add(t, 0, 0, T0);
     rlaas_tally_add(t, 0, 1, T0);
@@ -91,28 +94,138 @@ static void minutes_for_the_chart(void **state)
     free(mem);
 }
 
-static void rename_clears_restart_keeps(void **state)
+static void rows_per_host_and_name(void **state)
 {
     void *mem;
     rlaas_tally_t *t = fresh(&mem);
     uint64_t a, d;
+    int api_a, api_b, web_a;
 
     (void)state;
-    rlaas_tally_name(t, 0, "api");
-    rlaas_tally_add(t, 0, 1, T0);
-    /* the same layout found again (a graceful restart): counts kept */
-    t = rlaas_tally_init(mem, rlaas_tally_bytes(ROWS), ROWS);
-    rlaas_tally_name(t, 0, "api");
-    rlaas_tally_sum(t, 0, T0, 60, &a, &d);
-    assert_int_equal(d, 1);
-    assert_string_equal(rlaas_tally_row_name(t, 0), "api");
-    /* the row now names another zone: it starts afresh */
-    rlaas_tally_name(t, 0, "web");
-    rlaas_tally_sum(t, 0, T0, 60, &a, &d);
+    assert_string_equal(rlaas_tally_row_name(t, ROWS - 1), "other");
+    assert_int_equal(rlaas_tally_row_host(t, ROWS - 1), 0);
+    api_a = rlaas_tally_row(t, 0xa, "api");
+    api_b = rlaas_tally_row(t, 0xb, "api");
+    web_a = rlaas_tally_row(t, 0xa, "web");
+    assert_true(api_a >= 0 && api_a < ROWS - 1);
+    assert_true(api_b >= 0 && api_b < ROWS - 1 && api_b != api_a);
+    assert_true(web_a >= 0 && web_a < ROWS - 1 && web_a != api_a &&
+                web_a != api_b);
+    assert_int_equal(rlaas_tally_row(t, 0xa, "api"), api_a);
+    assert_true(rlaas_tally_row_is(t, api_a, 0xa, "api"));
+    assert_false(rlaas_tally_row_is(t, api_a, 0xb, "api"));
+    assert_false(rlaas_tally_row_is(t, api_a, 0xa, "web"));
+    assert_false(rlaas_tally_row_is(t, ROWS + 5, 0xa, "api"));
+    assert_int_equal(rlaas_tally_row_host(t, api_b), 0xb);
+    assert_string_equal(rlaas_tally_row_name(t, web_a), "web");
+    /* host b's decisions never land in host a's row of the same name */
+    rlaas_tally_add(t, api_b, 1, T0);
+    rlaas_tally_sum(t, api_a, T0, 60, &a, &d);
     assert_int_equal(d, 0);
-    /* too small a block: no tally */
+    rlaas_tally_sum(t, api_b, T0, 60, &a, &d);
+    assert_int_equal(d, 1);
+    /* full: the last row; no host, no name: the last row too */
+    assert_int_equal(rlaas_tally_row(t, 0xc, "api"), ROWS - 1);
+    assert_int_equal(rlaas_tally_row(t, 0, "api"), ROWS - 1);
+    assert_int_equal(rlaas_tally_row(t, 0xa, ""), ROWS - 1);
+    /* the same layout found again (a graceful restart): rows and counts
+     * kept */
+    t = rlaas_tally_init(mem, rlaas_tally_bytes(ROWS), ROWS);
+    assert_int_equal(rlaas_tally_row(t, 0xb, "api"), api_b);
+    rlaas_tally_sum(t, api_b, T0, 60, &a, &d);
+    assert_int_equal(d, 1);
+    /* another number of rows: laid out afresh; too small: none */
     assert_null(rlaas_tally_init(mem, 16, ROWS));
+    assert_null(rlaas_tally_init(mem, rlaas_tally_bytes(1), 1));
     free(mem);
+}
+
+static void retain_frees_gone_hosts(void **state)
+{
+    void *mem;
+    rlaas_tally_t *t = fresh(&mem);
+    rlaas_tally_top_t top[RLAAS_TALLY_TOP];
+    uint64_t keep[] = {0xa}, a, d;
+    int api_a, api_b, web_b, again, n;
+
+    (void)state;
+    api_a = rlaas_tally_row(t, 0xa, "api");
+    api_b = rlaas_tally_row(t, 0xb, "api");
+    web_b = rlaas_tally_row(t, 0xb, "web");
+    rlaas_tally_add(t, api_b, 1, T0);
+    rlaas_tally_top_add(t, api_b, "10.0.0.2", 8, T0);
+    rlaas_tally_top_add(t, api_a, "10.0.0.1", 8, T0);
+    rlaas_tally_retain(t, keep, 1);
+    assert_true(rlaas_tally_row_used(t, api_a));
+    assert_false(rlaas_tally_row_used(t, api_b));
+    assert_false(rlaas_tally_row_is(t, api_b, 0xb, "api"));
+    assert_false(rlaas_tally_row_used(t, web_b));
+    n = rlaas_tally_top(t, T0, 60, top, RLAAS_TALLY_TOP);
+    assert_int_equal(n, 1);
+    assert_string_equal(top[0].id, "10.0.0.1");
+    /* a freed row is claimed again, from zero; rows past it are found */
+    again = rlaas_tally_row(t, 0xc, "api");
+    assert_true(again == api_b || again == web_b);
+    rlaas_tally_sum(t, again, T0, 60, &a, &d);
+    assert_int_equal(d, 0);
+    assert_int_equal(rlaas_tally_row(t, 0xa, "api"), api_a);
+    assert_int_equal(rlaas_tally_row(t, 0xc, "api"), again);
+    free(mem);
+}
+
+/* Several processes claiming the same names at once: every row they are
+ * given is in use for their host and name (never another host's), and
+ * none is sent to the last row while there is room. */
+#define PROCS  4
+#define CLAIMS 200
+static void concurrent_claims(void **state)
+{
+    size_t n = rlaas_tally_bytes(64);
+    size_t got_n = sizeof(int) * PROCS * CLAIMS;
+    void *mem = mmap(NULL, n + got_n, PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    int *got = (int *)((char *)mem + n);
+    char name[16];
+    rlaas_tally_t *t;
+    int p, i, rows[2] = {0, 0};
+
+    (void)state;
+    assert_true(mem != MAP_FAILED);
+    memset(mem, 0, n + got_n);
+    t = rlaas_tally_init(mem, n, 64);
+    for (p = 0; p < PROCS; p++) {
+        pid_t pid = fork();
+
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            for (i = 0; i < CLAIMS; i++) {
+                snprintf(name, sizeof(name), "z%d", i % 10);
+                got[p * CLAIMS + i] =
+                    rlaas_tally_row(t, 1 + (uint64_t)(i % 2), name);
+            }
+            _exit(0);
+        }
+    }
+    for (p = 0; p < PROCS; p++)
+        wait(NULL);
+    for (p = 0; p < PROCS; p++) {
+        for (i = 0; i < CLAIMS; i++) {
+            int k = got[p * CLAIMS + i];
+
+            snprintf(name, sizeof(name), "z%d", i % 10);
+            assert_true(k >= 0 && k < 63);
+            assert_true(rlaas_tally_row_used(t, k));
+            assert_int_equal(rlaas_tally_row_host(t, k), 1 + (uint64_t)(i % 2));
+            assert_string_equal(rlaas_tally_row_name(t, k), name);
+        }
+    }
+    for (i = 0; i < 63; i++)
+        if (rlaas_tally_row_used(t, i))
+            rows[rlaas_tally_row_host(t, i) - 1]++;
+    /* five names per host; a race may give a name a second row */
+    assert_true(rows[0] >= 5 && rows[0] <= 5 * PROCS);
+    assert_true(rows[1] >= 5 && rows[1] <= 5 * PROCS);
+    munmap(mem, n + got_n);
 }
 
 static void top_keeps_heavy_hitters(void **state)
@@ -219,7 +332,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(counts_last_minute),
         cmocka_unit_test(minutes_for_the_chart),
-        cmocka_unit_test(rename_clears_restart_keeps),
+        cmocka_unit_test(rows_per_host_and_name),
+        cmocka_unit_test(retain_frees_gone_hosts),
+        cmocka_unit_test(concurrent_claims),
         cmocka_unit_test(top_keeps_heavy_hitters),
         cmocka_unit_test(top_stale_and_forget),
         cmocka_unit_test(lock_of_a_dead_holder),
