@@ -174,7 +174,7 @@ static void sources(void **state)
 
 static void sources_refused(void **state)
 {
-    static const char *bad[] = {"",          "IP",        "ips",
+    static const char *bad[] = {"",          "IPS",       "ips",
                                 "header",    "header:",   "header:a b",
                                 "cookie:",   "query:x=y", "env:",
                                 "expr=",     "host",      "ip:foo",
@@ -185,6 +185,14 @@ static void sources_refused(void **state)
     (void)state;
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_non_null(rlaas_parse_source(bad[i], &s));
+    /* keywords are case-insensitive, as httpd's own; names keep theirs */
+    assert_null(rlaas_parse_source("IP", &s));
+    assert_int_equal(s.type, RLAAS_SRC_IP);
+    assert_null(rlaas_parse_source("Header:X-Client", &s));
+    assert_int_equal(s.type, RLAAS_SRC_HEADER);
+    assert_string_equal(s.name, "X-Client");
+    assert_null(rlaas_parse_source("API_KEY", &s));
+    assert_int_equal(s.credential, 1);
 }
 
 static void names_and_prefix(void **state)
