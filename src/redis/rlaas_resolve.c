@@ -78,9 +78,26 @@ typedef struct {
     char why[RLAAS_DETAIL_MAX];
 } answer_t;
 
+/* A server's words, for the log: whatever a sentinel sends, no control
+ * character reaches it. */
 static void say(char *out, const char *text)
 {
+    char *c;
+
     snprintf(out, RLAAS_DETAIL_MAX, "%s", text);
+    for (c = out; *c; c++) {
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    }
+}
+
+/* An address as Sentinel announces one: an IP address, or a host name
+ * with announce-hostnames. Anything else is not believed. */
+static int plausible(const char *a, size_t len)
+{
+    return len > 0 && len < RLAAS_ADDR_MAX &&
+           strspn(a, "0123456789abcdefABCDEFghijklmnopqrstuvwxyz"
+                     "GHIJKLMNOPQRSTUVWXYZ.-_:%") == len;
 }
 
 int rlaas_sentinel_quorum(int n)
@@ -154,7 +171,7 @@ static void ask(rlaas_resolver_t *r, int i, answer_t *a)
     if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
         rep->element[0]->type == REDIS_REPLY_STRING &&
         rep->element[1]->type == REDIS_REPLY_STRING &&
-        rep->element[0]->len > 0 && rep->element[0]->len < sizeof(a->f.addr)) {
+        plausible(rep->element[0]->str, rep->element[0]->len)) {
         memcpy(a->f.addr, rep->element[0]->str, rep->element[0]->len + 1);
         a->f.port = atoi(rep->element[1]->str);
         a->ok = a->f.port > 0 && a->f.port < 65536;
