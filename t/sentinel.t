@@ -215,7 +215,8 @@ EOC
     like($h->log, qr/RLAAS0182: Sentinel: the master fakemaster is 127\.0\.0\.1:$mp \(3 of the 3 sentinels agree, and it says it is the master\)/,
         'the new master is logged (RLAAS0182)');
 
-    $F[2]->names('127.0.0.1', $xp);
+    # the liar is the first one listed, the one asked first
+    $F[0]->names('127.0.0.1', $xp);
     ok($asked_again->(2), 'one sentinel names a stranger');
     $snap->();
     is($get->(5), '200 200 200 200 200', 'requests are decided ...');
@@ -223,14 +224,14 @@ EOC
     is($sent->($X), 0, 'the stranger the liar named is sent nothing');
 
     $F[1]->names('127.0.0.1', $rp);
-    ok($asked_again->(4), 'three sentinels, three answers (master, replica, stranger), for a few seconds');
+    ok($asked_again->(4), 'three sentinels, three answers (stranger, replica, master), for a few seconds');
     $snap->();
     is($get->(5), '200 200 200 200 200', 'no majority: the master verified last stays ...');
     is($sent->($M2), 5, '... and gets the requests');
     is($sent->($R2) + $sent->($X), 0, 'the replica and the stranger get none');
     my @dis = $h->log =~ /(RLAAS0180: [^\n]*)/g;
     is(scalar(@dis), 1, 'one RLAAS0180 line for several look-ups (rate-limited)') or diag("@dis");
-    like($dis[0] // '', qr/no address for master fakemaster has the agreement of 2 of the 3 sentinels \(at most 1 agree\): 127\.0\.0\.1:\d+ names 127\.0\.0\.1:$mp; 127\.0\.0\.1:\d+ names 127\.0\.0\.1:$rp; 127\.0\.0\.1:\d+ names 127\.0\.0\.1:$xp; 127\.0\.0\.1:$mp, verified before, stays the master/,
+    like($dis[0] // '', qr/no address for master fakemaster has the agreement of 2 of the 3 sentinels \(at most 1 agree\): 127\.0\.0\.1:\d+ names 127\.0\.0\.1:$xp; 127\.0\.0\.1:\d+ names 127\.0\.0\.1:$rp; 127\.0\.0\.1:\d+ names 127\.0\.0\.1:$mp; 127\.0\.0\.1:$mp, verified before, stays the master/,
         'it says what each sentinel named, and which master stays');
 
     $_->names('127.0.0.1', $rp) for @F;
