@@ -122,7 +122,8 @@ static struct timeval tv_us(int64_t us)
     return tv;
 }
 
-/* The node of one CLUSTER SLOTS entry's master, held once in holds. */
+/* The node of one CLUSTER SLOTS entry's master, held once in holds (of
+ * RLAAS_CLUSTER_NODES_MAX); -1 when it has no room. */
 static int entry_node(rlaas_cluster_t *cl, const redisReply *m,
                       const char *from, rlaas_hold_t *holds, int *nh)
 {
@@ -136,11 +137,12 @@ static int entry_node(rlaas_cluster_t *cl, const redisReply *m,
         return -1;
     for (k = 0; k < *nh && holds[k].i != h.i; k++)
         ;
-    if (k < *nh)
-        rlaas_nodes_release(cl->nodes, &h); /* held already */
-    else
+    if (k == *nh && *nh < RLAAS_CLUSTER_NODES_MAX) {
         holds[(*nh)++] = h;
-    return holds[k].i;
+        return h.i;
+    }
+    rlaas_nodes_release(cl->nodes, &h); /* held already, or no room */
+    return k < *nh ? holds[k].i : -1;
 }
 
 /* One CLUSTER SLOTS reply (asked of node `from`) becomes the whole map:
@@ -176,8 +178,7 @@ static int apply_slots(rlaas_cluster_t *cl, const redisReply *rep,
         ranges++;
         /* a node with no room (more masters than the table holds): its
          * slots stay unknown, and a call there follows MOVED */
-        nd = nh < RLAAS_CLUSTER_NODES_MAX ? entry_node(cl, m, from, holds, &nh)
-                                          : -1;
+        nd = entry_node(cl, m, from, holds, &nh);
         for (s = a; nd >= 0 && s <= b && s < RLAAS_SLOTS && s >= 0; s++)
             owner[s] = (short)nd;
     }
