@@ -11,36 +11,19 @@ package RLaaS::FakeSentinel;
 #   $f->stop;
 #
 # It accepts AUTH, CLIENT and PING, and answers -ERR to anything else. One
-# process with one select() loop, started with fork; it reads its orders
-# from a small file whenever it changes (as RLaaS::Relay), and exits when
-# the test process goes away.
+# process with one select() loop, started with fork and steered through
+# RLaaS::Orders.
 use strict;
 use warnings;
-use File::Temp qw(tempdir);
 use File::Spec::Functions qw(catfile);
 use IO::Select ();
 use IO::Socket::INET ();
 use POSIX ();
-use Time::HiRes qw(sleep);
+use parent 'RLaaS::Orders';
 
 sub start {
     my ($class, %o) = @_;
-    my $dir = tempdir('rlaas-fakesen-XXXXXX', TMPDIR => 1, CLEANUP => 1);
-    my $self = bless { port => $o{port}, dir => $dir,
-                       ctl => catfile($dir, 'ctl'), ready => catfile($dir, 'ready'),
-                       count => catfile($dir, 'asked'), answer => '-' }, $class;
-    $self->_write;
-    my $parent = $$;
-    my $pid = fork;
-    die "fork: $!" unless defined $pid;
-    if (!$pid) {
-        eval { $self->_run($parent) };
-        if ($@ && open my $e, '>', "$dir/error") { print $e $@; close $e }
-        POSIX::_exit(0);
-    }
-    $self->{pid} = $pid;
-    $self->_wait_seen;
-    return $self;
+    return $class->spawn('fakesen', port => $o{port}, answer => '-');
 }
 
 sub port { $_[0]{port} }
@@ -49,50 +32,19 @@ sub port { $_[0]{port} }
 sub names {
     my ($self, $host, $port) = @_;
     $self->{answer} = defined $host ? "$host:$port" : '-';
-    $self->_write;
-    $self->_wait_seen;
+    $self->orders;
 }
+
+sub _orders { $_[0]{answer} }
+
+sub _count { catfile($_[0]{dir}, 'asked') }
 
 sub asked {
     my $self = shift;
-    open my $fh, '<', $self->{count} or return 0;
+    open my $fh, '<', $self->_count or return 0;
     my $n = <$fh> // 0;
     chomp $n;
     return $n + 0;
-}
-
-sub stop {
-    my $self = shift;
-    return unless $self->{pid};
-    kill 'TERM', $self->{pid};
-    waitpid $self->{pid}, 0;
-    delete $self->{pid};
-}
-
-sub DESTROY { local ($?, $@); $_[0]->stop if $_[0]{pid} }
-
-my $seq = 0;
-sub _write {
-    my $self = shift;
-    $self->{seq} = ++$seq;
-    my $tmp = "$self->{ctl}.tmp";
-    open my $fh, '>', $tmp or die "$tmp: $!";
-    print $fh "$self->{seq} $self->{answer}\n";
-    close $fh;
-    rename $tmp, $self->{ctl} or die "rename: $!";
-}
-
-sub _wait_seen {
-    my $self = shift;
-    for (1 .. 400) {
-        if (open my $fh, '<', $self->{ready}) {
-            my $l = <$fh> // '';
-            return if $l =~ /^(\d+)/ && $1 >= $self->{seq};
-        }
-        sleep 0.005;
-    }
-    my $err = -e "$self->{dir}/error" ? do { local (@ARGV, $/) = "$self->{dir}/error"; <> } : '';
-    die "fake sentinel on port $self->{port} did not take its orders $err\n";
 }
 
 # ------------------------------------------------------------ the server
@@ -129,18 +81,11 @@ sub _run {
         ReuseAddr => 1, Proto => 'tcp') or die "listen on $self->{port}: $!\n";
     my $sel = IO::Select->new($listen);
     my (%sock, %in);
-    my ($answer, $seen, $asked) = ('-', 0, 0);
+    my ($answer, $asked) = ('-', 0);
+    my $count = $self->_count;
     my $read_ctl = sub {
-        open my $fh, '<', $self->{ctl} or return;
-        my $l = <$fh> // '';
-        close $fh;
-        my ($s, $a) = split ' ', $l;
-        return unless defined $a && $s != $seen;
-        ($seen, $answer) = ($s, $a);
-        open my $r, '>', "$self->{ready}.tmp" or return;
-        print $r "$seen\n";
-        close $r;
-        rename "$self->{ready}.tmp", $self->{ready};
+        my @o = $self->take_orders;
+        $answer = $o[0] if @o == 1;
     };
     my $reply = sub {
         my ($args) = @_;
@@ -149,10 +94,10 @@ sub _run {
         return "+PONG\r\n" if $c eq 'ping';
         if ($c eq 'sentinel' && lc($args->[1] // '') eq 'get-master-addr-by-name') {
             $asked++;
-            if (open my $fh, '>', "$self->{count}.tmp") {
+            if (open my $fh, '>', "$count.tmp") {
                 print $fh "$asked\n";
                 close $fh;
-                rename "$self->{count}.tmp", $self->{count};
+                rename "$count.tmp", $count;
             }
             return "*-1\r\n" if $answer eq '-';
             my ($h, $p) = $answer =~ /\A(.*):(\d+)\z/;
