@@ -224,13 +224,17 @@ EOC
     is($sent->($X), 0, 'the stranger the liar named is sent nothing');
 
     $F[1]->names('127.0.0.1', $rp);
+    my $t4 = time;
     ok($asked_again->(4), 'three sentinels, three answers (stranger, replica, master), for a few seconds');
     $snap->();
     is($get->(5), '200 200 200 200 200', 'no majority: the master verified last stays ...');
     is($sent->($M2), 5, '... and gets the requests');
     is($sent->($R2) + $sent->($X), 0, 'the replica and the stranger get none');
     my @dis = $h->log =~ /(RLAAS0180: [^\n]*)/g;
-    is(scalar(@dis), 1, 'one RLAAS0180 line for several look-ups (rate-limited)') or diag("@dis");
+    my $span = time - $t4;
+    ok(@dis >= 1 && @dis <= 1 + int($span / 10),
+        sprintf('%d RLAAS0180 line(s) for %.1fs of look-ups every second (one per 10 s)', scalar(@dis), $span))
+        or diag("@dis");
     like($dis[0] // '', qr/no address for master fakemaster has the agreement of 2 of the 3 sentinels \(at most 1 agree\): 127\.0\.0\.1:\d+ names 127\.0\.0\.1:$xp; 127\.0\.0\.1:\d+ names 127\.0\.0\.1:$rp; 127\.0\.0\.1:\d+ names 127\.0\.0\.1:$mp; 127\.0\.0\.1:$mp, verified before, stays the master/,
         'it says what each sentinel named, and which master stays');
 
@@ -309,7 +313,7 @@ EOC
 
     my $badsen = private_httpd($conf->("RLaaSRedisTLSServerName localhost\nRLaaSRedisSentinelTLSServerName wrong.example"));
     my $badm = private_httpd($conf->('RLaaSRedisTLSServerName wrong.example'));
-    sleep 2.5;
+    wait_for(sub { $badsen->log =~ /RLAAS0180/ && $badm->log =~ /RLAAS0181/ }, 15, 0.2);
     is($badsen->get('/x', { 'X-User' => $u }), 500, 'sentinels whose certificates do not carry the name checked: no master (fail closed)');
     like($badsen->log, qr/RLAAS0180: Sentinel: .*127\.0\.0\.1:$TS[0]: TLS: certificate verify failed/,
         'the log says the sentinels did not verify');
