@@ -109,6 +109,21 @@ sub hit {
     die "unknown strategy $s";
 }
 
+# sliding_log only: a request of a service running the seeds' own script
+# (seeds/003) on the same key at $now with limit $L: it counts the
+# entries in the window, whatever their units (ZCARD), and adds one of one
+# unit when fewer than $L. Returns 1 allowed, 0 denied.
+sub seeds_hit {
+    my ($self, $now, $L) = @_;
+    die "seeds_hit: sliding_log only\n" unless $self->{s} eq 'sliding_log';
+    my $W = $self->{W};
+    my @in = grep { $_->[0] > $now - $W } @{ $self->{st}{log} || [] };
+    $self->{st}{log} = \@in;
+    return 0 unless @in < $L;
+    push @{ $self->{st}{log} }, [$now, 1];
+    return 1;
+}
+
 # What the reply should be after a request at $now (limit $L, cost $c)
 # that decided $allowed: [allowed, remaining, reset_ms, retry_ms], found by
 # trying, not by formula: remaining is the units that still fit now, reset
