@@ -9,60 +9,109 @@
 local LOG_SCAN, LOG_CHUNK = 16, 256
 -- 1, T, u, C: ours; 2, T, u: ours, the layout before; nothing: foreign
 local function log_kind(e)
-  local T, u, C = string.match(e, '^%d+%-(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d):(%d+):(%d+)$')
-  if T then return 1, tonumber(T), tonumber(u), tonumber(C) end
-  T, u = string.match(e, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)%-(%d+)$')
-  if T then return 2, tonumber(T), tonumber(u) end
+  if string.find(e, ':', 1, true) then
+    local T, u, C = string.match(e, '^%d+%-(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d):(%d+):(%d+)$')
+    if T then return 1, tonumber(T), tonumber(u), tonumber(C) end
+  elseif string.byte(e, 17) == 45 then
+    local T, u = string.match(e, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)%-(%d+)$')
+    if T then return 2, tonumber(T), tonumber(u) end
+  end
 end
 local function log_units(e)
   local k, _, u = log_kind(e)
   return k and u or 1
 end
--- f(member, score, rank) on ranks i..j, LOG_CHUNK at a time, until true
-local function log_walk(K, i, j, f)
+-- the next step: the first member alone (most logs are ours alone), then
+-- growing: work in proportion to the members passed
+local function log_step(n)
+  return math.min(n == 1 and LOG_SCAN - 1 or 4 * n, LOG_CHUNK)
+end
+-- f(member, rank, score) on ranks i..j, until true; LOG_CHUNK at a time,
+-- or growing steps without the scores (grow)
+local function log_walk(K, i, j, f, grow)
+  local n = grow and 1 or LOG_CHUNK
   while i <= j do
-    local e = redis.call('ZRANGE', K, i, math.min(j, i + LOG_CHUNK - 1), 'WITHSCORES')
-    for x = 1, #e, 2 do
-      if f(e[x], tonumber(e[x + 1]), i + (x - 1) / 2) then return end
+    local k, e = math.min(j, i + n - 1), nil
+    if grow then e = redis.call('ZRANGE', K, i, k) else e = redis.call('ZRANGE', K, i, k, 'WITHSCORES') end
+    local w = grow and 1 or 2
+    for x = 1, #e, w do
+      if f(e[x], i + (x - 1) / w, tonumber(e[x + 1])) then return end
     end
-    i = i + LOG_CHUNK
+    i, n = k + 1, grow and log_step(n) or n
   end
 end
--- from rank i towards j, at most LOG_SCAN members (the first alone first:
--- most logs are ours alone): the first of ours {r, t, k, T, u, C} or nil;
--- how many were looked at; the score at i
-local function log_scan(K, i, j)
-  local d, left = i <= j and 1 or -1, math.abs(j - i) + 1
-  local seen, first, x = 0, nil, i
-  for _, step in ipairs({1, LOG_SCAN - 1}) do
-    step = math.min(step, left - seen)
-    if step < 1 then break end
-    local a = math.min(x, x + d * (step - 1))
-    local e = redis.call('ZRANGE', K, a, a + step - 1, 'WITHSCORES')
+-- from rank i towards j (at most max members): the first of ours {r, t,
+-- k, T, u, C}, or nil
+local function log_scan(K, i, j, max)
+  local d, left = i <= j and 1 or -1, math.min(math.abs(j - i) + 1, max or math.huge)
+  local step = 1
+  while left > 0 do
+    step = math.min(step, left)
+    local a = math.min(i, i + d * (step - 1))
+    local e = redis.call('ZRANGE', K, a, a + step - 1)
     for y = 1, step do
-      local z = d > 0 and 2 * y - 1 or 2 * (step - y) + 1
-      first = first or tonumber(e[z + 1])
+      local z = d > 0 and y or step - y + 1
       local k, T, u, C = log_kind(e[z])
       if k then
-        return {r = x + d * (y - 1), t = tonumber(e[z + 1]), k = k, T = T, u = u, C = C}, seen + y, first
+        return {r = i + d * (y - 1), t = tonumber(redis.call('ZSCORE', K, e[z])), k = k, T = T, u = u, C = C}
       end
     end
-    seen, x = seen + step, x + d * step
+    i, left, step = i + d * step, left - step, log_step(step)
   end
-  return nil, seen, first
+end
+-- how many of ours lie in ranks a.r..x.r (a the oldest live, b the newest,
+-- x between): by C in the new layout. The layout before has no C: its
+-- members lie below the new ones (c the first), found by bisection; a
+-- foreign one among them would be taken for ours (one unit short, until
+-- it leaves). Nil: the log does not add up
+local function log_mine(K, a, b)
+  if a.k == 1 then
+    return b.k == 1 and function(x) return x.C and x.C - a.C + 1 or x.r - a.r + 1 end
+  end
+  local old = function(x) return x.r - a.r + 1 end
+  if b.k == 2 then return old end
+  local lo, hi, c = a.r + 1, b.r - 1, b
+  while lo <= hi do
+    local mid = math.floor((lo + hi) / 2)
+    local q = log_scan(K, mid, hi)
+    if q and q.k == 2 then lo = q.r + 1 else
+      c, hi = q or c, mid - 1
+    end
+  end
+  local d = log_scan(K, c.r - 1, a.r)
+  return d.k == 2 and function(x) return x.k == 2 and old(x) or old(d) + x.C - c.C + 1 end
+end
+-- the first rank j with e units or more in r0..j (used in r0..r1, n
+-- members): by bisection, P(x) the units up to x, one of ours; foreign
+-- members count one each. Each member is a unit or more, and all but
+-- used - n units are one a member: j is within used - n ranks of r0 + e - 1
+local function log_first(K, r0, r1, n, used, e, P)
+  local lo, hi = math.max(r0, r0 + e - 1 - (used - n)), math.min(r1, r0 + e - 1)
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local q = log_scan(K, mid, r1)
+    -- mid..at foreign, Pa units up to at
+    local at, Pa = r1, used
+    if q then at, Pa = q.r - 1, P(q) - q.u end
+    if q and Pa < e then
+      if Pa + q.u >= e then return q.r end
+      lo = q.r + 1
+    else
+      local Pm = Pa - (at - mid + 1)
+      if Pm < e then return at - (Pa - e) end
+      hi = mid - 1
+    end
+  end
+  return lo
 end
 -- the clock rule: ours stamped over W ahead (the clock went back) are no
 -- state, all of ours then; a foreign member is its own: kept, not counted
 -- beyond W. Ours alone go with the key; else each, once. New card, ahead
 local function log_ahead(K, card, hi)
   local a = redis.call('ZCOUNT', K, '(' .. s(hi), '+inf')
-  local b, seen = log_scan(K, card - 1, 0)
-  if b and b.t <= hi or not b and seen >= a then return card, a end
-  if not b then
-    local stale = false
-    log_walk(K, card - a, card - 1, function(e) stale = log_kind(e) ~= nil return stale end)
-    if not stale then return card, a end
-  elseif b.k == 1 and b.r == card - 1 then
+  local b = log_scan(K, card - 1, 0)
+  if not b or b.t <= hi then return card, a end
+  if b.k == 1 and b.r == card - 1 then
     local k, _, _, C = log_kind(redis.call('ZRANGE', K, 0, 0)[1])
     if k == 1 and b.C - C + 1 == card then
       redis.call('UNLINK', K)
@@ -77,34 +126,32 @@ local function log_ahead(K, card, hi)
   return card - #gone, redis.call('ZCOUNT', K, '(' .. s(hi), '+inf')
 end
 -- our units, the foreign members and our newest T, C and stamp in ranks
--- r0..r1, member by member: a log mixed past the scans' reach, or with
--- members of the layout before
+-- r0..r1, member by member: a log that does not add up (edited by hand)
 local function log_count(K, r0, r1)
   local c = {used = 0, f = 0}
-  log_walk(K, r0, r1, function(e, t)
+  log_walk(K, r0, r1, function(e, _, t)
     local k, T, u, C = log_kind(e)
     if not k then c.f, u = c.f + 1, 1 end
-    if k == 1 then c.T, c.C = T, C end
-    if k then c.t = t end
+    if k then c.T, c.C, c.t = T, C, t end
     c.used = c.used + u
   end)
   return c
 end
 -- totals stay exact below 2^53: far before, our live members start again
--- at 0 (the others are left). New T, C of the newest
+-- at 0, the layout before rewritten too (the others are left). New T, C
 local function log_rebase(K, r0, r1)
   local all = {}
-  log_walk(K, r0, r1, function(e, t)
-    local k, T, u, C = log_kind(e)
-    if k == 1 then all[#all + 1] = {e, t, T, u, C} end
+  log_walk(K, r0, r1, function(e, _, t)
+    local k, T, u = log_kind(e)
+    if k then all[#all + 1] = {e, t, T, u} end
   end)
   if #all == 0 then return 0, 0 end
-  local T0, C0 = all[1][3] - all[1][4], all[1][5] - 1
-  for _, x in ipairs(all) do
+  local T0 = all[1][3] - all[1][4]
+  for C, x in ipairs(all) do
     redis.call('ZREM', K, x[1])
-    redis.call('ZADD', K, s(x[2]), s(x[2]) .. '-' .. string.format('%016d:%d:%d', x[3] - T0, x[4], x[5] - C0))
+    redis.call('ZADD', K, s(x[2]), s(x[2]) .. '-' .. string.format('%016d:%d:%d', x[3] - T0, x[4], C))
   end
-  return all[#all][3] - T0, all[#all][5] - C0
+  return all[#all][3] - T0, #all
 end
 local function rlaas_sliding_log(K, L, W, cost, m, commit)
   local need = math.max(cost, 1)
@@ -124,43 +171,38 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
     dead = dead - k
   end
   local r0, r1 = dead, dead + n - 1
-  -- our newest member, live or not; the oldest live one; the foreign ones
-  -- are the live ones that are not ours. Past the scans' reach: one by one
+  -- our newest member (T, C go on from it): live, else dead close below;
+  -- our oldest live one. Our units in the window are a difference of T,
+  -- our members of C; the foreign ones the rest of n
   local seq, cnt, mark, top, base, f, used, walk = 0, 0, nil, nil, 0, 0, 0, false
-  if r1 >= 0 then
-    local b, seen
-    b, seen, top = log_scan(K, r1, 0)
-    if b and b.k == 1 then seq, cnt = b.T, b.C end
-    base = seq
-    if n == 0 then
-      top = nil
-    elseif b and b.t > lo then
-      mark = b.t
-      local a = log_scan(K, r0, b.r)
-      walk = not a or a.k ~= 1 or b.k ~= 1
-      if not walk then
-        local mine = b.C - a.C + 1
-        used = b.T - a.T + a.u
-        walk = mine < 1 or mine > b.r - a.r + 1 or used < mine
-        f, base = n - mine, a.T - a.u
-        used = used + f
-      end
-    elseif b or seen >= n then
-      f, used = n, n
-    else
-      walk = true
-    end
+  local b, mine
+  if n > 0 then b = log_scan(K, r1, r0) end
+  if not b and r0 > 0 then b = log_scan(K, r0 - 1, 0, LOG_SCAN) end
+  if b then seq, cnt = b.T, b.C or 0 end
+  base = seq
+  if b and b.r >= r0 then
+    mark, top = b.t, b.t
+    if b.r < r1 then top = tonumber(redis.call('ZRANGE', K, r1, r1, 'WITHSCORES')[2]) end
+    local a = log_scan(K, r0, b.r)
+    mine = log_mine(K, a, b)
+    local k = mine and mine(b) or 0
+    used, base = b.T - a.T + a.u, a.T - a.u
+    walk = k < 1 or k > b.r - a.r + 1 or used < k
+    f = n - k
+    used = used + f
     if walk then
       local c = log_count(K, r0, r1)
       used, f, mark = c.used, c.f, c.t
-      if c.T then seq, cnt = c.T, c.C end
+      if c.C then seq, cnt = c.T, c.C end
     end
+  elseif n > 0 then
+    f, used, top = n, n, tonumber(redis.call('ZRANGE', K, r1, r1, 'WITHSCORES')[2])
   end
   local ok = used + need <= L
   if charges(ok, commit, cost, m) then
     if seq + cost > 4503599627370496 then
       seq, cnt = log_rebase(K, r0, r1)
-      base = seq - (used - f)
+      base, walk, mine = seq - (used - f), false, nil
     end
     mark = math.max(now, mark or now)
     seq, cnt, used, n, r1 = seq + cost, cnt + 1, used + cost, n + 1, r1 + 1
@@ -180,20 +222,16 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
     if used == n then
       -- every live hit one unit: its rank follows
       j = r0 + e - 1
-    elseif f == 0 and not walk then
-      -- ours alone: by T, the first with T >= base + e
-      local hi = r1
-      while j < hi do
-        local mid = math.floor((j + hi) / 2)
-        local _, T = log_kind(redis.call('ZRANGE', K, mid, mid)[1])
-        if (T or 0) >= base + e then hi = mid else j = mid + 1 end
-      end
+    elseif mine and not walk and e > LOG_SCAN then
+      -- up to one of ours x: its rank, less ours there, plus our units (T)
+      j = log_first(K, r0, r1, n, used, e, function(x) return x.r - r0 + 1 - mine(x) + x.T - base end)
     else
+      -- e units or more in at most e members
       local u = 0
-      log_walk(K, r0, r1, function(x, _, r)
+      log_walk(K, r0, r1, function(x, r)
         u, j = u + log_units(x), r
         return u >= e
-      end)
+      end, true)
     end
     retry = math.max(1, tonumber(redis.call('ZRANGE', K, j, j, 'WITHSCORES')[2]) + W - now)
   end

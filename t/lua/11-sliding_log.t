@@ -185,13 +185,66 @@ subtest 'members of the layout before the ms prefix: read with their units' => s
     is_deeply $h->run('sliding_log', $K, $L, $W, T0, 0, cost => 2), [0, 1, 10000, 8000],
         '2 more do not fit: they do once the 4 of T0 - 2000 leave';
     is_deeply $r->cmd('ZRANGE', $K, 0, -1),
-        [sprintf('%016d-%d', 6, 4), sprintf('%016d-%d', 9, 3), mem(T0, 2, 2, 1)],
-        'the dead one pruned, the live ones kept as they were, ours in the new layout';
+        [sprintf('%016d-%d', 6, 4), sprintf('%016d-%d', 9, 3), mem(T0, 11, 2, 1)],
+        'the dead one pruned, the live ones kept as they were, ours in the new layout, the total going on';
     is_deeply $h->run('sliding_log', $K, $L, $W, T0 + 8000, 0, cost => 2), [1, 3, 10000, 0], 'at +8 s the 4 left: 3 + 2 + 2';
     is_deeply $h->run('sliding_log', $K, $L, $W, T0 + 9000, 0, cost => 3), [1, 3, 10000, 0],
         'at +9 s the last of them left: 2 + 2 + 3 of ours';
-    is_deeply $r->cmd('ZRANGE', $K, 0, -1), [mem(T0, 2, 2, 1), mem(T0 + 8000, 4, 2, 2), mem(T0 + 9000, 7, 3, 3)],
+    is_deeply $r->cmd('ZRANGE', $K, 0, -1), [mem(T0, 11, 2, 1), mem(T0 + 8000, 13, 2, 2), mem(T0 + 9000, 16, 3, 3)],
         'only the new layout now';
+
+    # both layouts and the seeds' members: where the layout before ends is
+    # found by bisection
+    my $K2 = 'rlaas:rate_limit:layout-before-mixed';
+    my @z;
+    push @z, T0 - 5000 + $_, sprintf('%016d-%d', 2 * $_, 2) for 1 .. 40;
+    push @z, T0 - 4000 + $_, (T0 - 4000 + $_) . "-0.$_" for 1 .. 30;
+    $r->cmd('ZADD', $K2, @z);
+    $r->cmd('PEXPIRE', $K2, 10**9);
+    my $m = Model->new('sliding_log', 200, $W);
+    $m->hit(T0 - 5000 + $_, 200, 2) for 1 .. 40;
+    $m->seeds_hit(T0 - 4000 + $_, 200) for 1 .. 30;
+    my @bad;
+    for my $i (0 .. 59) {
+        my ($t, $c) = (T0 - 3000 + 100 * $i, 1 + $i % 3);
+        if ($i % 4 == 3) {
+            $m->seeds_hit($t, 200) == $h->run_seeds($K2, 200, $W, $t)->[0] or push @bad, "seeds at $i";
+            next;
+        }
+        my $x = $h->run('sliding_log', $K2, 200, $W, $t, 0, cost => $c);
+        my $want = $m->expect($t, $m->hit($t, 200, $c), 200, $c);
+        push @bad, "$i: @$x, model @$want" if "@$x" ne "@$want";
+    }
+    is_deeply \@bad, [], "40 of the layout before (2 units each), the seeds' and ours: every reply as the model";
+};
+
+# A large log of the layout before: read by bisection, not member by
+# member (Redis counts the commands a script runs).
+subtest 'a large log of the layout before: bounded work' => sub {
+    my ($K, $L, $W) = ('rlaas:rate_limit:layout-before-big', 1_000_000, 600_000);
+    my $fill = <<'LUA';
+local base, n = tonumber(ARGV[1]), tonumber(ARGV[2])
+local args = {}
+for i = 1, n do
+  args[#args + 1] = base + i
+  args[#args + 1] = string.format('%016d-%d', i + math.floor(i / 2), 2 - i % 2)
+  if #args >= 2000 or i == n then
+    redis.call('ZADD', KEYS[1], unpack(args))
+    args = {}
+  end
+end
+return redis.call('ZCARD', KEYS[1])
+LUA
+    is $r->cmd('EVAL', $fill, 1, $K, T0 - 300_000, 100_000), 100_000, '100,000 live members of the layout before';
+    $r->cmd('PEXPIRE', $K, 10**9);
+    my $zrange = sub { ($r->cmd('INFO', 'commandstats') =~ /cmdstat_zrange:calls=(\d+)/)[0] // 0 };
+    my $z0 = $zrange->();
+    my $x = $h->run('sliding_log', $K, $L, $W, T0, 0, cost => 3);
+    is_deeply $x, [1, $L - 150_003, 600_000, 0], '150,000 units of theirs and 3: allowed, every unit counted';
+    my $calls = $zrange->() - $z0;
+    cmp_ok $calls, '<', 100, "ZRANGE run $calls times (member by member: 400 at least)";
+    is_deeply $h->run('sliding_log', $K, $L, $W, T0 + 1, 0, cost => 0), [1, $L - 150_003, 599_999, 0],
+        'and again: the same';
 };
 
 # One client with a large limit can hold a huge log; when its hits age out
@@ -374,6 +427,33 @@ subtest "mixed logs past the scans' reach: member by member, as the model" => su
     $t = T0 + 60000 + 210; $ours->(30);
     $t = T0 + 60000 + 400; $ours->(30);
     is_deeply \@bad, [], 'every reply matches the model';
+};
+
+# The retry in a mixed log: when enough units will have left, for every
+# number of units a request may need (a denied request writes nothing, so
+# each asks the same log), against the model. Runs of the seeds' members
+# between ours of several units: found by bisection beyond 16 units.
+subtest "retry with runs of the seeds' members between ours: every cost" => sub {
+    my ($K, $L, $W) = ('rlaas:rate_limit:seeds-retry', 400, 60000);
+    my $m = Model->new('sliding_log', $L, $W);
+    my $t = T0;
+    for my $run ([30, 5], [1, 9], [45, 1], [0, 12], [20, 2], [60, 7], [3, 3], [25, 40], [10, 1], [40, 6]) {
+        my ($seeds, $c) = @$run;
+        for (1 .. $seeds) { $h->run_seeds($K, $L, $W, $t) ; $m->seeds_hit($t, $L); $t += 7 }
+        $h->run('sliding_log', $K, $L, $W, $t, 0, cost => $c);
+        $m->hit($t, $L, $c);
+        $t += 11;
+    }
+    my $rem = $m->expect($t, 1, $L, 0)->[1];
+    is $rem, 80, '320 units used';
+    my @bad;
+    for my $c ($rem + 1 .. $L) {
+        my $x = $h->run('sliding_log', $K, $L, $W, $t, 0, cost => $c);
+        my $want = $m->expect($t, 0, $L, $c);
+        push @bad, "cost $c: @$x, model @$want" if "@$x" ne "@$want";
+        last if @bad > 5;
+    }
+    is_deeply \@bad, [], 'every cost that does not fit (81 to 400): denied, the retry of the model';
 };
 
 # Bounded work holds in a mixed log: 100,000 of the seeds' members out of
