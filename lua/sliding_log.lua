@@ -40,8 +40,8 @@ local function log_walk(K, i, j, f, grow)
     i, n = k + 1, grow and log_step(n) or n
   end
 end
--- from rank i towards j (at most max members): the first of ours {r, t,
--- k, T, u, C}, or nil
+-- from rank i towards j (at most max members): the first of ours {e (the
+-- member), r (its rank), k, T, u, C}, or nil
 local function log_scan(K, i, j, max)
   local d, left = i <= j and 1 or -1, math.min(math.abs(j - i) + 1, max or math.huge)
   local step = 1
@@ -53,7 +53,7 @@ local function log_scan(K, i, j, max)
       local z = d > 0 and y or step - y + 1
       local k, T, u, C = log_kind(e[z])
       if k then
-        return {r = i + d * (y - 1), t = tonumber(redis.call('ZSCORE', K, e[z])), k = k, T = T, u = u, C = C}
+        return {e = e[z], r = i + d * (y - 1), k = k, T = T, u = u, C = C}
       end
     end
     i, left, step = i + d * step, left - step, log_step(step)
@@ -110,7 +110,7 @@ end
 local function log_ahead(K, card, hi)
   local a = redis.call('ZCOUNT', K, '(' .. s(hi), '+inf')
   local b = log_scan(K, card - 1, 0)
-  if not b or b.t <= hi then return card, a end
+  if not b or b.r < card - a then return card, a end
   if b.k == 1 and b.r == card - 1 then
     local k, _, _, C = log_kind(redis.call('ZRANGE', K, 0, 0)[1])
     if k == 1 and b.C - C + 1 == card then
@@ -156,9 +156,10 @@ end
 local function rlaas_sliding_log(K, L, W, cost, m, commit)
   local need = math.max(cost, 1)
   local lo = now - W
-  local card, ahead = redis.call('ZCARD', K), 0
-  if card > 0 and not clock(tonumber(redis.call('ZRANGE', K, -1, -1, 'WITHSCORES')[2]), W) then
-    card, ahead = log_ahead(K, card, now + W)
+  local card, ahead, top = redis.call('ZCARD', K), 0, nil
+  if card > 0 then
+    top = tonumber(redis.call('ZRANGE', K, -1, -1, 'WITHSCORES')[2])
+    if not clock(top, W) then card, ahead, top = log_ahead(K, card, now + W) end
   end
   -- a hit at score x is in the window while now - W < x <= now + W. Work
   -- per call is bounded: the live ones are counted (ZCOUNT), at most 256 of
@@ -174,15 +175,17 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
   -- our newest member (T, C go on from it): live, else dead close below;
   -- our oldest live one. Our units in the window are a difference of T,
   -- our members of C; the foreign ones the rest of n
-  local seq, cnt, mark, top, base, f, used, walk = 0, 0, nil, nil, 0, 0, 0, false
+  local seq, cnt, mark, base, f, used, walk = 0, 0, nil, 0, 0, 0, false
   local b, mine
   if n > 0 then b = log_scan(K, r1, r0) end
   if not b and r0 > 0 then b = log_scan(K, r0 - 1, 0, LOG_SCAN) end
   if b then seq, cnt = b.T, b.C or 0 end
   base = seq
+  -- the newest live score: the key's newest, unless ahead
+  if n == 0 then top = nil
+  elseif not top then top = tonumber(redis.call('ZRANGE', K, r1, r1, 'WITHSCORES')[2]) end
   if b and b.r >= r0 then
-    mark, top = b.t, b.t
-    if b.r < r1 then top = tonumber(redis.call('ZRANGE', K, r1, r1, 'WITHSCORES')[2]) end
+    mark = b.r == r1 and top or tonumber(redis.call('ZSCORE', K, b.e))
     local a = log_scan(K, r0, b.r)
     mine = log_mine(K, a, b)
     local k = mine and mine(b) or 0
@@ -196,7 +199,7 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
       if c.C then seq, cnt = c.T, c.C end
     end
   elseif n > 0 then
-    f, used, top = n, n, tonumber(redis.call('ZRANGE', K, r1, r1, 'WITHSCORES')[2])
+    f, used = n, n
   end
   local ok = used + need <= L
   if charges(ok, commit, cost, m) then
