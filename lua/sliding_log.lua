@@ -10,21 +10,12 @@ local LOG_SCAN, LOG_CHUNK = 16, 256
 -- 1, T, u, C: ours; 2, T, u: ours, the layout before; nothing: foreign
 local function log_kind(e)
   if string.find(e, ':', 1, true) then
-    local T, u, C = string.match(e, '^%d+%-(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d):(%d+):(%d+)$')
+    local T, u, C = string.match(e, '^%d+%-(%d+):(%d+):(%d+)$')
     if T then return 1, tonumber(T), tonumber(u), tonumber(C) end
   elseif string.byte(e, 17) == 45 then
     local T, u = string.match(e, '^(%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d)%-(%d+)$')
     if T then return 2, tonumber(T), tonumber(u) end
   end
-end
-local function log_units(e)
-  local k, _, u = log_kind(e)
-  return k and u or 1
-end
--- the next step: the first member alone (most logs are ours alone), then
--- growing: work in proportion to the members passed
-local function log_step(n)
-  return math.min(n == 1 and LOG_SCAN - 1 or 4 * n, LOG_CHUNK)
 end
 -- f(member, rank, score) on ranks i..j, until true; LOG_CHUNK at a time,
 -- or growing steps without the scores (grow)
@@ -37,11 +28,13 @@ local function log_walk(K, i, j, f, grow)
     for x = 1, #e, w do
       if f(e[x], i + (x - 1) / w, tonumber(e[x + 1])) then return end
     end
-    i, n = k + 1, grow and log_step(n) or n
+    i, n = k + 1, grow and math.min(4 * n, LOG_CHUNK) or n
   end
 end
 -- from rank i towards j (at most max members): the first of ours {e (the
--- member), r (its rank), k, T, u, C}, or nil
+-- member), r (its rank), k, T, u, C}, or nil. The first member alone
+-- (most logs are ours alone), then growing steps: work in proportion to
+-- the members passed
 local function log_scan(K, i, j, max)
   local d, left = i <= j and 1 or -1, math.min(math.abs(j - i) + 1, max or math.huge)
   local step = 1
@@ -56,7 +49,7 @@ local function log_scan(K, i, j, max)
         return {e = e[z], r = i + d * (y - 1), k = k, T = T, u = u, C = C}
       end
     end
-    i, left, step = i + d * step, left - step, log_step(step)
+    i, left, step = i + d * step, left - step, math.min(step == 1 and LOG_SCAN - 1 or 4 * step, LOG_CHUNK)
   end
 end
 -- how many of ours lie in ranks a.r..x.r (a the oldest live, b the newest,
@@ -156,9 +149,10 @@ end
 local function rlaas_sliding_log(K, L, W, cost, m, commit)
   local need = math.max(cost, 1)
   local lo = now - W
-  local card, ahead, top = redis.call('ZCARD', K), 0, nil
+  local card, ahead, top, z = redis.call('ZCARD', K), 0, nil, nil
   if card > 0 then
-    top = tonumber(redis.call('ZRANGE', K, -1, -1, 'WITHSCORES')[2])
+    z = redis.call('ZRANGE', K, -1, -1, 'WITHSCORES')
+    top = tonumber(z[2])
     if not clock(top, W) then card, ahead, top = log_ahead(K, card, now + W) end
   end
   -- a hit at score x is in the window while now - W < x <= now + W. Work
@@ -176,8 +170,13 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
   -- our oldest live one. Our units in the window are a difference of T,
   -- our members of C; the foreign ones the rest of n
   local seq, cnt, mark, base, f, used, walk = 0, 0, nil, 0, 0, 0, false
-  local b, mine
-  if n > 0 then b = log_scan(K, r1, r0) end
+  local a, b, mine
+  if n > 0 and top then
+    -- the key's newest is at r1 (none ahead)
+    local k, T, u, C = log_kind(z[1])
+    if k then b = {e = z[1], r = r1, k = k, T = T, u = u, C = C} end
+  end
+  if n > 0 and not b then b = log_scan(K, r1, r0) end
   if not b and r0 > 0 then b = log_scan(K, r0 - 1, 0, LOG_SCAN) end
   if b then seq, cnt = b.T, b.C or 0 end
   base = seq
@@ -186,9 +185,18 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
   elseif not top then top = tonumber(redis.call('ZRANGE', K, r1, r1, 'WITHSCORES')[2]) end
   if b and b.r >= r0 then
     mark = b.r == r1 and top or tonumber(redis.call('ZSCORE', K, b.e))
-    local a = log_scan(K, r0, b.r)
-    mine = log_mine(K, a, b)
-    local k = mine and mine(b) or 0
+    a = b
+    if b.r > r0 then
+      -- the oldest live member is ours, most often
+      local x = redis.call('ZRANGE', K, r0, r0)[1]
+      local k, T, u, C = log_kind(x)
+      a = k and {e = x, r = r0, k = k, T = T, u = u, C = C} or log_scan(K, r0 + 1, b.r)
+    end
+    local k = a.k == 1 and b.k == 1 and b.C - a.C + 1
+    if not k then
+      mine = log_mine(K, a, b)
+      k = mine and mine(b) or 0
+    end
     used, base = b.T - a.T + a.u, a.T - a.u
     walk = k < 1 or k > b.r - a.r + 1 or used < k
     f = n - k
@@ -205,7 +213,7 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
   if charges(ok, commit, cost, m) then
     if seq + cost > 4503599627370496 then
       seq, cnt = log_rebase(K, r0, r1)
-      base, walk, mine = seq - (used - f), false, nil
+      base, walk, a = seq - (used - f), false, nil
     end
     mark = math.max(now, mark or now)
     seq, cnt, used, n, r1 = seq + cost, cnt + 1, used + cost, n + 1, r1 + 1
@@ -225,14 +233,16 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
     if used == n then
       -- every live hit one unit: its rank follows
       j = r0 + e - 1
-    elseif mine and not walk and e > LOG_SCAN then
+    elseif a and not walk and e > LOG_SCAN then
       -- up to one of ours x: its rank, less ours there, plus our units (T)
+      mine = mine or log_mine(K, a, b)
       j = log_first(K, r0, r1, n, used, e, function(x) return x.r - r0 + 1 - mine(x) + x.T - base end)
     else
       -- e units or more in at most e members
       local u = 0
       log_walk(K, r0, r1, function(x, r)
-        u, j = u + log_units(x), r
+        local k, _, v = log_kind(x)
+        u, j = u + (k and v or 1), r
         return u >= e
       end, true)
     end
