@@ -17,20 +17,6 @@ local function log_kind(e)
     if T then return 2, tonumber(T), tonumber(u) end
   end
 end
--- f(member, rank, score) on ranks i..j, until true; LOG_CHUNK at a time,
--- or growing steps without the scores (grow)
-local function log_walk(K, i, j, f, grow)
-  local n = grow and 1 or LOG_CHUNK
-  while i <= j do
-    local k, e = math.min(j, i + n - 1), nil
-    if grow then e = redis.call('ZRANGE', K, i, k) else e = redis.call('ZRANGE', K, i, k, 'WITHSCORES') end
-    local w = grow and 1 or 2
-    for x = 1, #e, w do
-      if f(e[x], i + (x - 1) / w, tonumber(e[x + 1])) then return end
-    end
-    i, n = k + 1, grow and math.min(4 * n, LOG_CHUNK) or n
-  end
-end
 -- from rank i towards j (at most max members): the first of ours {e (the
 -- member), r (its rank), k, T, u, C}, or nil. The first member alone
 -- (most logs are ours alone), then growing steps: work in proportion to
@@ -49,102 +35,125 @@ local function log_scan(K, i, j, max)
         return {e = e[z], r = i + d * (y - 1), k = k, T = T, u = u, C = C}
       end
     end
-    i, left, step = i + d * step, left - step, math.min(step == 1 and LOG_SCAN - 1 or 4 * step, LOG_CHUNK)
+    i, left = i + d * step, left - step
+    step = math.min(step == 1 and LOG_SCAN - 1 or 4 * step, LOG_CHUNK)
   end
 end
--- how many of ours lie in ranks a.r..x.r (a the oldest live, b the newest,
--- x between): by C in the new layout. The layout before has no C: its
--- members lie below the new ones (c the first), found by bisection; a
--- foreign one among them would be taken for ours (one unit short, until
--- it leaves). Nil: the log does not add up
-local function log_mine(K, a, b)
-  if a.k == 1 then
-    return b.k == 1 and function(x) return x.C and x.C - a.C + 1 or x.r - a.r + 1 end
-  end
-  local old = function(x) return x.r - a.r + 1 end
-  if b.k == 2 then return old end
-  local lo, hi, c = a.r + 1, b.r - 1, b
-  while lo <= hi do
-    local mid = math.floor((lo + hi) / 2)
-    local q = log_scan(K, mid, hi)
-    if q and q.k == 2 then lo = q.r + 1 else
-      c, hi = q or c, mid - 1
+-- the rarer helpers, made only when needed: a script makes its
+-- functions anew on every call
+local function log_slow()
+  -- f(member, rank, score) on ranks i..j, until true; LOG_CHUNK at a time,
+  -- or growing steps without the scores (grow)
+  local function log_walk(K, i, j, f, grow)
+    local n = grow and 1 or LOG_CHUNK
+    while i <= j do
+      local k, e = math.min(j, i + n - 1), nil
+      if grow then e = redis.call('ZRANGE', K, i, k)
+      else e = redis.call('ZRANGE', K, i, k, 'WITHSCORES') end
+      local w = grow and 1 or 2
+      for x = 1, #e, w do
+        if f(e[x], i + (x - 1) / w, tonumber(e[x + 1])) then return end
+      end
+      i, n = k + 1, grow and math.min(4 * n, LOG_CHUNK) or n
     end
   end
-  local d = log_scan(K, c.r - 1, a.r)
-  return d.k == 2 and function(x) return x.k == 2 and old(x) or old(d) + x.C - c.C + 1 end
-end
--- the first rank j with e units or more in r0..j (used in r0..r1, n
--- members): by bisection, P(x) the units up to x, one of ours; foreign
--- members count one each. Each member is a unit or more, and all but
--- used - n units are one a member: j is within used - n ranks of r0 + e - 1
-local function log_first(K, r0, r1, n, used, e, P)
-  local lo, hi = math.max(r0, r0 + e - 1 - (used - n)), math.min(r1, r0 + e - 1)
-  while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
-    local q = log_scan(K, mid, r1)
-    -- mid..at foreign, Pa units up to at
-    local at, Pa = r1, used
-    if q then at, Pa = q.r - 1, P(q) - q.u end
-    if q and Pa < e then
-      if Pa + q.u >= e then return q.r end
-      lo = q.r + 1
-    else
-      local Pm = Pa - (at - mid + 1)
-      if Pm < e then return at - (Pa - e) end
-      hi = mid - 1
+  -- how many of ours lie in ranks a.r..x.r (a the oldest live, b the newest,
+  -- x between): by C in the new layout. The layout before has no C: its
+  -- members lie below the new ones (c the first), found by bisection; a
+  -- foreign one among them would be taken for ours (one unit short, until
+  -- it leaves). Nil: the log does not add up
+  local function log_mine(K, a, b)
+    if a.k == 1 then
+      return b.k == 1 and function(x) return x.C and x.C - a.C + 1 or x.r - a.r + 1 end
     end
-  end
-  return lo
-end
--- the clock rule: ours stamped over W ahead (the clock went back) are no
--- state, all of ours then; a foreign member is its own: kept, not counted
--- beyond W. Ours alone go with the key; else each, once. New card, ahead
-local function log_ahead(K, card, hi)
-  local a = redis.call('ZCOUNT', K, '(' .. s(hi), '+inf')
-  local b = log_scan(K, card - 1, 0)
-  if not b or b.r < card - a then return card, a end
-  if b.k == 1 and b.r == card - 1 then
-    local k, _, _, C = log_kind(redis.call('ZRANGE', K, 0, 0)[1])
-    if k == 1 and b.C - C + 1 == card then
-      redis.call('UNLINK', K)
-      return 0, 0
+    local old = function(x) return x.r - a.r + 1 end
+    if b.k == 2 then return old end
+    local lo, hi, c = a.r + 1, b.r - 1, b
+    while lo <= hi do
+      local mid = math.floor((lo + hi) / 2)
+      local q = log_scan(K, mid, hi)
+      if q and q.k == 2 then lo = q.r + 1 else
+        c, hi = q or c, mid - 1
+      end
     end
+    local d = log_scan(K, c.r - 1, a.r)
+    return d.k == 2 and function(x) return x.k == 2 and old(x) or old(d) + x.C - c.C + 1 end
   end
-  local gone = {}
-  log_walk(K, 0, card - 1, function(e) if log_kind(e) then gone[#gone + 1] = e end end)
-  for i = 1, #gone, LOG_CHUNK do
-    redis.call('ZREM', K, unpack(gone, i, math.min(#gone, i + LOG_CHUNK - 1)))
+  -- the first rank j with e units or more in r0..j (used in r0..r1, n
+  -- members): by bisection, P(x) the units up to x, one of ours; foreign
+  -- members count one each. Each member is a unit or more, and all but
+  -- used - n units are one a member: j is within used - n ranks of r0 + e - 1
+  local function log_first(K, r0, r1, n, used, e, P)
+    local lo, hi = math.max(r0, r0 + e - 1 - (used - n)), math.min(r1, r0 + e - 1)
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      local q = log_scan(K, mid, r1)
+      -- mid..at foreign, Pa units up to at
+      local at, Pa = r1, used
+      if q then at, Pa = q.r - 1, P(q) - q.u end
+      if q and Pa < e then
+        if Pa + q.u >= e then return q.r end
+        lo = q.r + 1
+      else
+        local Pm = Pa - (at - mid + 1)
+        if Pm < e then return at - (Pa - e) end
+        hi = mid - 1
+      end
+    end
+    return lo
   end
-  return card - #gone, redis.call('ZCOUNT', K, '(' .. s(hi), '+inf')
-end
--- our units, the foreign members and our newest T, C and stamp in ranks
--- r0..r1, member by member: a log that does not add up (edited by hand)
-local function log_count(K, r0, r1)
-  local c = {used = 0, f = 0}
-  log_walk(K, r0, r1, function(e, _, t)
-    local k, T, u, C = log_kind(e)
-    if not k then c.f, u = c.f + 1, 1 end
-    if k then c.T, c.C, c.t = T, C, t end
-    c.used = c.used + u
-  end)
-  return c
-end
--- totals stay exact below 2^53: far before, our live members start again
--- at 0, the layout before rewritten too (the others are left). New T, C
-local function log_rebase(K, r0, r1)
-  local all = {}
-  log_walk(K, r0, r1, function(e, _, t)
-    local k, T, u = log_kind(e)
-    if k then all[#all + 1] = {e, t, T, u} end
-  end)
-  if #all == 0 then return 0, 0 end
-  local T0 = all[1][3] - all[1][4]
-  for C, x in ipairs(all) do
-    redis.call('ZREM', K, x[1])
-    redis.call('ZADD', K, s(x[2]), s(x[2]) .. '-' .. string.format('%016d:%d:%d', x[3] - T0, x[4], C))
+  -- the clock rule: ours stamped over W ahead (the clock went back) are no
+  -- state, all of ours then; a foreign member is its own: kept, not counted
+  -- beyond W. Ours alone go with the key; else each, once. New card, ahead
+  local function log_ahead(K, card, hi)
+    local a = redis.call('ZCOUNT', K, '(' .. s(hi), '+inf')
+    local b = log_scan(K, card - 1, 0)
+    if not b or b.r < card - a then return card, a end
+    if b.k == 1 and b.r == card - 1 then
+      local k, _, _, C = log_kind(redis.call('ZRANGE', K, 0, 0)[1])
+      if k == 1 and b.C - C + 1 == card then
+        redis.call('UNLINK', K)
+        return 0, 0
+      end
+    end
+    local gone = {}
+    log_walk(K, 0, card - 1, function(e) if log_kind(e) then gone[#gone + 1] = e end end)
+    for i = 1, #gone, LOG_CHUNK do
+      redis.call('ZREM', K, unpack(gone, i, math.min(#gone, i + LOG_CHUNK - 1)))
+    end
+    return card - #gone, redis.call('ZCOUNT', K, '(' .. s(hi), '+inf')
   end
-  return all[#all][3] - T0, #all
+  -- our units, the foreign members and our newest T, C and stamp in ranks
+  -- r0..r1, member by member: a log that does not add up (edited by hand)
+  local function log_count(K, r0, r1)
+    local c = {used = 0, f = 0}
+    log_walk(K, r0, r1, function(e, _, t)
+      local k, T, u, C = log_kind(e)
+      if not k then c.f, u = c.f + 1, 1 end
+      if k then c.T, c.C, c.t = T, C, t end
+      c.used = c.used + u
+    end)
+    return c
+  end
+  -- totals stay exact below 2^53: far before, our live members start again
+  -- at 0, the layout before rewritten too (the others are left). New T, C
+  local function log_rebase(K, r0, r1)
+    local all = {}
+    log_walk(K, r0, r1, function(e, _, t)
+      local k, T, u = log_kind(e)
+      if k then all[#all + 1] = {e, t, T, u} end
+    end)
+    if #all == 0 then return 0, 0 end
+    local T0 = all[1][3] - all[1][4]
+    for C, x in ipairs(all) do
+      redis.call('ZREM', K, x[1])
+      local t = s(x[2])
+      redis.call('ZADD', K, t, t .. '-' .. string.format('%016d:%d:%d', x[3] - T0, x[4], C))
+    end
+    return all[#all][3] - T0, #all
+  end
+  return {walk = log_walk, mine = log_mine, first = log_first, ahead = log_ahead,
+    count = log_count, rebase = log_rebase}
 end
 local function rlaas_sliding_log(K, L, W, cost, m, commit)
   local need = math.max(cost, 1)
@@ -153,7 +162,7 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
   if card > 0 then
     z = redis.call('ZRANGE', K, -1, -1, 'WITHSCORES')
     top = tonumber(z[2])
-    if not clock(top, W) then card, ahead, top = log_ahead(K, card, now + W) end
+    if not clock(top, W) then card, ahead, top = log_slow().ahead(K, card, now + W) end
   end
   -- a hit at score x is in the window while now - W < x <= now + W. Work
   -- per call is bounded: the live ones are counted (ZCOUNT), at most 256 of
@@ -170,7 +179,7 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
   -- our oldest live one. Our units in the window are a difference of T,
   -- our members of C; the foreign ones the rest of n
   local seq, cnt, mark, base, f, used, walk = 0, 0, nil, 0, 0, 0, false
-  local a, b, mine
+  local a, b, mine, slow
   if n > 0 and top then
     -- the key's newest is at r1 (none ahead)
     local k, T, u, C = log_kind(z[1])
@@ -194,7 +203,8 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
     end
     local k = a.k == 1 and b.k == 1 and b.C - a.C + 1
     if not k then
-      mine = log_mine(K, a, b)
+      slow = log_slow()
+      mine = slow.mine(K, a, b)
       k = mine and mine(b) or 0
     end
     used, base = b.T - a.T + a.u, a.T - a.u
@@ -202,7 +212,8 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
     f = n - k
     used = used + f
     if walk then
-      local c = log_count(K, r0, r1)
+      slow = slow or log_slow()
+      local c = slow.count(K, r0, r1)
       used, f, mark = c.used, c.f, c.t
       if c.C then seq, cnt = c.T, c.C end
     end
@@ -212,7 +223,8 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
   local ok = used + need <= L
   if charges(ok, commit, cost, m) then
     if seq + cost > 4503599627370496 then
-      seq, cnt = log_rebase(K, r0, r1)
+      slow = slow or log_slow()
+      seq, cnt = slow.rebase(K, r0, r1)
       base, walk, a = seq - (used - f), false, nil
     end
     mark = math.max(now, mark or now)
@@ -235,12 +247,15 @@ local function rlaas_sliding_log(K, L, W, cost, m, commit)
       j = r0 + e - 1
     elseif a and not walk and e > LOG_SCAN then
       -- up to one of ours x: its rank, less ours there, plus our units (T)
-      mine = mine or log_mine(K, a, b)
-      j = log_first(K, r0, r1, n, used, e, function(x) return x.r - r0 + 1 - mine(x) + x.T - base end)
+      slow = slow or log_slow()
+      mine = mine or slow.mine(K, a, b)
+      j = slow.first(K, r0, r1, n, used, e,
+        function(x) return x.r - r0 + 1 - mine(x) + x.T - base end)
     else
       -- e units or more in at most e members
       local u = 0
-      log_walk(K, r0, r1, function(x, r)
+      slow = slow or log_slow()
+      slow.walk(K, r0, r1, function(x, r)
         local k, _, v = log_kind(x)
         u, j = u + (k and v or 1), r
         return u >= e
