@@ -11,7 +11,8 @@ int rlaas_algo_call_ok(const rlaas_algo_call_t *c)
            c->limit >= 1 && c->limit <= RLAAS_LIMIT_MAX && c->window_ms >= 1 &&
            c->window_ms <= RLAAS_ALGO_WINDOW_MAX && c->now_ms >= 0 &&
            c->now_ms <= RLAAS_ALGO_NOW_MAX && c->cost >= 0 &&
-           c->cost <= c->limit && c->mode >= 0 && c->mode <= RLAAS_ALGO_MODE_MAX;
+           c->cost <= c->limit && c->mode >= 0 &&
+           c->mode <= RLAAS_ALGO_MODE_MAX;
 }
 
 size_t rlaas_algo_suffix(const rlaas_algo_call_t *c, char *buf)
@@ -32,4 +33,19 @@ int rlaas_algo_hit(const rlaas_algo_call_t *c, void *state, size_t *len,
     if (!rlaas_algo_call_ok(c))
         return -1;
     return algos[c->strategy](c, state, len, ttl_ms, v);
+}
+
+size_t rlaas_algo_first_len(rlaas_strategy_e st)
+{
+    /* fixed: the count; the log: its run count and one run {ms, hits,
+     * units}; sliding: {window, previous, current}; the buckets: a pair;
+     * a ban: {until, length} */
+    static const size_t len[RLAAS_STRATEGY_COUNT + 1] = {
+        sizeof(int64_t),           4 * sizeof(int64_t),
+        3 * sizeof(int64_t),       sizeof(rlaas_algo_pair_t),
+        sizeof(rlaas_algo_pair_t), sizeof(rlaas_algo_pair_t),
+        2 * sizeof(int64_t)};
+
+    return st >= 0 && st <= RLAAS_STRATEGY_COUNT ? len[st]
+                                                 : RLAAS_ALGO_STATE_MAX;
 }

@@ -86,4 +86,8 @@ size_t rlaas_algo_suffix(const rlaas_algo_call_t *c, char *buf);
 int rlaas_algo_hit(const rlaas_algo_call_t *c, void *state, size_t *len,
                    int64_t *ttl_ms, rlaas_verdict_t *v);
 
+/* The size of a strategy's state after its first charge: the room a new
+ * record needs (a ban's strategy, RLAAS_STRATEGY_COUNT: its record's). */
+size_t rlaas_algo_first_len(rlaas_strategy_e st);
+
 #endif

@@ -552,6 +552,7 @@ static rlaas_lerr_e decide_local(decision_t *dc, int divisor)
             cost = 1;
         c->cost = cost < c->limit ? cost : c->limit;
         c->mode = it->call.mode;
+        c->zone_len = it->zone_len;
     }
     if (dc->ban_key != NULL) {
         rlaas_local_call_t *c = &calls[dc->n];
@@ -564,6 +565,8 @@ static rlaas_lerr_e decide_local(decision_t *dc, int divisor)
         c->window_ms = dc->ban.max_ms;
         c->cost = dc->ban.factor;
         c->mode = dc->ban_own;
+        /* the ban's record is of its section's zone */
+        c->zone_len = dc->it[dc->ban_own - 1].zone_len;
     }
     e = rlaas_backend_eval(dc->r, calls, dc->n + (dc->ban_key != NULL), v);
     if (e != RLAAS_LERR_NONE)

@@ -156,6 +156,52 @@ static void namespaced_zones(void **state)
     assert_string_equal(key_of(&t), want);
 }
 
+/* The zone part, what the local engine keeps zones apart by: the key's
+ * prefix, zone and namespace, the same for every identity of the zone,
+ * different for another zone or tenant. */
+static size_t zone_len_of(const tuple_t *t)
+{
+    rlaas_key_spec_t k;
+
+    k.prefix = P;
+    k.prefix_len = strlen(P);
+    k.zone = t->zone;
+    k.zone_len = t->zone ? strlen(t->zone) : 0;
+    k.ns = t->ns;
+    k.ns_len = t->ns ? strlen(t->ns) : 0;
+    return rlaas_key_zone_len(&k);
+}
+
+static void zone_part(void **state)
+{
+    static const struct {
+        const char *zone, *ns, *part;
+    } cases[] = {{"login", NULL, P "login:"},
+                 {"login", "a.example", P "login@a.example:"},
+                 {"login", "b.example", P "login@b.example:"},
+                 {NULL, "a.example", P "@a.example:"},
+                 {NULL, NULL, P}};
+    char first[RLAAS_KEY_MAX + 32];
+    size_t i, n;
+    tuple_t t;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tuple(&t, cases[i].zone, RLAAS_STRATEGY_TOKEN, "203.0.113.9");
+        t.ns = cases[i].ns;
+        source(&t, "header:X-Key", "alice");
+        n = zone_len_of(&t);
+        assert_int_equal(n, strlen(cases[i].part));
+        strcpy(first, key_of(&t));
+        assert_memory_equal(first, cases[i].part, n);
+        /* another identity: the same zone part */
+        t.val[0] = "bob";
+        assert_memory_equal(key_of(&t), first, n);
+        t.val[0] = NULL;
+        assert_memory_equal(key_of(&t), first, n);
+    }
+}
+
 static void namespace_text(void **state)
 {
     char out[RLAAS_NS_MAX], want[1 + RLAAS_NS_HASH_HEX + 1], big[300];
@@ -493,7 +539,7 @@ static const char *const sources[] = {"ip",
                                       "expr=%{HTTP:X-A}",
                                       "expr=%{REQUEST_METHOD}"};
 
-static const char *const zones[] = {NULL,    "za", "zb",   "tb",   "123",
+static const char *const zones[] = {NULL,    "za", "zb",   "tb",    "123",
                                     "h.x-a", "ip", "user", "alice", "ban"};
 
 /* Namespaces, often none; some spell a zone, a value or a segment. */
@@ -683,6 +729,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(default_forms_keep_the_seeds_layout),
         cmocka_unit_test(namespaced_zones),
+        cmocka_unit_test(zone_part),
         cmocka_unit_test(namespace_text),
         cmocka_unit_test(tagged_forms),
         cmocka_unit_test(single_non_default_source_is_tagged),
