@@ -1039,15 +1039,11 @@ static int chain_ok(const rlaas_table_t *t, stripe_t *s, cno_t n,
     return c == NIL && k == need;
 }
 
-static int stripe_ok(const rlaas_table_t *t, stripe_t *s)
+static int stripe_ok(const rlaas_table_t *t, stripe_t *s, unsigned char *st)
 {
-    unsigned char st[s->hwm + 1];
     uint32_t b, records = 0, used = 0, listed = 0, k;
     cno_t n, prev = NIL;
 
-    memset(st, C_FREE, s->hwm + 1);
-    if (s->hwm > s->nchunks || s->writing != NIL)
-        return 0;
     for (b = 0; b < s->nbuckets; b++) {
         for (n = buckets_of(t, s)[b]; n != NIL; n = rec(t, s, n)->bnext) {
             if (n > s->hwm || st[n] != C_FREE ||
@@ -1088,7 +1084,13 @@ uint32_t rlaas_table_verify(rlaas_table_t *t)
         rlaas_clock_timespec(rlaas_clock_us() + 1000000, &at);
         if (lock(t, s, &at, &rep) != RLAAS_TABLE_OK)
             return i + 1;
-        ok = stripe_ok(t, s);
+        ok = s->hwm <= s->nchunks && s->writing == NIL;
+        if (ok) {
+            unsigned char st[s->hwm + 1];
+
+            memset(st, C_FREE, s->hwm + 1);
+            ok = stripe_ok(t, s, st);
+        }
         pthread_mutex_unlock(&s->mu);
         if (!ok)
             return i + 1;
