@@ -82,11 +82,7 @@ sub get {
     return $res->{status} . ($ra > 4000 ? ' ban' : '');
 }
 
-sub metric {
-    my ($name) = @_;
-    my $c = HTTP::Tiny->new->get("$base/metrics")->{content} // '';
-    return $c =~ /^\Q$name\E (\d+)$/m ? $1 : undef;
-}
+sub metric { $h->metric($_[0]) }
 
 # n requests at once, each from a process of its own; their statuses
 sub burst {

@@ -46,6 +46,17 @@ static void tuple(tuple_t *t, const char *zone, rlaas_strategy_e st,
     t->ip = ip;
 }
 
+/* The prefix, zone and namespace of a tuple's key. */
+static void zone_of(const tuple_t *t, rlaas_key_spec_t *k)
+{
+    k->prefix = P;
+    k->prefix_len = strlen(P);
+    k->zone = t->zone;
+    k->zone_len = t->zone ? strlen(t->zone) : 0;
+    k->ns = t->ns;
+    k->ns_len = t->ns ? strlen(t->ns) : 0;
+}
+
 /* The key of a tuple as Redis sees it: for fixed, with the window number
  * the script appends. Returns its length. */
 static size_t final_key(char *out, const tuple_t *t)
@@ -63,12 +74,7 @@ static size_t final_key(char *out, const tuple_t *t)
         parts[i].value = t->val[i];
         parts[i].value_len = t->val_len[i];
     }
-    k.prefix = P;
-    k.prefix_len = strlen(P);
-    k.zone = t->zone;
-    k.zone_len = t->zone ? strlen(t->zone) : 0;
-    k.ns = t->ns;
-    k.ns_len = t->ns ? strlen(t->ns) : 0;
+    zone_of(t, &k);
     k.ip = t->ip;
     k.ip_len = t->ip ? strlen(t->ip) : 0;
     k.strategy = t->st;
@@ -163,12 +169,7 @@ static size_t zone_len_of(const tuple_t *t)
 {
     rlaas_key_spec_t k;
 
-    k.prefix = P;
-    k.prefix_len = strlen(P);
-    k.zone = t->zone;
-    k.zone_len = t->zone ? strlen(t->zone) : 0;
-    k.ns = t->ns;
-    k.ns_len = t->ns ? strlen(t->ns) : 0;
+    zone_of(t, &k);
     return rlaas_key_zone_len(&k);
 }
 
