@@ -27,14 +27,6 @@ size_t rlaas_algo_suffix(const rlaas_algo_call_t *c, char *buf)
     return n;
 }
 
-int rlaas_algo_hit(const rlaas_algo_call_t *c, void *state, size_t *len,
-                   int64_t *ttl_ms, rlaas_verdict_t *v)
-{
-    if (!rlaas_algo_call_ok(c))
-        return -1;
-    return algos[c->strategy](c, state, len, ttl_ms, v);
-}
-
 size_t rlaas_algo_first_len(rlaas_strategy_e st)
 {
     /* fixed: the count; the log: its run count and one run {ms, hits,
@@ -48,4 +40,12 @@ size_t rlaas_algo_first_len(rlaas_strategy_e st)
 
     return st >= 0 && st <= RLAAS_STRATEGY_COUNT ? len[st]
                                                  : RLAAS_ALGO_STATE_MAX;
+}
+
+int rlaas_algo_hit(const rlaas_algo_call_t *c, void *state, size_t *len,
+                   int64_t *ttl_ms, rlaas_verdict_t *v)
+{
+    if (!rlaas_algo_call_ok(c))
+        return -1;
+    return algos[c->strategy](c, state, len, ttl_ms, v);
 }
