@@ -212,11 +212,6 @@ static rlaas_lerr_e ban_held(rlaas_table_hold_t *hd, int i, prepared_t *p,
     rc = rlaas_table_update_held(hd, i, p->key, p->len, ban_fn, b, rep);
     if (rc == RLAAS_TABLE_REFUSED && !b->start)
         rc = RLAAS_TABLE_OK;
-    /* no room to start it (counted in rep): the denial stands alone */
-    if (rc == RLAAS_TABLE_FULL && b->start) {
-        b->start = 0;
-        return RLAAS_LERR_NONE;
-    }
     if (rc == RLAAS_TABLE_OK && rec != NULL) {
         memcpy(rec->key, p->key, p->len + 1);
         rec->ttl_ms = rep->vlen > 0 ? rep->expire - hd->now : -2;
@@ -257,12 +252,13 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
         }
         keys[i] = p[i].key;
         lens[i] = p[i].len;
-        zlens[i] = calls[i].zone_len;
         for (j = 0; j < i; j++) {
             if (lens[j] == lens[i] && memcmp(keys[j], keys[i], lens[i]) == 0)
                 return RLAAS_LERR_CALL;
         }
     }
+    for (i = 0; i < n; i++)
+        zlens[i] = calls[i].zone_len;
     e = lerr(rlaas_table_hold(lc, keys, lens, zlens, n, now_ms,
                               RLAAS_LOCAL_LOCK_WAIT_US, &hd, rep));
     if (e != RLAAS_LERR_NONE)
@@ -310,6 +306,12 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
             b.start = 1;
             e = ban_held(&hd, ban, &p[ban], &b, rep,
                          recs != NULL ? &recs[ban] : NULL);
+            /* no room to start it (counted in rep): the denial stands
+             * alone */
+            if (e == RLAAS_LERR_FULL) {
+                e = RLAAS_LERR_NONE;
+                b.start = 0;
+            }
             if (b.start) {
                 v[ban].allowed = 0;
                 v[ban].remaining = 2;
