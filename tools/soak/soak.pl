@@ -313,9 +313,12 @@ sub httpd_conf {
     my ($srv, $be) = @_;
     my $www = "$DIR/www";
     my $m = $srv->{mpm};
+    # prefork: a child per open connection, and the clients keep theirs
+    # open for up to a second after use (bursts of up to 60): enough
+    # children that a graceful restart does not queue them for seconds
     my $mpm = $m eq 'event'
         ? "StartServers 2\nServerLimit 4\nThreadsPerChild 16\nMaxRequestWorkers 64\nMinSpareThreads 8\nMaxSpareThreads 48\n"
-        : "StartServers 8\nMinSpareServers 4\nMaxSpareServers 16\nServerLimit 64\nMaxRequestWorkers 64\n";
+        : "StartServers 48\nMinSpareServers 24\nMaxSpareServers 64\nServerLimit 128\nMaxRequestWorkers 128\n";
     my $user = $RUNUSER ? "User $RUNUSER\nGroup #" . (getpwnam($RUNUSER))[3] . "\n" : '';
     my $h2 = $srv->{h2} ? "LoadModule http2_module $LIBEXEC/mod_http2.so\nProtocols h2c http/1.1\n" : '';
     my $lease = $be->{name} eq 'lease' ? 'RLaaSLease on' : '';

@@ -573,16 +573,25 @@ sub check_recovery {
     my %byb;
     push @{ $byb{ $_->[BE] } }, $_ for @{ $X->{req} };
     my %rec;
+    my %next;    # the next fault of the same backend: the horizon
+    my @fs = sort { $a->{start} <=> $b->{start} } @{ $X->{faults} };
+    for my $i (0 .. $#fs) {
+        my ($n) = grep { $_->{backend} eq $fs[$i]{backend} } @fs[$i + 1 .. $#fs];
+        $next{ $fs[$i] } = $n->{start} if $n;
+    }
     for my $f (@{ $X->{faults} }) {
         my $reqs = $byb{ $f->{backend} } || [];
         my $own = !$BACKEND_FAULT{ $f->{kind} };
-        my $horizon = $f->{end} + 3 * $GRACE;
+        my $horizon = min($f->{end} + 3 * $GRACE, ($next{$f} // 9e9) - $BEFORE);
         my ($last, $normal) = (undef, 0);
         for my $r (@$reqs) {
             next if $r->[S] < $f->{start} - $BEFORE || $r->[S] > $horizon;
             next if $own && $r->[SRV] ne $f->{server};
             next unless Soak::Model::section($r->[SEC]);
-            my $abn = $r->[CODE] >= 500 || $r->[CODE] == 0 || $r->[ST] =~ /^(error|fail_open|local|local_denied)$/;
+            # what this fault can cause: undecided requests and 5xx; a lost
+            # connection only from a fault of the server itself
+            my $abn = ($r->[CODE] >= 500 && $r->[CODE] != 599) || $r->[ST] =~ /^(error|fail_open|local|local_denied)$/
+                || ($own && ($r->[CODE] == 599 || $r->[CODE] == 0));
             if ($abn) { $last = $r->[A] if !defined $last || $r->[A] > $last }
             elsif ($r->[S] > $f->{end}) { $normal++ }
         }
