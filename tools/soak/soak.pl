@@ -51,7 +51,7 @@ my %opt = (
     seed     => $ENV{SEED},
     backends => $ENV{BACKENDS} || join(',', @Soak::Model::BACKENDS),
     dir      => $ENV{SOAK_DIR} || "$TOP/build/soak",
-    rate     => $ENV{SOAK_RATE} || 1,
+    rate     => $ENV{SOAK_RATE},
     module   => $ENV{RLAAS_MODULE} || "$TOP/.libs/mod_rlaas.so",
 );
 GetOptions(\%opt, 'duration=s', 'seed=i', 'backends=s', 'dir=s', 'rate=f',
@@ -78,6 +78,9 @@ for my $b (@BACKENDS) {
         unless grep { $_ eq $b } @Soak::Model::BACKENDS;
 }
 die "mod_rlaas is not built: $opt{module} (make)\n" unless -e $opt{module};
+# The traffic of Soak::Model is sized for two backends on a 2-CPU machine:
+# with more, each gets a share (SOAK_RATE overrides)
+$opt{rate} ||= @BACKENDS > 2 ? sprintf('%.2f', 2 / @BACKENDS) : 1;
 
 # one soak at a time on this machine
 open my $LOCK, '>', '/tmp/rlaas-soak.lock' or die "/tmp/rlaas-soak.lock: $!\n";
@@ -264,7 +267,7 @@ EOC
         printf "cluster: three masters with a replica each (%.1fs)\n", time - $t0;
         $be{conf} = "RLaaSRedisCluster " . join(' ', map { "127.0.0.1:$_" } @cp[0 .. 2]) . "\n";
     }
-    $be{conf} .= "RLaaSRedisTimeout 500ms\nRLaaSLocalDivisor 2\n" unless $b eq 'local';
+    $be{conf} .= "RLaaSRedisTimeout 1s\nRLaaSLocalDivisor 2\n" unless $b eq 'local';
     $B{$b} = \%be;
 }
 
@@ -365,7 +368,7 @@ $be->{conf}
 @{[ Soak::Model::vhost_conf('main') ]}
 EOC
     for my $s (grep { $_->{vhost} eq 'main' } Soak::Model::sections()) {
-        (my $body = $s->{conf}) =~ s/^\s*LEASE\s*$/    $lease/m;
+        (my $body = $s->{conf}) =~ s/^[ \t]*LEASE[ \t]*$/    $lease/m;
         $c .= "    <Location $s->{path}>\n$body    </Location>\n";
     }
     $c .= <<"EOC";
@@ -470,7 +473,7 @@ my $meta = {
     rate => $opt{rate}, h2 => $H2 ? 1 : 0,
     servers => [ map { { name => $_->{name}, backend => $_->{backend}, mpm => $_->{mpm},
                          port => $_->{port}, shim => $_->{shim} ? 1 : 0, dir => $_->{dir} } } @SERVERS ],
-    schedule => \%SCHED, redis_timeout_ms => 500, divisor => 2,
+    schedule => \%SCHED, redis_timeout_ms => 1000, divisor => 2,
     host => { load => (split ' ', `cat /proc/loadavg`)[0], nproc => `nproc` + 0,
               redis => (`redis-server --version` =~ /v=(\S+)/)[0], httpd => (`$HTTPD -v` =~ m{Apache/(\S+)})[0] },
     command => "make soak DURATION=$opt{duration} SEED=$SEED BACKENDS=" . join(',', @BACKENDS),
@@ -708,6 +711,7 @@ sub nfds { opendir my $d, "/proc/$_[0]/fd" or return 0; scalar grep { /^\d+$/ } 
 
 sub sample {
     my $t = sprintf '%.3f', time;
+    if (open my $la, '<', '/proc/loadavg') { my @l = split ' ', scalar <$la>; print $SAMP join("\t", $t, 'load', 'host', @l[0 .. 2]), "\n" }
     for my $srv (@SERVERS) {
         my $pid = httpd_pid($srv) or next;
         my @c = children($pid);

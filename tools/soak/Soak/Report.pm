@@ -44,6 +44,7 @@ sub markdown {
     $md .= sprintf "Seed **%s**, %s (%ss), backends %s; %d httpd servers; rate x%s; started with load average %s on %s CPUs (httpd %s, Redis %s).\n\n",
         $m->{seed}, $m->{duration_arg}, $m->{duration}, join(', ', @{ $m->{backends} }),
         scalar @{ $m->{servers} }, $m->{rate}, $m->{host}{load}, $m->{host}{nproc}, $m->{host}{httpd} // '?', $m->{host}{redis} // '?';
+    $md .= sprintf "Load average of the machine during the run (1 min, sampled every 5 s): mean %s, max %s.\n\n", $X->{load}{mean} // '?', $X->{load}{max} // '?';
     $md .= "Replay: `$m->{command}`\n\n";
     $md .= ($X->{ok} ? "**Every invariant held.**\n\n" : "**Invariants broken: see below.**\n\n");
 
@@ -181,6 +182,7 @@ sub svgs {
     $put->('parent.svg', title => 'httpd parent RSS (MB), per server', lines => $sel->('parent_rss', 1024));
     $put->('fds.svg', title => 'open descriptors of the httpd child with the most, per server', lines => $sel->('child_fds_max', 1));
     $put->('redis.svg', title => 'Redis used_memory (MB, all nodes of the backend)', lines => $sel->('redis_mem', 1 << 20));
+    $put->('load.svg', title => 'load average of the machine (1 min)', lines => $sel->('load1', 1));
     $put->('redis_clients.svg', title => 'Redis connected clients (all nodes of the backend)', lines => $sel->('redis_clients', 1));
     return @out;
 }
