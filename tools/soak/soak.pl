@@ -350,7 +350,7 @@ KeepAliveTimeout 5
 MaxKeepAliveRequests 0
 TypesConfig /etc/mime.types
 Header always set X-RLaaS-Status "%{RLAAS_STATUS}e" env=RLAAS_STATUS
-LogFormat "%{%s}t.%{msec_frac}t %P %>s %{RLAAS_STATUS}e %D %v %U" soak
+LogFormat "%{X-Soak-Seq}i %D %P %>s %{RLAAS_STATUS}e %v %U" soak
 CustomLog "$srv->{dir}/access_log" soak
 RLaaSKeyPrefix soak:
 $be->{conf}
@@ -700,6 +700,65 @@ sub cluster_migrate {
     }
     $_->cmd('CLUSTER', 'SETSLOT', $slot, 'NODE', $id{ $to->port }) for $to, $from, grep { $_ != $to && $_ != $from } @m;
     return sprintf 'slot %d (%s) %d -> %d, %d keys', $slot, $f->{p}{who}, $from->port, $to->port, $moved;
+}
+
+# ------------------------------------------------------------ probes
+
+# Whether each backend's Redis answers, independently of the module: a
+# PING every 250 ms by the way the module goes (the relay; the master the
+# sentinels name; each cluster master), with the module's budget as the
+# time-out. A slow or failed probe marks the backend unhealthy then, as a
+# fault does (Soak::Check). The probe loop's own lateness measures the
+# machine: a process kept off the CPU for long.
+open my $PROBE, '>>', "$DIR/probes.tsv" or die;
+$PROBE->autoflush(1);
+for my $b (grep { $_ ne 'local' } @BACKENDS) {
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        $SIG{INT} = $SIG{TERM} = 'DEFAULT';
+        my $be = $B{$b};
+        my %conn;
+        my $ping = sub {
+            my ($port) = @_;
+            my $t0 = time;
+            my $s = $conn{$port} ||= IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 1);
+            return -1 unless $s;
+            my $ok = eval {
+                local $SIG{ALRM} = sub { die "timeout\n" };
+                alarm 1;
+                syswrite $s, "*1\r\n\$4\r\nPING\r\n" or die "write\n";
+                my $buf = '';
+                while (index($buf, "\r\n") < 0) { sysread($s, $buf, 64, length $buf) or die "eof\n" }
+                alarm 0;
+                $buf =~ /^\+PONG/ or die "reply\n";
+                1;
+            };
+            alarm 0;
+            if (!$ok) { delete $conn{$port}; return -1 }
+            return (time - $t0) * 1000;
+        };
+        my $next = time;
+        while (time < $END) {
+            my $late = (time - $next) * 1000;
+            my @ports;
+            if ($b eq 'sentinel') { my $m = eval { sentinel_master($be) }; @ports = $m ? ($m->port) : () }
+            elsif ($b eq 'cluster') { @ports = map { $_->port } eval { cluster_masters($be) } }
+            elsif ($b eq 'tls') { @ports = ($be->{nodes}[0]->port) }    # its plain port: same process
+            else { @ports = ($be->{relay}->port) }
+            my $t = time;
+            my $worst = @ports ? 0 : -1;
+            for my $p (@ports) {
+                my $l = $ping->($p);
+                $worst = $l < 0 || $worst < 0 ? -1 : ($l > $worst ? $l : $worst);
+            }
+            syswrite $PROBE, sprintf("%.3f\t%s\t%.1f\t%.1f\n", $t, $b, $worst, $late);
+            $next += 0.25;
+            $next = time + 0.25 if $next < time;
+            sleep($next - time) if $next > time;
+        }
+        POSIX::_exit(0);
+    }
+    push @KIDS, $pid;
 }
 
 # ------------------------------------------------------------ sampling

@@ -38,7 +38,7 @@ our %MEM_TOL = (           # growth allowed after warm-up: relative, absolute
 
 # request fields
 use constant { S => 0, A => 1, BE => 2, SRV => 3, SEC => 4, ID => 5, CODE => 6,
-               ST => 7, RA => 8, REUSED => 9, PROTO => 10, PATH => 11, NOTE => 12 };
+               ST => 7, RA => 8, REUSED => 9, PROTO => 10, PATH => 11, NOTE => 12, SEQ => 13 };
 
 # Faults that make a backend unable to decide (errors, fail-open and local
 # decisions are then expected), and those that may lose state (a counter
@@ -65,6 +65,8 @@ sub analyze {
     _load_requests($X);
     _load_faults($X);
     _windows($X);
+    _load_probes($X);
+    _load_access($X);
     _counters($X);
     check_over_limit($X);
     check_fallback($X);
@@ -78,7 +80,7 @@ sub analyze {
     my $bad = 0;
     $bad += $_->{violations} for values %{ $X->{inv} };
     $X->{ok} = $bad == 0 && $X->{nreq} > 0 ? 1 : 0;
-    delete $X->{$_} for qw(req inst);    # not for the report
+    delete $X->{$_} for qw(req inst server_us stall_windows);    # not for the report
     return $X;
 }
 
@@ -159,6 +161,68 @@ sub _windows {
         }
     }
     @$X{qw(down srvf anyf loss)} = (\%down, \%srv, \%any, \%loss);
+}
+
+# Unhealthy stretches measured by the probes (soak.pl): a backend's Redis
+# that took longer than half the module's budget to answer a PING, or did
+# not answer, from 1 s before the probe to 1 s after its answer; and the
+# machine itself, when the probe loop woke up more than 1 s late (every
+# backend then). They count as fault windows of the backend for the
+# checks of health (5xx, undecided, refusals), and are reported.
+sub _load_probes {
+    my ($X) = @_;
+    my $budget = ($X->{meta}{redis_timeout_ms} || 1000);
+    my (%slow, @stall);
+    open my $fh, '<', "$X->{dir}/probes.tsv" or return;
+    while (<$fh>) {
+        chomp;
+        my ($t, $b, $lat, $late) = split /\t/;
+        if ($lat < 0 || $lat > $budget / 2) {
+            my $e = $t + ($lat < 0 ? $budget : $lat) / 1000 + 1;
+            my $l = $slow{$b} ||= [];
+            if (@$l && $t - 1 <= $l->[-1][1]) { $l->[-1][1] = $e } else { push @$l, [$t - 1, $e] }
+        }
+        if ($late > 1000) {
+            my ($s, $e) = ($t - $late / 1000 - 1, $t + 1);
+            if (@stall && $s <= $stall[-1][1]) { $stall[-1][1] = $e } else { push @stall, [$s, $e] }
+        }
+    }
+    my %fault_down = map { ($_ => [ @{ $X->{down}{$_} } ]) } keys %{ $X->{down} };
+    for my $b (@{ $X->{meta}{backends} }) {
+        for my $w (@{ $slow{$b} || [] }, @stall) {
+            my $pseudo = { kind => 'redis_slow', backend => $b, start => $w->[0], end => $w->[1] };
+            push @{ $X->{down}{$b} }, [$w->[0], $w->[1], $pseudo];
+            push @{ $X->{anyf}{$b} }, [$w->[0], $w->[1], $pseudo];
+        }
+        my ($n, $sec, $outside) = (0, 0, 0);
+        for my $w (@{ $slow{$b} || [] }) {
+            $n++;
+            $sec += $w->[1] - $w->[0];
+            $outside++ unless _overlaps($fault_down{$b} || [], $w->[0], $w->[1]);
+        }
+        $X->{unhealthy}{$b} = { windows => $n, seconds => sprintf('%.1f', $sec), outside_faults => $outside };
+    }
+    # a stalled machine: every server's connections may be dropped or late
+    for my $srv (@{ $X->{meta}{servers} }) {
+        push @{ $X->{srvf}{ $srv->{name} } }, map { [$_->[0], $_->[1], { kind => 'host_stall' }] } @stall;
+    }
+    $X->{stalls} = { windows => scalar @stall, seconds => sprintf('%.1f', sum0(map { $_->[1] - $_->[0] } @stall)) };
+    $X->{stall_windows} = \@stall;
+}
+
+# The time httpd itself took for each request (%D of the access logs),
+# by X-Soak-Seq.
+sub _load_access {
+    my ($X) = @_;
+    my %d;
+    for my $s (@{ $X->{meta}{servers} }) {
+        open my $fh, '<', "$s->{dir}/access_log" or next;
+        while (<$fh>) {
+            my ($seq, $us) = split / /;
+            $d{$seq} = $us if $seq ne '-';
+        }
+    }
+    $X->{server_us} = \%d;
 }
 
 sub _down { my ($X, $r) = @_; _overlaps($X->{down}{ $r->[BE] } || [], $r->[S], $r->[A]) }
@@ -403,17 +467,17 @@ sub check_refusals {
             } else {
                 $used = sum0(map { $c->{cost} } grep { $_ != $r && $_->[A] > $r->[S] - $W } _near(\@maybe, $r, $W));
             }
-            $r->[13]{$c->{id}} = $used + $c->{cost} + $slack <= $c->{limit} ? 'under' : 'over';
-            $r->[14] = $key;
+            $r->[20]{$c->{id}} = $used + $c->{cost} + $slack <= $c->{limit} ? 'under' : 'over';
+            $r->[21] = $key;
         }
     }
     # a request is wrongly refused when all its counters were under
     my %seen;
     for my $key (sort keys %{ $X->{inst} }) {
         for my $r (@{ $X->{inst}{$key}{req} }) {
-            next unless ref $r->[13] eq 'HASH' && !$seen{$r}++;
+            next unless ref $r->[20] eq 'HASH' && !$seen{$r}++;
             my $sec = Soak::Model::section($r->[SEC]);
-            next if grep { ($r->[13]{ $_->{id} } // 'over') ne 'under' } @{ $sec->{counters} };
+            next if grep { ($r->[20]{ $_->{id} } // 'over') ne 'under' } @{ $sec->{counters} };
             _violation($X, 'wrongful_refusal', _fmt_req($X, $r));
         }
     }
@@ -464,19 +528,34 @@ sub check_responses {
     my $iu = _inv($X, 'undecided_while_healthy', title => 'decided while the backend was healthy',
         rule => "RLAAS_STATUS error, fail_open, local or local_denied only within a fault window of the backend");
     my $it = _inv($X, 'transport_error', title => 'no connection lost outside httpd faults',
-        rule => "a request without an answer (reset, closed) only within a window of a fault of its own server (graceful or hard restart, stop and start, child killed, clock step: ${BEFORE}s before to ${GRACE}s after)");
+        rule => "a request without an answer (reset, closed) only within a window of a fault of its own server (graceful or hard restart, stop and start, child killed, clock step: ${BEFORE}s before to ${GRACE}s after) or of a stall of the machine; a kept-alive connection the server closed as the request went out (nothing read) is the keep-alive race, counted apart");
     my $ih = _inv($X, 'hang', title => "no hang beyond ${HANG}s",
-        rule => "every request answered within ${HANG}s (RLaaSRedisTimeout 1s plus 4s for httpd and the clients on a 2-CPU machine shared with other work), faults included");
+        rule => "every request answered within ${HANG}s (RLaaSRedisTimeout 1s plus 4s for httpd on a 2-CPU machine shared with other work), faults included, by the time httpd itself took (%D of its access log, joined by X-Soak-Seq; without a log line, the client's time outside the machine's stalls)");
     my $im = _inv($X, 'no_decision', title => 'every limited request decided',
         rule => 'every answered request of a limited section carries RLAAS_STATUS (the enforced policy too, where a .htaccess switches its own limit off)');
     for my $r (@{ $X->{req} }) {
         my $sec = Soak::Model::section($r->[SEC]);
         my $code = $r->[CODE];
         $ih->{checked}++;
-        _violation($X, 'hang', _fmt_req($X, $r) . sprintf(' took %.2fs', $r->[A] - $r->[S]))
-            if $code == 0 || $r->[A] - $r->[S] > $HANG;
+        my $took = $r->[A] - $r->[S];
+        my $us = defined $r->[SEQ] ? $X->{server_us}{ $r->[SEQ] } : undef;
+        if (defined $us) {
+            # httpd's own time decides; the rest is the clients' and the
+            # listen queue's, on a loaded machine
+            if ($us / 1e6 > $HANG) {
+                _violation($X, 'hang', _fmt_req($X, $r) . sprintf(' took %.2fs in httpd', $us / 1e6));
+            } elsif ($took > $HANG) {
+                $X->{slow_outside_httpd}++;
+            }
+        } elsif ($code == 0 || $took > $HANG) {
+            if (_overlaps($X->{stall_windows} || [], $r->[S], $r->[A])) { $X->{slow_outside_httpd}++ }
+            else { _violation($X, 'hang', _fmt_req($X, $r) . sprintf(' took %.2fs', $took)) }
+        }
         if ($code == 599 || $code == 0) {
             $it->{checked}++;
+            # the server closed a kept-alive connection as the request
+            # went out: nothing was read (no child died: see 'crash')
+            if (($r->[NOTE] // '') eq 'keep-alive connection closed') { $X->{keepalive_races}++; next }
             _violation($X, 'transport_error', _fmt_req($X, $r)) unless _srv_fault($X, $r);
             next;
         }
@@ -568,6 +647,15 @@ sub check_memory {
     }
 }
 
+sub _slow_after {
+    my ($X, $f, $r) = @_;
+    for my $w (@{ $X->{down}{ $f->{backend} } || [] }) {
+        next unless $w->[2]{kind} eq 'redis_slow' && $w->[0] > $f->{end};
+        return 1 if $r->[S] <= $w->[1] && $r->[A] >= $w->[0];
+    }
+    return 0;
+}
+
 # recovery: after each fault, how long until every server of the backend
 # decides normally again; after the last, every server must
 sub check_recovery {
@@ -596,6 +684,9 @@ sub check_recovery {
             # connection only from a fault of the server itself
             my $abn = ($r->[CODE] >= 500 && $r->[CODE] != 599) || $r->[ST] =~ /^(error|fail_open|local|local_denied)$/
                 || ($own && ($r->[CODE] == 599 || $r->[CODE] == 0));
+            # not this fault's doing: Redis slow (or the machine stalled)
+            # in a stretch the probes saw begin after the fault ended
+            $abn = 0 if $abn && _slow_after($X, $f, $r);
             if ($abn) { $last = $r->[A] if !defined $last || $r->[A] > $last }
             elsif ($r->[S] > $f->{end}) { $normal++ }
         }
@@ -615,7 +706,8 @@ sub check_recovery {
     for my $s (@{ $X->{meta}{servers} }) {
         my $after = ($lastf{ $s->{backend} } // $X->{meta}{t0}) + $GRACE;
         my @r = grep { $_->[SRV] eq $s->{name} && $_->[S] > $after && Soak::Model::section($_->[SEC]) } @{ $byb{ $s->{backend} } || [] };
-        my @bad = grep { $_->[CODE] >= 500 || $_->[CODE] == 0 || $_->[ST] =~ /^(error|fail_open|local|local_denied)$/ } @r;
+        my @bad = grep { ($_->[CODE] >= 500 || $_->[CODE] == 0 || $_->[ST] =~ /^(error|fail_open|local|local_denied)$/)
+                         && !_slow_after($X, { backend => $s->{backend}, end => $after - $GRACE }, $_) } @r;
         my $good = grep { $_->[ST] =~ /^(allowed|denied|banned)$/ } @r;
         $X->{final}{ $s->{name} } = { requests => scalar @r, decided => $good, abnormal => scalar @bad,
                                        from => $after - $X->{meta}{t0} };

@@ -6,7 +6,10 @@ package Soak::Load;
 # through curl. Every request is one line of the worker's log:
 #
 #   t_sent t_answered backend server section identity code rlaas_status
-#   retry_after reused proto path note
+#   retry_after reused proto path note seq
+#
+# seq (X-Soak-Seq, in the servers' access logs too) joins a request with
+# the time httpd itself took (%D).
 #
 # (tab-separated; identity printable: bytes outside 0x21-0x7e as \xHH).
 use strict;
@@ -95,7 +98,8 @@ sub _conn_for {
     my ($self, $srv, $st) = @_;
     my $now = time;
     if ($st->{sticky} && $st->{conn} && !$st->{conn}{dead}) {
-        return ($st->{conn}, 1);
+        return ($st->{conn}, 1) if $now - $st->{conn}{last} <= $IDLE_CLOSE;
+        $self->_close($st->{conn});
     }
     for my $c (@{ $self->{conns} }) {
         next if $c->{req} || $c->{dead} || $c->{sticky} || $c->{srv} != $srv;
@@ -122,13 +126,14 @@ sub _send {
     my $host = $self->{hosts}{$vhost};
     my ($c, $reused, $err) = $self->_conn_for($srv, $st);
     my $req = { st => $st, srv => $srv, t0 => $t0, id => $id, path => $path,
-                section => $st->{section}, reused => $reused };
+                section => $st->{section}, reused => $reused,
+                seq => sprintf('%d-%d', $self->{seed}, ++$self->{nreq}) };
     if (!$c) {
         $self->_record($req, time, 599, undef, undef, $err);
         $st->{busy} = 0, $st->{next} = time + 0.2 if $st->{sticky};
         return;
     }
-    my $h = "GET $path HTTP/1.1\r\nHost: $host\r\nUser-Agent: rlaas-soak\r\n";
+    my $h = "GET $path HTTP/1.1\r\nHost: $host\r\nUser-Agent: rlaas-soak\r\nX-Soak-Seq: $req->{seq}\r\n";
     if (defined $id) {
         $h .= "X-Soak-User: $id\r\nX-API-Key: $id\r\n";
     }
@@ -161,11 +166,18 @@ sub _poll {
             next;
         }
         if ($n == 0) {
-            if ($c->{req}) { $self->_parse($c, 1) or $self->_fail($c, 'closed before the response') }
+            # on a connection used before, with nothing of the answer
+            # read: the keep-alive race (the server closed it as the
+            # request went out; a client would send it again)
+            if ($c->{req}) {
+                $self->_parse($c, 1) or $self->_fail($c, length $c->{buf} || !$c->{req}{reused}
+                    ? 'closed before the response' : 'keep-alive connection closed');
+            }
             else { $self->_close($c) }
             next;
         }
-        $self->_parse($c, 0) if $c->{req};
+        if ($c->{req}) { $self->_parse($c, 0) }
+        else { $self->_close($c) }    # a 408 or the like on an idle one
     }
 }
 
@@ -251,7 +263,7 @@ sub _record {
         sprintf('%.6f', $req->{t0}), sprintf('%.6f', $t1), $self->{backend},
         $req->{srv}{name}, $req->{section}, printable($req->{id} // '-'),
         $code, $status // '-', $ra // '-', $req->{reused} ? 1 : 0,
-        $req->{proto} // 'h1', $req->{path}, $note) . "\n";
+        $req->{proto} // 'h1', $req->{path}, $note, $req->{seq} // '-') . "\n";
 }
 
 sub _flush {

@@ -60,7 +60,16 @@ sub markdown {
         . "| windows over the limit by no more than what leases may hold | " . ($bd->{over_limit_lease} // 0) . " |\n"
         . "| admissions while failing open (RLAAS_STATUS fail_open) | " . ($bd->{fail_open_admissions} // 0) . " |\n"
         . "| admissions by the local fallback (RLAAS_STATUS local) | " . ($bd->{local_fallback_admissions} // 0) . " |\n"
-        . "| refusals not judged: in a fault window | " . ($X->{inv}{wrongful_refusal}{skipped_in_faults} // 0) . " |\n\n";
+        . "| refusals not judged: in a fault window | " . ($X->{inv}{wrongful_refusal}{skipped_in_faults} // 0) . " |\n"
+        . "| requests answered after more than ${Soak::Check::HANG}s, of which httpd took less (the clients, the listen queue) | " . ($X->{slow_outside_httpd} // 0) . " |\n"
+        . "| keep-alive races (a kept-alive connection closed by the server as the request went out) | " . ($X->{keepalive_races} // 0) . " |\n\n";
+    $md .= "The backends' health as probed (a PING every 250 ms by the module's way, slower than half the budget or unanswered; such stretches count as fault windows), and the machine's stalls (the probe loop woken more than 1 s late):\n\n"
+        . "| backend | unhealthy stretches | seconds | of which outside injected faults |\n|---|---:|---:|---:|\n";
+    for my $be (@{ $m->{backends} }) {
+        my $u = $X->{unhealthy}{$be} or next;
+        $md .= "| $be | $u->{windows} | $u->{seconds} | $u->{outside_faults} |\n";
+    }
+    $md .= sprintf "| (machine stalls) | %d | %s | |\n\n", $X->{stalls}{windows} // 0, $X->{stalls}{seconds} // 0;
     if (@{ $bd->{examples} || [] }) {
         $md .= "<details><summary>windows within a stated bound</summary>\n\n" . join('', map { "- $_\n" } @{ $bd->{examples} }) . "\n</details>\n\n";
     }
