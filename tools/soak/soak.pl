@@ -321,7 +321,7 @@ sub httpd_conf {
     # children that a graceful restart does not queue them for seconds
     my $mpm = $m eq 'event'
         ? "StartServers 2\nServerLimit 4\nThreadsPerChild 16\nMaxRequestWorkers 64\nMinSpareThreads 8\nMaxSpareThreads 48\n"
-        : "StartServers 48\nMinSpareServers 24\nMaxSpareServers 64\nServerLimit 128\nMaxRequestWorkers 128\n";
+        : "StartServers 32\nMinSpareServers 16\nMaxSpareServers 48\nServerLimit 128\nMaxRequestWorkers 128\n";
     my $user = $RUNUSER ? "User $RUNUSER\nGroup #" . (getpwnam($RUNUSER))[3] . "\n" : '';
     my $h2 = $srv->{h2} ? "LoadModule http2_module $LIBEXEC/mod_http2.so\nProtocols h2c http/1.1\n" : '';
     my $lease = $be->{name} eq 'lease' ? 'RLaaSLease on' : '';
@@ -718,10 +718,15 @@ for my $b (grep { $_ ne 'local' } @BACKENDS) {
         $SIG{INT} = $SIG{TERM} = 'DEFAULT';
         my $be = $B{$b};
         my %conn;
+        require IO::Socket::SSL if $b eq 'tls';
         my $ping = sub {
             my ($port) = @_;
             my $t0 = time;
-            my $s = $conn{$port} ||= IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 1);
+            my $s = $conn{$port} ||= $b eq 'tls'
+                ? IO::Socket::SSL->new(PeerHost => '127.0.0.1', PeerPort => $port, Timeout => 1,
+                                       SSL_ca_file => "$TLS_DIR/ca.crt", SSL_hostname => 'localhost',
+                                       SSL_cert_file => "$TLS_DIR/client.crt", SSL_key_file => "$TLS_DIR/client.key")
+                : IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 1);
             return -1 unless $s;
             my $ok = eval {
                 local $SIG{ALRM} = sub { die "timeout\n" };
@@ -743,8 +748,7 @@ for my $b (grep { $_ ne 'local' } @BACKENDS) {
             my @ports;
             if ($b eq 'sentinel') { my $m = eval { sentinel_master($be) }; @ports = $m ? ($m->port) : () }
             elsif ($b eq 'cluster') { @ports = map { $_->port } eval { cluster_masters($be) } }
-            elsif ($b eq 'tls') { @ports = ($be->{nodes}[0]->port) }    # its plain port: same process
-            else { @ports = ($be->{relay}->port) }
+            else { @ports = ($be->{relay}->port) }    # TLS for tls, as the module
             my $t = time;
             my $worst = @ports ? 0 : -1;
             for my $p (@ports) {

@@ -29,7 +29,9 @@ our $BEFORE = 0.5;         # s: a fault may show this long before its
                            # logged start (the log line is written first,
                            # but the clock is read just before)
 our $BAN_SLACK = 1;
-our $LONGEST_WINDOW = 30;  # s: the longest window of Soak::Model        # s added to a ban's longest length
+our $LONGEST_WINDOW = 30;
+our $PROBE_MARGIN = 1.5;   # s around a slow probe: a probe every 0.25 s,
+                           # the module's budget 1 s  # s: the longest window of Soak::Model        # s added to a ban's longest length
 our %MEM_TOL = (           # growth allowed after warm-up: relative, absolute
     parent_rss => [0.10, 8192], parent_fds => [0, 8],
     child_rss_max => [0.10, 8192], child_fds_max => [0, 24],
@@ -165,9 +167,9 @@ sub _windows {
 
 # Unhealthy stretches measured by the probes (soak.pl): a backend's Redis
 # that took longer than half the module's budget to answer a PING, or did
-# not answer, from 1 s before the probe to 1 s after its answer; and the
+# not answer, from before the probe to after its answer; and the
 # machine itself, when the probe loop woke up more than 1 s late (every
-# backend then). They count as fault windows of the backend for the
+# backend then). PROBE_MARGIN on either side. They count as fault windows of the backend for the
 # checks of health (5xx, undecided, refusals), and are reported.
 sub _load_probes {
     my ($X) = @_;
@@ -178,9 +180,9 @@ sub _load_probes {
         chomp;
         my ($t, $b, $lat, $late) = split /\t/;
         if ($lat < 0 || $lat > $budget / 2) {
-            my $e = $t + ($lat < 0 ? $budget : $lat) / 1000 + 1;
+            my $e = $t + ($lat < 0 ? $budget : $lat) / 1000 + $PROBE_MARGIN;
             my $l = $slow{$b} ||= [];
-            if (@$l && $t - 1 <= $l->[-1][1]) { $l->[-1][1] = $e } else { push @$l, [$t - 1, $e] }
+            if (@$l && $t - $PROBE_MARGIN <= $l->[-1][1]) { $l->[-1][1] = $e } else { push @$l, [$t - $PROBE_MARGIN, $e] }
         }
         if ($late > 1000) {
             my ($s, $e) = ($t - $late / 1000 - 1, $t + 1);
@@ -219,7 +221,8 @@ sub _load_access {
         open my $fh, '<', "$s->{dir}/access_log" or next;
         while (<$fh>) {
             my ($seq, $us) = split / /;
-            $d{$seq} = $us if $seq ne '-';
+            # an HTTP/2 burst's requests share one: the longest counts
+            $d{$seq} = $us if $seq ne '-' && (!defined $d{$seq} || $us > $d{$seq});
         }
     }
     $X->{server_us} = \%d;
@@ -682,8 +685,11 @@ sub check_recovery {
             next unless Soak::Model::section($r->[SEC]);
             # what this fault can cause: undecided requests and 5xx; a lost
             # connection only from a fault of the server itself
-            my $abn = ($r->[CODE] >= 500 && $r->[CODE] != 599) || $r->[ST] =~ /^(error|fail_open|local|local_denied)$/
-                || ($own && ($r->[CODE] == 599 || $r->[CODE] == 0));
+            my $abn = ($r->[CODE] >= 500 && $r->[CODE] != 599) || $r->[ST] =~ /^(error|fail_open|local|local_denied)$/;
+            # a server's fault: its lost connections, and undecided
+            # requests Redis' own state does not explain
+            $abn = 0 if $abn && $own && _down($X, $r);
+            $abn ||= $own && ($r->[CODE] == 599 || $r->[CODE] == 0);
             # not this fault's doing: Redis slow (or the machine stalled)
             # in a stretch the probes saw begin after the fault ended
             $abn = 0 if $abn && _slow_after($X, $f, $r);
@@ -696,8 +702,9 @@ sub check_recovery {
         $inv->{checked}++;
         _violation($X, 'recovery', sprintf '%s %s on %s at t+%.1f: abnormal outcomes until %.1fs after its end',
             $f->{kind}, $f->{target}, $f->{backend}, $f->{start} - $X->{meta}{t0}, $t) if $t > $GRACE;
+        # (when the next fault came at once, there was nothing to see)
         _violation($X, 'recovery', sprintf '%s on %s at t+%.1f: no normal decision after it',
-            $f->{kind}, $f->{backend}, $f->{start} - $X->{meta}{t0}) unless $normal;
+            $f->{kind}, $f->{backend}, $f->{start} - $X->{meta}{t0}) unless $normal || $horizon - $f->{end} < 2;
     }
     $X->{recovery} = { map { my @v = @{ $rec{$_} }; ($_ => { n => scalar @v, median => _median(@v), max => max(@v) }) } keys %rec };
     # the end: each server decides after its backend's last fault

@@ -288,6 +288,7 @@ sub _curl_burst {
     my $sec = Soak::Model::section($st->{section});
     my $url = "http://127.0.0.1:$srv->{port}$sec->{path}ok.txt";
     my $n = $st->{burst};
+    my $seq = sprintf '%d-%d', $self->{seed}, ++$self->{nreq};
     # --parallel-immediate: a connection of its own per request (curl 7.88
     # multiplexing several requests on one prior-knowledge connection
     # fails with "Error in the HTTP2 framing layer" against any httpd,
@@ -295,6 +296,7 @@ sub _curl_burst {
     my @cmd = ('curl', '-s', '--http2-prior-knowledge', '--parallel', '--parallel-immediate',
                '--parallel-max', $n,
                '--max-time', $HANG, '-H', "Host: $self->{hosts}{main}", '-H', "X-Soak-User: $id",
+               '-H', "X-Soak-Seq: $seq",
                '-w', '%{http_code} %header{x-rlaas-status} %header{retry-after} %{http_version}\n',
                (map { ('-o', '/dev/null', $url) } 1 .. $n));
     my $t0 = time;
@@ -305,7 +307,7 @@ sub _curl_burst {
         { exec @cmd }
         POSIX::_exit(127);
     }
-    $self->{curl}{ fileno $fh } = { fh => $fh, pid => $pid, t0 => $t0, st => $st, srv => $srv,
+    $self->{curl}{ fileno $fh } = { fh => $fh, pid => $pid, t0 => $t0, st => $st, srv => $srv, seq => $seq,
                                     id => $id, n => $n, buf => '', path => "$sec->{path}ok.txt" };
     $self->{sel}->add($fh);
 }
@@ -323,7 +325,7 @@ sub _curl_read {
     my @l = grep { /^\d{3} / } split /\n/, $cu->{buf};
     for my $l (@l) {
         my ($code, $status, $ra, $ver) = split / /, $l;
-        my $req = { st => $cu->{st}, srv => $cu->{srv}, t0 => $cu->{t0}, id => $cu->{id},
+        my $req = { st => $cu->{st}, srv => $cu->{srv}, t0 => $cu->{t0}, id => $cu->{id}, seq => $cu->{seq},
                     path => $cu->{path}, section => $cu->{st}{section}, reused => 1,
                     proto => ($ver // '') eq '2' ? 'h2' : "h$ver" };
         $code = 599 if !$code || $code eq '000';
