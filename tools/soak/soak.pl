@@ -240,6 +240,7 @@ EOC
                 POSIX::_exit(127);
             }
             push @CLEAN, sub { kill 'KILL', $pid; waitpid $pid, 0 };
+            push @{ $be{sentinel_pids} }, $pid;
         }
         $be{conf} = "RLaaSRedisSentinel soakmaster " . join(' ', map { "127.0.0.1:$_" } @sp) . "\n";
         my $t0 = time;
@@ -284,6 +285,21 @@ sub sentinels_ready {
     }
     return 1;
 }
+
+# Redis stands for a server of its own: as root, its processes (and the
+# relays that stand for the network) get a higher priority than the
+# machine's other work (nice -5), so that a loaded machine starves httpd
+# before the backend. The probes below measure what is left.
+sub prioritize {
+    return unless $ROOT;
+    for my $be (values %B) {
+        my @p = map { node_pid($_) } @{ $be->{nodes} };
+        push @p, $be->{relay}{pid} if $be->{relay};
+        push @p, @{ $be->{sentinel_pids} || [] };
+        setpriority(0, $_, -5) for grep { $_ } @p;
+    }
+}
+prioritize();
 
 # ---- the httpd servers: event (with the clock shim) and prefork
 my @SERVERS;
@@ -589,6 +605,7 @@ sub restart_node {
     my ($n) = @_;
     local $n->{owned} = 0;    # no watchdog tied to this process
     $n->start_again;
+    setpriority(0, node_pid($n), -5) if $ROOT && node_pid($n);
 }
 
 # one fault, start to end; returns a note for the log
