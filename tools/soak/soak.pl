@@ -350,6 +350,9 @@ PidFile "$srv->{pidfile}"
 ErrorLog "$srv->{elog}"
 LogLevel warn rlaas:notice
 DefaultRunTimeDir "$srv->{dir}"
+# (also makes the children dumpable, so that their /proc/PID/fd can be
+# counted)
+CoreDumpDirectory "$srv->{dir}"
 $user
 LoadModule mpm_${m}_module $LIBEXEC/mod_mpm_$m.so
 LoadModule authz_core_module $LIBEXEC/mod_authz_core.so
