@@ -789,15 +789,23 @@ for my $b (grep { $_ ne 'local' } @BACKENDS) {
 
 open my $SAMP, '>>', "$DIR/samples.tsv" or die;
 $SAMP->autoflush(1);
-sub rss_kb { open my $fh, '<', "/proc/$_[0]/status" or return 0; while (<$fh>) { return $1 if /^VmRSS:\s+(\d+)/ } 0 }
+sub rss_kb { open my $fh, '<', "/proc/$_[0]/status" or return 0; while (my $l = <$fh>) { return $1 if $l =~ /^VmRSS:\s+(\d+)/ } 0 }
 sub nfds { opendir my $d, "/proc/$_[0]/fd" or return 0; scalar grep { /^\d+$/ } readdir $d }
 
 sub sample {
     my $t = sprintf '%.3f', time;
     if (open my $la, '<', '/proc/loadavg') { my @l = split ' ', scalar <$la>; print $SAMP join("\t", $t, 'load', 'host', @l[0 .. 2]), "\n" }
+    my %kids;    # parent pid => children, from one pass over /proc
+    if (opendir my $d, '/proc') {
+        for my $p (grep { /^\d+$/ } readdir $d) {
+            open my $fh, '<', "/proc/$p/stat" or next;
+            my $st = <$fh> // next;
+            push @{ $kids{$1} }, $p if $st =~ /^\d+ \(.*\) \S (\d+)/s;
+        }
+    }
     for my $srv (@SERVERS) {
         my $pid = httpd_pid($srv) or next;
-        my @c = children($pid);
+        my @c = @{ $kids{$pid} || [] };
         my @rss = map { rss_kb($_) } @c;
         my @fd = map { nfds($_) } @c;
         my $sum = sub { my $s = 0; $s += $_ for @_; $s };
