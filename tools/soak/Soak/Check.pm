@@ -292,8 +292,11 @@ sub _maybe_charged {
 # holds less than twice a portion at any time", a portion "at most
 # max(cost, 1/8 of what remains in Redis when it is granted)")
 sub _lease_slack {
-    my ($X, $be, $c) = @_;
+    my ($X, $be, $c, $for_refusal) = @_;
     return 0 unless $be eq 'lease' && $c->{lease};
+    # fixed: "units are spent within the window that granted them", so
+    # never more than the limit in a window; what is held only delays
+    return 0 if $c->{type} eq 'fixed' && !$for_refusal;
     my $servers = grep { $_->{backend} eq $be } @{ $X->{meta}{servers} };
     return $servers * 2 * max($c->{cost}, ceil($c->{limit} / 8));
 }
@@ -356,7 +359,7 @@ sub check_over_limit {
     my ($X) = @_;
     my $inv = _inv($X, 'over_limit',
         title => 'no identity admitted more than its limit',
-        rule => 'admissions decided by the backend (RLAAS_STATUS allowed; for RLaaSCountIf, those whose response matched) per rolling window (sliding log), per window of the limiter clock (fixed), or at most limit + limit*T/window in any T seconds (token, gcra); with RLaaSLease, plus what leases may hold (2 servers x 2 portions of max(cost, limit/8), README "Leases"); one fresh quota per state-loss event (Redis killed, a failover, the local table reset: README "Failure behaviour", "Backends"), counted apart');
+        rule => 'admissions decided by the backend (RLAAS_STATUS allowed; for RLaaSCountIf, those whose response matched) per rolling window (sliding log), per window of the limiter clock (fixed), or at most limit + limit*T/window in any T seconds (token, gcra); with RLaaSLease, token and gcra plus what leases may hold (2 servers x 2 portions of max(cost, limit/8), README "Leases"), fixed windows the limit alone ("units are spent within the window that granted them"); one fresh quota per state-loss event (Redis killed, a failover, the local table reset: README "Failure behaviour", "Backends"), counted apart');
     my ($within_loss, $within_lease) = (0, 0);
     my @bound_ex;
     for my $key (sort keys %{ $X->{inst} }) {
@@ -454,7 +457,7 @@ sub check_refusals {
         my ($be) = split /\|/, $key;
         my @maybe = grep { _maybe_charged($c, $_) } @{ $in->{req} };
         my $W = $c->{window};
-        my $slack = _lease_slack($X, $be, $c);
+        my $slack = _lease_slack($X, $be, $c, 1);
         for my $r (@{ $in->{req} }) {
             next unless $r->[CODE] == 429 && $r->[ST] eq 'denied';
             if (_any_fault($X, $r)) { $skipped++; next }

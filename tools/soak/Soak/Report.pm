@@ -8,6 +8,8 @@ use warnings;
 use JSON::PP ();
 use List::Util qw(max min);
 
+use Soak::Check ();
+
 my @ORDER = qw(over_limit fallback_over_limit wrongful_refusal ban_without_denial admitted_in_ban
                unexpected_5xx undecided_while_healthy transport_error hang no_decision crash
                memory_flat recovery);
