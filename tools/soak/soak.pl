@@ -504,8 +504,8 @@ spew("$DIR/meta.json", JSON::PP->new->canonical->pretty->encode($meta));
 make_path("$DIR/requests");
 my @KIDS;
 my %HOSTS = (main => 'main.soak', alice => 'alice.soak', bob => 'bob.soak');
-my $wseed = $SEED * 1000;
-for my $b (@BACKENDS) {
+for my $bi (0 .. $#BACKENDS) {
+    my $b = $BACKENDS[$bi];
     my @st = map { scale($_) } Soak::Model::streams($b);
     push @st, { section => 'log', h2 => 1, burst => 8, every => 15, ids => ['h2-a', 'h2-b'] },
               { section => 'log', h2 => 1, burst => 25, every => 30, id => 'h2-big' } if $H2;
@@ -520,10 +520,9 @@ for my $b (@BACKENDS) {
             $SIG{INT} = $SIG{TERM} = 'DEFAULT';
             sleep($T0 - time) if $T0 > time;
             Soak::Load::run(streams => \@mine, servers => \@srv, hosts => \%HOSTS, backend => $b,
-                            end => $END, out => "$DIR/requests/$b-$w.tsv", seed => $wseed++ + $w);
+                            end => $END, out => "$DIR/requests/$b-$w.tsv", seed => $SEED * 1000 + $bi * 10 + $w);
             POSIX::_exit(0);
         }
-        $wseed++;
         push @KIDS, $pid;
     }
 }

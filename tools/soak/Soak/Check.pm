@@ -221,8 +221,10 @@ sub _load_access {
         open my $fh, '<', "$s->{dir}/access_log" or next;
         while (<$fh>) {
             my ($seq, $us) = split / /;
+            next if $seq eq '-';
+            $seq = "$s->{name}|$seq";
             # an HTTP/2 burst's requests share one: the longest counts
-            $d{$seq} = $us if $seq ne '-' && (!defined $d{$seq} || $us > $d{$seq});
+            $d{$seq} = $us if !defined $d{$seq} || $us > $d{$seq};
         }
     }
     $X->{server_us} = \%d;
@@ -544,7 +546,7 @@ sub check_responses {
         my $code = $r->[CODE];
         $ih->{checked}++;
         my $took = $r->[A] - $r->[S];
-        my $us = defined $r->[SEQ] ? $X->{server_us}{ $r->[SEQ] } : undef;
+        my $us = defined $r->[SEQ] ? $X->{server_us}{"$r->[SRV]|$r->[SEQ]"} : undef;
         if (defined $us) {
             # httpd's own time decides; the rest is the clients' and the
             # listen queue's, on a loaded machine
