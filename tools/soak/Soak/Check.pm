@@ -538,7 +538,7 @@ sub check_responses {
     my $it = _inv($X, 'transport_error', title => 'no connection lost outside httpd faults',
         rule => "a request without an answer (reset, closed) only within a window of a fault of its own server (graceful or hard restart, stop and start, child killed, clock step: ${BEFORE}s before to ${GRACE}s after) or of a stall of the machine; a kept-alive connection the server closed as the request went out (nothing read) is the keep-alive race, counted apart");
     my $ih = _inv($X, 'hang', title => "no hang beyond ${HANG}s",
-        rule => "every request answered within ${HANG}s (RLaaSRedisTimeout 1s plus 4s for httpd on a 2-CPU machine shared with other work), faults included, by the time httpd itself took (%D of its access log, joined by X-Soak-Seq; without a log line, the client's time outside the machine's stalls)");
+        rule => "every request answered within ${HANG}s (RLaaSRedisTimeout 1s plus 4s for httpd on a 2-CPU machine shared with other work), faults included, by the time httpd itself took (%D of its access log, joined by X-Soak-Seq; without a log line, the client's time, except for a connection lost in a fault of its own server or in a stall of the machine)");
     my $im = _inv($X, 'no_decision', title => 'every limited request decided',
         rule => 'every answered request of a limited section carries RLAAS_STATUS (the enforced policy too, where a .htaccess switches its own limit off)');
     for my $r (@{ $X->{req} }) {
@@ -556,7 +556,11 @@ sub check_responses {
                 $X->{slow_outside_httpd}++;
             }
         } elsif ($code == 0 || $took > $HANG) {
-            if (_overlaps($X->{stall_windows} || [], $r->[S], $r->[A])) { $X->{slow_outside_httpd}++ }
+            # no line in httpd's log: a connection lost in a fault of its
+            # own server (a restart, a stop, a killed child) is that
+            # fault's, and counted as such (transport_error)
+            if (_overlaps($X->{stall_windows} || [], $r->[S], $r->[A])
+                || ($code == 599 && _srv_fault($X, $r))) { $X->{slow_outside_httpd}++ }
             else { _violation($X, 'hang', _fmt_req($X, $r) . sprintf(' took %.2fs', $took)) }
         }
         if ($code == 599 || $code == 0) {
