@@ -538,16 +538,21 @@ sub check_responses {
     my $it = _inv($X, 'transport_error', title => 'no connection lost outside httpd faults',
         rule => "a request without an answer (reset, closed) only within a window of a fault of its own server (graceful or hard restart, stop and start, child killed, clock step: ${BEFORE}s before to ${GRACE}s after) or of a stall of the machine; a kept-alive connection the server closed as the request went out (nothing read) is the keep-alive race, counted apart");
     my $ih = _inv($X, 'hang', title => "no hang beyond ${HANG}s",
-        rule => "every request answered within ${HANG}s (RLaaSRedisTimeout 1s plus 4s for httpd on a 2-CPU machine shared with other work), faults included, by the time httpd itself took (%D of its access log, joined by X-Soak-Seq; without a log line, the client's time, except for a connection lost in a fault of its own server or in a stall of the machine)");
+        rule => "every request answered within ${HANG}s (RLaaSRedisTimeout 1s plus 4s for httpd on a 2-CPU machine shared with other work), faults included, by the time httpd itself took (%D of its access log, joined by X-Soak-Seq; without a log line, the client's time, except for a connection lost in a fault of its own server or in a stall of the machine); requests of a server whose clock the shim has moved are not judged (httpd's own %D and MPM timers read that clock)");
     my $im = _inv($X, 'no_decision', title => 'every limited request decided',
         rule => 'every answered request of a limited section carries RLAAS_STATUS (the enforced policy too, where a .htaccess switches its own limit off)');
     for my $r (@{ $X->{req} }) {
         my $sec = Soak::Model::section($r->[SEC]);
         my $code = $r->[CODE];
-        $ih->{checked}++;
+        # the clock shim moves httpd's own wall clock, which its %D and its
+        # MPM's timers read: a stepped server's requests are not judged
+        if (_overlaps($X->{clockf}{ $r->[SRV] } || [], $r->[S], $r->[A])) { $X->{hang_in_clock_step}++ }
+        else { $ih->{checked}++ }
         my $took = $r->[A] - $r->[S];
         my $us = defined $r->[SEQ] ? $X->{server_us}{"$r->[SRV]|$r->[SEQ]"} : undef;
-        if (defined $us) {
+        if (_overlaps($X->{clockf}{ $r->[SRV] } || [], $r->[S], $r->[A])) {
+            # (above)
+        } elsif (defined $us) {
             # httpd's own time decides; the rest is the clients' and the
             # listen queue's, on a loaded machine
             if ($us / 1e6 > $HANG) {

@@ -64,6 +64,7 @@ sub markdown {
         . "| admissions by the local fallback (RLAAS_STATUS local) | " . ($bd->{local_fallback_admissions} // 0) . " |\n"
         . "| refusals not judged: in a fault window | " . ($X->{inv}{wrongful_refusal}{skipped_in_faults} // 0) . " |\n"
  . "| requests answered after more than ${Soak::Check::HANG}s, of which httpd took less (the clients, the listen queue), or lost in a fault of their server | " . ($X->{slow_outside_httpd} // 0) . " |\n"
+        . "| requests not judged for hangs: their server's clock moved by the shim | " . ($X->{hang_in_clock_step} // 0) . " |\n"
         . "| keep-alive races (a kept-alive connection closed by the server as the request went out) | " . ($X->{keepalive_races} // 0) . " |\n\n";
     $md .= "The backends' health as probed (a PING every 250 ms by the module's way, slower than half the budget or unanswered; such stretches count as fault windows), and the machine's stalls (the probe loop woken more than 1 s late):\n\n"
         . "| backend | unhealthy stretches | seconds | of which outside injected faults |\n|---|---:|---:|---:|\n";
