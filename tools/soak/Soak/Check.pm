@@ -243,6 +243,8 @@ sub _violation {
     my ($X, $name, $text) = @_;
     my $i = _inv($X, $name);
     $i->{violations}++;
+    (my $who = (split / /, $text)[0]) =~ s/:$//;
+    $i->{by}{$who}++;
     push @{ $i->{examples} }, $text if @{ $i->{examples} } < 20;
 }
 

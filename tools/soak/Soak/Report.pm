@@ -79,7 +79,9 @@ sub markdown {
     for my $k (@ORDER) {
         my $i = $X->{inv}{$k} or next;
         next unless $i->{violations};
-        $md .= "### $k: $i->{violations} violations\n\n" . join('', map { "- `$_`\n" } @{ $i->{examples} }) . "\n";
+        $md .= "### $k: $i->{violations} violations\n\nBy server (or kind): "
+            . join(', ', map { "$_ $i->{by}{$_}" } sort keys %{ $i->{by} || {} }) . ". The first 20:\n\n"
+            . join('', map { "- `$_`\n" } @{ $i->{examples} }) . "\n";
     }
 
     $md .= "## Requests\n\n| backend | requests | outcomes |\n|---|---:|---|\n";
