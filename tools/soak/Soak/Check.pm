@@ -142,8 +142,7 @@ sub _windows {
     for my $f (@{ $X->{faults} }) {
         my $w = [$f->{start} - $BEFORE, $f->{end} + $GRACE, $f];
         # a clock step shows until what it stamped has aged out: state
-        # stamped ahead is held until the clock catches up (README
-        # "Strategies"), so the step plus the longest window
+        # stamped ahead is held until the clock catches up (docs/strategies.md), so the step plus the longest window
         if ($f->{kind} eq 'clock_step' && ($f->{note} // '') =~ /clock moved (-?\d+)s/) {
             $f->{step} = abs $1;
             $w->[1] += $f->{step} + $LONGEST_WINDOW;
@@ -292,7 +291,7 @@ sub _maybe_charged {
     return $c->{cost};
 }
 
-# what leases may hold on top of the count (README, Leases: "a server
+# what leases may hold on top of the count (docs/backends.md, "Leases": "a server
 # holds less than twice a portion at any time", a portion "at most
 # max(cost, 1/8 of what remains in Redis when it is granted)")
 sub _lease_slack {
@@ -363,7 +362,7 @@ sub check_over_limit {
     my ($X) = @_;
     my $inv = _inv($X, 'over_limit',
         title => 'no identity admitted more than its limit',
-        rule => 'admissions decided by the backend (RLAAS_STATUS allowed; for RLaaSCountIf, those whose response matched) per rolling window (sliding log), per window of the limiter clock (fixed), or at most limit + limit*T/window in any T seconds (token, gcra); with RLaaSLease, token and gcra plus what leases may hold (2 servers x 2 portions of max(cost, limit/8), README "Leases"), fixed windows the limit alone ("units are spent within the window that granted them"); one fresh quota per state-loss event (Redis killed, a failover, the local table reset: README "Failure behaviour", "Backends"), counted apart');
+        rule => 'admissions decided by the backend (RLAAS_STATUS allowed; for RLaaSCountIf, those whose response matched) per rolling window (sliding log), per window of the limiter clock (fixed), or at most limit + limit*T/window in any T seconds (token, gcra); with RLaaSLease, token and gcra plus what leases may hold (2 servers x 2 portions of max(cost, limit/8), docs/backends.md "Leases"), fixed windows the limit alone ("units are spent within the window that granted them"); one fresh quota per state-loss event (Redis killed, a failover, the local table reset: docs/failure.md "Recovery", docs/backends.md "The local engine"), counted apart');
     my ($within_loss, $within_lease) = (0, 0);
     my @bound_ex;
     for my $key (sort keys %{ $X->{inst} }) {
@@ -396,13 +395,13 @@ sub check_over_limit {
 }
 
 # RLaaSFailOpen local: decisions of the local engine (RLAAS_STATUS local)
-# per server, each limit divided by RLaaSLocalDivisor (README "Redis as
+# per server, each limit divided by RLaaSLocalDivisor (docs/backends.md "Redis as
 # the source, the local engine as the fallback")
 sub check_fallback {
     my ($X) = @_;
     my $inv = _inv($X, 'fallback_over_limit',
         title => 'local fallback within limit/divisor per server',
-        rule => 'RLAAS_STATUS local admissions per server and identity, against max(1, floor(limit/RLaaSLocalDivisor)) with a cost above that share costing the share (README "Redis as the source, the local engine as the fallback"); one fresh quota per restart of that server');
+        rule => 'RLAAS_STATUS local admissions per server and identity, against max(1, floor(limit/RLaaSLocalDivisor)) with a cost above that share costing the share (docs/backends.md "Redis as the source, the local engine as the fallback"); one fresh quota per restart of that server');
     my %by;
     for my $r (@{ $X->{req} }) {
         next unless $r->[ST] eq 'local';
@@ -453,7 +452,7 @@ sub check_refusals {
     my ($X) = @_;
     my $inv = _inv($X, 'wrongful_refusal',
         title => 'no admission refused while the backend was healthy and the identity under its limit',
-        rule => "a 429 (denied) outside every fault window of its backend (from ${BEFORE}s before a fault's start to ${GRACE}s after its end) where, for every counter of the request, the units that may have been charged within the window before it (admitted, or with an unknown outcome) plus its cost fit in the limit; with RLaaSLease, less what leases may hold (README \"Leases\": refused while about N/8 of what remained sits unspent)");
+        rule => "a 429 (denied) outside every fault window of its backend (from ${BEFORE}s before a fault's start to ${GRACE}s after its end) where, for every counter of the request, the units that may have been charged within the window before it (admitted, or with an unknown outcome) plus its cost fit in the limit; with RLaaSLease, less what leases may hold (docs/backends.md \"Leases\": refused while about N/8 of what remained sits unspent)");
     my $skipped = 0;
     for my $key (sort keys %{ $X->{inst} }) {
         my $in = $X->{inst}{$key};

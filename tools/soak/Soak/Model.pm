@@ -30,6 +30,15 @@ sub vhosts { qw(main alice bob) }
 
 # ------------------------------------------------------------ sections
 
+# alice's and bob's own limit, the same .htaccess (zone "site" both)
+my $SITE = <<'C';
+RLaaSLimit 8
+RLaaSWindow 10s
+RLaaSZone site
+RLaaSKeyBy header:X-Soak-User
+RLaaSFailOpen on
+C
+
 # Sections of the main host. `conf` is the body of its <Location>; LEASE
 # stands for "RLaaSLease on" under the lease backend (nothing elsewhere).
 my @SECTIONS = (
@@ -131,13 +140,7 @@ C
     # counts in the host's namespace); alice's and bob's .htaccess both
     # name their zone "site"; alice's free/ tries to switch limiting off.
     {   name => 'alice-t', vhost => 'alice', path => '/t/', failopen => 'off',
-        htaccess => <<'C',
-RLaaSLimit 8
-RLaaSWindow 10s
-RLaaSZone site
-RLaaSKeyBy header:X-Soak-User
-RLaaSFailOpen on
-C
+        htaccess => $SITE,
         counters => [{ id => 'site@alice', limit => 8, window => 10, type => 'log' },
                      { id => 'floor@alice', limit => 40, window => 10, type => 'bucket' }],
     },
@@ -151,13 +154,7 @@ C
         counters => [{ id => 'floor@alice', limit => 40, window => 10, type => 'bucket' }],
     },
     {   name => 'bob-t', vhost => 'bob', path => '/t/', failopen => 'off',
-        htaccess => <<'C',
-RLaaSLimit 8
-RLaaSWindow 10s
-RLaaSZone site
-RLaaSKeyBy header:X-Soak-User
-RLaaSFailOpen on
-C
+        htaccess => $SITE,
         counters => [{ id => 'site@bob', limit => 8, window => 10, type => 'log' },
                      { id => 'floor@bob', limit => 40, window => 10, type => 'bucket' }],
     },
