@@ -149,6 +149,11 @@ sub _run {
     while (1) {
         POSIX::_exit(0) if getppid() != $parent;
         $read_ctl->();
+        # no longer delaying: what is held goes first, before what comes
+        while (@held && $mode ne 'delay') {
+            my $h = shift @held;
+            syswrite $sock{ $h->[1] }, $h->[2] if $sock{ $h->[1] };
+        }
         my $timeout = @held ? 0.002 : 0.02;
         # by number: closing a pair frees sockets still in the ready list
         my @ready = map { fileno $_ } $sel->can_read($timeout);
