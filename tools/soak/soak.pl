@@ -127,7 +127,7 @@ close $sf;
 my (@CLEAN, $MAIN_PID);
 $MAIN_PID = $$;
 sub cleanup {
-    return unless $$ == $MAIN_PID;
+    return unless defined $MAIN_PID && $$ == $MAIN_PID;
     while (my $c = pop @CLEAN) { eval { $c->() } }
 }
 $SIG{INT} = $SIG{TERM} = sub { print "\nsoak: interrupted, cleaning up\n"; cleanup(); exit 2 };
