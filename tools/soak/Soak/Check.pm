@@ -708,6 +708,8 @@ sub check_recovery {
             # not this fault's doing: Redis slow (or the machine stalled)
             # in a stretch the probes saw begin after the fault ended
             $abn = 0 if $abn && _slow_after($X, $f, $r);
+            # answered once the next fault had begun: maybe that one's
+            $abn = 0 if $abn && defined $next{$f} && $r->[A] > $next{$f} - $BEFORE;
             if ($abn) { $last = $r->[A] if !defined $last || $r->[A] > $last }
             elsif ($r->[S] > $f->{end}) { $normal++ }
         }
