@@ -234,7 +234,9 @@ static rlaas_rerr_e open_conn(const group_t *g, rlaas_conn_t *c, char *detail)
     if (rd->resolver != NULL) {
         int port = 0;
 
-        if (!rlaas_resolver_get(rd->resolver, addr, sizeof(addr), &port)) {
+        if (!rlaas_resolver_get(rd->resolver, addr, sizeof(addr), &port) &&
+            !(rlaas_resolver_wait_first(rd->resolver, g->deadline) &&
+              rlaas_resolver_get(rd->resolver, addr, sizeof(addr), &port))) {
             rlaas_resolver_poke(rd->resolver);
             if (rd->conf.sentinel != NULL)
                 snprintf(detail, RLAAS_DETAIL_MAX,

@@ -1,6 +1,7 @@
 #include "rlaas_resolve.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -24,9 +25,12 @@ typedef struct {
 
 struct rlaas_resolver_t {
     pthread_mutex_t mu;
-    pthread_cond_t cond; /* CLOCK_MONOTONIC */
+    pthread_cond_t cond;   /* CLOCK_MONOTONIC: the thread's */
+    pthread_cond_t looked; /* CLOCK_MONOTONIC: requests waiting for the
+                              first look (rlaas_resolver_wait_first) */
     pthread_t thread;
     int has_thread, stop, poked;
+    int looks; /* look-ups finished, found or not */
     int64_t refresh_us, poke_gap_us;
     found_t found; /* addr "" until a look-up succeeds */
     unsigned version;
@@ -375,16 +379,19 @@ static int look_sentinel(rlaas_resolver_t *r, found_t *out)
 static void refresh(rlaas_resolver_t *r)
 {
     found_t f;
+    int ok;
 
     memset(&f, 0, sizeof(f));
     /* without the lock: DNS or a sentinel may take seconds */
-    if (!r->look(r, &f))
-        return; /* keep the last good address */
+    ok = r->look(r, &f);
     pthread_mutex_lock(&r->mu);
-    if (strcmp(f.addr, r->found.addr) != 0 || f.port != r->found.port) {
+    /* else: keep the last good address */
+    if (ok && (strcmp(f.addr, r->found.addr) != 0 || f.port != r->found.port)) {
         r->found = f;
         __atomic_add_fetch(&r->version, 1, __ATOMIC_RELEASE);
     }
+    if (r->looks++ == 0 && r->has_thread)
+        pthread_cond_broadcast(&r->looked);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -427,11 +434,16 @@ static int start_thread(rlaas_resolver_t *r)
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     ok = pthread_cond_init(&r->cond, &attr) == 0;
+    if (ok && pthread_cond_init(&r->looked, &attr) != 0) {
+        pthread_cond_destroy(&r->cond);
+        ok = 0;
+    }
     pthread_condattr_destroy(&attr);
     if (!ok)
         return 0;
     if (pthread_create(&r->thread, NULL, run, r) != 0) {
         pthread_cond_destroy(&r->cond);
+        pthread_cond_destroy(&r->looked);
         return 0;
     }
     r->has_thread = 1;
@@ -538,6 +550,7 @@ void rlaas_resolver_destroy(rlaas_resolver_t *r)
         pthread_mutex_unlock(&r->mu);
         pthread_join(r->thread, NULL);
         pthread_cond_destroy(&r->cond);
+        pthread_cond_destroy(&r->looked);
     }
     for (i = 0; r->sconn != NULL && i < r->sentinel.n; i++)
         rlaas_conn_close(&r->sconn[i]);
@@ -565,6 +578,23 @@ int rlaas_resolver_get(rlaas_resolver_t *r, char *buf, size_t size, int *port)
     }
     pthread_mutex_unlock(&r->mu);
     return ok;
+}
+
+int rlaas_resolver_wait_first(rlaas_resolver_t *r, int64_t deadline_us)
+{
+    struct timespec ts;
+    int looked;
+
+    if (!r->has_thread)
+        return 0;
+    rlaas_clock_timespec(deadline_us, &ts);
+    pthread_mutex_lock(&r->mu);
+    while (r->looks == 0 && !r->stop && rlaas_clock_left_us(deadline_us) > 0)
+        if (pthread_cond_timedwait(&r->looked, &r->mu, &ts) == ETIMEDOUT)
+            break;
+    looked = r->looks > 0 && r->found.addr[0] != '\0';
+    pthread_mutex_unlock(&r->mu);
+    return looked;
 }
 
 /* Read once per group of calls: no lock. */

@@ -14,6 +14,7 @@
 #define RLAAS_RESOLVE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rlaas_tls.h"
 
@@ -72,6 +73,13 @@ void rlaas_resolver_destroy(rlaas_resolver_t *r);
  * the resolver knows it (Sentinel), the port into *port (else 0); returns
  * 0 when nothing was found yet. */
 int rlaas_resolver_get(rlaas_resolver_t *r, char *buf, size_t size, int *port);
+
+/* A child's first requests arrive while its first look-up may still be
+ * under way (a sentinel a little far, a slow name server): they wait for
+ * that look, not past deadline_us (rlaas_clock_us), rather than fail.
+ * Returns 1 when an address is known now. Once a look has finished, found
+ * or not, it returns at once: a request never waits for a later one. */
+int rlaas_resolver_wait_first(rlaas_resolver_t *r, int64_t deadline_us);
 
 /* Changes whenever the address or port found changes. */
 unsigned rlaas_resolver_version(rlaas_resolver_t *r);

@@ -11,6 +11,8 @@ package RLaaS::Relay;
 #   $relay->mode('cut');          # requests pass, then the connection is
 #                                 # closed instead of passing the reply:
 #                                 # the command ran, its answer is lost
+#   $relay->mode('delay', 300);   # every chunk held 300 ms, both ways
+#                                 # (a far or congested network)
 #   $relay->mode('pass');         # back to normal
 #   $relay->stop;
 #
@@ -59,6 +61,7 @@ sub _run {
         ReuseAddr => 1, Proto => 'tcp') or die "listen on $self->{port}: $!\n";
     my $sel = IO::Select->new($listen);
     my (%peer, %side, %out, %sock);    # by fileno
+    my @held;    # delay: [due time, destination fd, bytes], oldest first
     my ($target, $mode, $arg) = ($self->{target}, 'pass', 0);
     my $next_drip = 0;
 
@@ -73,6 +76,7 @@ sub _run {
             my $s = delete $sock{$x} or next;
             $sel->remove($s);
             delete @{$_}{$x} for \%peer, \%side, \%out;
+            @held = grep { $_->[1] != $x } @held;
             close $s;
         }
     };
@@ -81,7 +85,12 @@ sub _run {
     while (1) {
         POSIX::_exit(0) if getppid() != $parent;
         $read_ctl->();
-        my $timeout = 0.02;
+        # no longer delaying: what is held goes first, before what comes
+        while (@held && $mode ne 'delay') {
+            my $h = shift @held;
+            syswrite $sock{ $h->[1] }, $h->[2] if $sock{ $h->[1] };
+        }
+        my $timeout = @held ? 0.002 : 0.02;
         # by number: closing a pair frees sockets still in the ready list
         my @ready = map { fileno $_ } $sel->can_read($timeout);
         for my $fd (@ready) {
@@ -106,7 +115,9 @@ sub _run {
                 next;
             }
             my $to = $peer{$fd};
-            if ($side{$fd} eq 'server' && $mode eq 'trickle') {
+            if ($mode eq 'delay') {
+                push @held, [time + $arg / 1000, $to, $buf];
+            } elsif ($side{$fd} eq 'server' && $mode eq 'trickle') {
                 $out{$to} .= $buf;
             } else {
                 syswrite $sock{$to}, $buf if $sock{$to};
@@ -120,6 +131,12 @@ sub _run {
                 delete $out{$to} unless length $out{$to};
             }
             $next_drip = time + $arg / 1000;
+        }
+        # delay: what is due goes out, in the order it came; a mode that
+        # no longer delays lets the rest go at once
+        while (@held && ($mode ne 'delay' || $held[0][0] <= time)) {
+            my $h = shift @held;
+            syswrite $sock{ $h->[1] }, $h->[2] if $sock{ $h->[1] };
         }
         # a mode that no longer trickles lets the rest go at once
         if ($mode ne 'trickle') {
