@@ -7,7 +7,9 @@
 #   soakmaster (yet); request refused with 500 (RLaaSFailOpen off)
 #
 # A child asks the sentinels in the background; until the first answer,
-# a request does not wait for it (within its budget) but fails. The soak
+# a request did not wait for it (within its budget) but failed. Now it
+# waits for that first look-up, never past its budget
+# (rlaas_resolver_wait_first). The soak
 # saw 133 such lines in 35 minutes, every time after a restart of the
 # prefork server. Here: a master, one sentinel reached through a relay
 # that holds each chunk 300 ms (a sentinel a little far away), a private
