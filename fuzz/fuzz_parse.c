@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rlaas_headers.h"
 #include "rlaas_parse.h"
@@ -236,8 +237,9 @@ static void check_headers_mode(const char *s)
 {
     rlaas_headers_e m = RLAAS_HEADERS_UNSET;
     const char *err = rlaas_parse_headers_mode(s, &m);
-    int known = strcmp(s, "draft") == 0 || strcmp(s, "legacy") == 0 ||
-                strcmp(s, "both") == 0 || strcmp(s, "off") == 0;
+    /* keywords are case-insensitive, as httpd's own */
+    int known = strcasecmp(s, "draft") == 0 || strcasecmp(s, "legacy") == 0 ||
+                strcasecmp(s, "both") == 0 || strcasecmp(s, "off") == 0;
 
     CHECK((err == NULL) == known);
     if (known)
