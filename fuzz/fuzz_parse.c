@@ -178,12 +178,13 @@ static void check_source(const char *s)
     case RLAAS_SRC_USER:
     case RLAAS_SRC_API_KEY:
         CHECK(src.name == NULL && src.name_len == 0);
-        CHECK(strcmp(s, "ip") == 0 || strcmp(s, "user") == 0 ||
-              strcmp(s, "api_key") == 0);
+        /* keywords, case-insensitive as httpd's own */
+        CHECK(strcasecmp(s, "ip") == 0 || strcasecmp(s, "user") == 0 ||
+              strcasecmp(s, "api_key") == 0);
         CHECK(src.credential == (src.type == RLAAS_SRC_API_KEY));
         break;
     case RLAAS_SRC_EXPR:
-        CHECK(strncmp(s, "expr=", 5) == 0);
+        CHECK(strncasecmp(s, "expr=", 5) == 0);
         CHECK(src.name == s + 5 && src.name_len == len - 5 && len > 5);
         break;
     default:
@@ -215,7 +216,7 @@ static void check_redis_addr(const char *s)
         CHECK(hl >= 1 && hl <= len);
         if (is_unix) {
             CHECK(is_unix == 1 && port == 0);
-            CHECK(strncmp(s, "unix:", 5) == 0 && strcmp(host, s + 5) == 0);
+            CHECK(strncasecmp(s, "unix:", 5) == 0 && strcmp(host, s + 5) == 0);
             CHECK(host[0] == '/');
         }
         else {
