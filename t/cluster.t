@@ -190,6 +190,40 @@ migrate_under_load('/cl/move-fixed/x');
         "the API key's counter, on its own slot's node");
 }
 
+# ---- a slot half moved: one identity's two keys on two nodes. Redis
+# answers TRYAGAIN (nothing ran); the module tries again within its
+# budget (500ms here) instead of refusing the request (found by make soak)
+{
+    my $u = uid('pcl-half');
+    my $s = slot_of_user($u);
+    my ($from) = grep { $_->port == owner($s) } @N;
+    my ($to) = grep { $_->port != $from->port } @N;
+    my $r0;
+    for (1 .. 50) {
+        $r0 = req('/pcl/one', vhost => 'rlaas_pol_cluster', h => { 'X-User' => $u });
+        last if $r0->code == 200;
+        sleep 0.1;
+    }
+    is($r0->code, 200, 'half moved: the identity has its two keys');
+    my @k = sort grep { /\Q$u\E/ } @{ $from->cmd('CLUSTER', 'GETKEYSINSLOT', $s, 100) };
+    is(scalar(@k), 2, 'half moved: two keys in the slot, pcl-big and pcl-small');
+    my $again0 = stat_of($from, 'errorstats', 'errorstat_TRYAGAIN');
+    $to->cmd('CLUSTER', 'SETSLOT', $s, 'IMPORTING', $ID{ $from->port });
+    $from->cmd('CLUSTER', 'SETSLOT', $s, 'MIGRATING', $ID{ $to->port });
+    $from->cmd('MIGRATE', '127.0.0.1', $to->port, '', 0, 5000, 'KEYS', $k[0]);
+    my $h = start_clients(tag => uid('pcl-half-t'), clients => [
+        [{ path => '/pcl/one', vhost => 'rlaas_pol_cluster', h => { 'X-User' => $u }, at => time, n => 1 }] ]);
+    sleep 0.25;    # the request meets the half-moved slot, and waits
+    $from->cmd('MIGRATE', '127.0.0.1', $to->port, '', 0, 5000, 'KEYS', $k[1]);
+    $_->cmd('CLUSTER', 'SETSLOT', $s, 'NODE', $ID{ $to->port }) for $to, $from, grep { $_ != $to && $_ != $from } @N;
+    my @r = wait_clients($h);
+    cmp_ok(stat_of($from, 'errorstats', 'errorstat_TRYAGAIN') - $again0, '>', 0,
+        'half moved: the old owner answered TRYAGAIN');
+    is(join(' ', map { "$_->{code} " . ($_->{status} // '-') } @r), '200 allowed',
+        'half moved: the request is decided once the move went on, within its budget (not 500)');
+    is($to->cmd('ZCARD', prefix() . "pcl-big:{h.x-user=$u}"), 2, 'half moved: counted once, on the new owner');
+}
+
 # ---- a master dies: its replica takes over
 {
     @N = masters();

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <hiredis/hiredis.h>
 
@@ -16,6 +17,8 @@
 #define MAP_REFRESH_US  10000000
 #define MAP_POKE_GAP_US 200000
 #define REDIRECTS_MAX   2
+/* between tries of a call Redis answered TRYAGAIN */
+#define AGAIN_PAUSE_US  10000
 
 /* A node's engine, in a pool of its own: forgetting the node destroys the
  * pool, and with it the engine's connections. */
@@ -357,6 +360,18 @@ static void not_followed(rlaas_job_t *job)
              RLAAS_CLUSTER_NODES_MAX);
 }
 
+/* TRYAGAIN: a short pause, if the budget leaves room for it and for the
+ * call after it. */
+static int pause_before_again(int64_t deadline)
+{
+    struct timespec ts = {0, AGAIN_PAUSE_US * 1000};
+
+    if (rlaas_clock_left_us(deadline) < 2 * AGAIN_PAUSE_US)
+        return 0;
+    nanosleep(&ts, NULL);
+    return 1;
+}
+
 /* The calls of one slot, following redirects; each node held while a
  * call runs on it. */
 static rlaas_rerr_e one_slot(rlaas_cluster_t *cl, const rlaas_call_t *call,
@@ -389,6 +404,14 @@ static rlaas_rerr_e one_slot(rlaas_cluster_t *cl, const rlaas_call_t *call,
          * replaced by its replica: ask for the map again soon */
         if (rlaas_rerr_is_redis_failure(job.e) || job.e == RLAAS_RERR_CIRCUIT)
             poke(cl);
+        if (job.redirect == RLAAS_REDIRECT_AGAIN) {
+            /* the same node, the same call (ASKING kept), while the
+             * budget lasts: a migration moves a slot's few keys in ms */
+            if (!pause_before_again(deadline))
+                break;
+            k--;
+            continue;
+        }
         if (job.redirect == RLAAS_REDIRECT_NONE || k == REDIRECTS_MAX)
             break;
         if (!rlaas_cluster_hostport(job.redirect_to, host, sizeof(host), &port))
