@@ -75,3 +75,8 @@ int rlaas_breaker_is_open(rlaas_breaker_t *b)
 {
     return apr_atomic_read32(&b->state) != RLAAS_CIRCUIT_CLOSED;
 }
+
+int rlaas_breaker_probing(rlaas_breaker_t *b)
+{
+    return apr_atomic_read32(&b->state) == RLAAS_CIRCUIT_PROBING;
+}

@@ -47,4 +47,7 @@ rlaas_breaker_event_e rlaas_breaker_failure(rlaas_breaker_t *b, apr_time_t now);
 
 int rlaas_breaker_is_open(rlaas_breaker_t *b);
 
+/* 1 while a probe is in flight: its outcome is about to be known. */
+int rlaas_breaker_probing(rlaas_breaker_t *b);
+
 #endif

@@ -18,7 +18,7 @@
 #define MAP_POKE_GAP_US 200000
 #define REDIRECTS_MAX   2
 /* between tries of a call Redis answered TRYAGAIN */
-#define AGAIN_PAUSE_US  10000
+#define AGAIN_PAUSE_US 10000
 
 /* A node's engine, in a pool of its own: forgetting the node destroys the
  * pool, and with it the engine's connections. */

@@ -65,6 +65,28 @@ static void one_probe_after_cooldown(void **state)
     assert_int_equal(rlaas_breaker_success(&b), RLAAS_BREAKER_SAME);
 }
 
+/* Only while the probe is in flight does the breaker say "probing": the
+ * calls that find it so wait for its outcome (rlaas_redis.c). */
+static void probing_only_while_the_probe_runs(void **state)
+{
+    rlaas_breaker_t b;
+
+    (void)state;
+    rlaas_breaker_init(&b, 1, MS(500));
+    assert_false(rlaas_breaker_probing(&b));
+    rlaas_breaker_failure(&b, MS(0));
+    assert_false(rlaas_breaker_probing(&b)); /* open, cooling down */
+    assert_true(rlaas_breaker_allow(&b, MS(600)));
+    assert_true(rlaas_breaker_probing(&b));
+    assert_false(rlaas_breaker_allow(&b, MS(601)));
+    rlaas_breaker_failure(&b, MS(602));
+    assert_false(rlaas_breaker_probing(&b)); /* reopened */
+    assert_true(rlaas_breaker_allow(&b, MS(1102)));
+    assert_int_equal(rlaas_breaker_success(&b), RLAAS_BREAKER_CLOSED);
+    assert_false(rlaas_breaker_probing(&b));
+    assert_true(rlaas_breaker_allow(&b, MS(1103)));
+}
+
 static void disabled_never_opens(void **state)
 {
     rlaas_breaker_t b;
@@ -114,6 +136,7 @@ int main(void)
         cmocka_unit_test(opens_after_threshold),
         cmocka_unit_test(success_resets_the_run),
         cmocka_unit_test(one_probe_after_cooldown),
+        cmocka_unit_test(probing_only_while_the_probe_runs),
         cmocka_unit_test(disabled_never_opens),
         cmocka_unit_test(concurrent_open_reported_once),
     };
