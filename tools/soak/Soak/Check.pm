@@ -636,32 +636,44 @@ sub check_refusals {
                 # in flight: charged, not yet given back when R was decided
                 return $c->{countif} && $x->[A] > $r->[S] ? $c->{cost} : 0;
             };
-            if ($cif && $c->{type} eq 'log') {
-                $used = $cif->{$r};
-            } elsif ($c->{type} eq 'fixed') {
+            # the same without the stalled calls' late charges and the
+            # refunds' rules: what those explain is counted apart
+            my $plain = sub { my ($x, $from) = @_; $x != $r && _maybe_charged($c, $x) && $x->[A] > $from ? $c->{cost} : 0 };
+            my ($used_plain, @near) = (0, _near($X, \@maybe, $r, $W));
+            if ($c->{type} eq 'fixed') {
                 $used = 0;
                 for my $k (floor($r->[S] / $W) .. floor($r->[A] / $W)) {
                     my ($ws, $we) = ($k * $W, ($k + 1) * $W);
-                    my $u = sum0(map { $units->($_, $ws - 1e-6) } grep { $_->[S] < $we } _near($X, \@maybe, $r, $W));
+                    my @in = grep { $_->[S] < $we } @near;
+                    my $u = sum0(map { $units->($_, $ws - 1e-6) } @in);
+                    my $p = sum0(map { $plain->($_, $ws - 1e-6) } @in);
                     $used = $u if $u > $used;
+                    $used_plain = $p if $p > $used_plain;
                 }
             } else {
-                $used = sum0(map { $units->($_, $r->[S] - $W) } _near($X, \@maybe, $r, $W));
+                $used = sum0(map { $units->($_, $r->[S] - $W) } @near);
+                $used_plain = sum0(map { $plain->($_, $r->[S] - $W) } @near);
             }
+            $used = $cif->{$r} if $cif && $c->{type} eq 'log';
             $r->[20]{$c->{id}} = $used + $c->{cost} + $slack <= $c->{limit} ? 'under' : 'over';
+            $r->[23]{$c->{id}} = $used_plain + $c->{cost} + $slack <= $c->{limit} ? 'under' : 'over';
             $r->[21] = $key;
         }
     }
     # a request is wrongly refused when all its counters were under
-    my %seen;
+    my (%seen, $late);
     for my $key (sort keys %{ $X->{inst} }) {
         for my $r (@{ $X->{inst}{$key}{req} }) {
             next unless ref $r->[20] eq 'HASH' && !$seen{$r}++;
             my $sec = Soak::Model::section($r->[SEC]);
-            next if grep { ($r->[20]{ $_->{id} } // 'over') ne 'under' } @{ $sec->{counters} };
+            if (grep { ($r->[20]{ $_->{id} } // 'over') ne 'under' } @{ $sec->{counters} }) {
+                $late++ unless grep { ($r->[23]{ $_->{id} } // 'over') ne 'under' } @{ $sec->{counters} };
+                next;
+            }
             _violation($X, 'wrongful_refusal', _fmt_req($X, $r));
         }
     }
+    $X->{bounds}{refusals_late_or_refund} = $late // 0;
     $inv->{checked} = scalar keys %seen;
     $inv->{skipped_in_faults} = $skipped;
 }

@@ -115,6 +115,7 @@ unlike($ex{wrongful_refusal}, qr/id=cif-a /, 'countif: a refund may take an entr
 unlike($ex{wrongful_refusal}, qr/id=cif-c /, 'countif: a refund lost (RLAAS0150) leaves the charge standing');
 is($X->{inv}{wrongful_refusal}{violations}, 2, 'wrongful refusals: pol-b and cif-b alone')
     or diag $ex{wrongful_refusal};
+is($X->{bounds}{refusals_late_or_refund}, 3, 'pol-a, cif-a and cif-c counted apart');
 
 like($ex{ban_without_denial}, qr/id=ban-b 429 banned/, 'a ban with nothing before it is a violation');
 unlike($ex{ban_without_denial}, qr/id=ban-a /, 'a ban may follow a call a stalled Redis ran late');
