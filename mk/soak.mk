@@ -16,3 +16,8 @@ SOAK_DIR ?= build/soak
 soak: $(MODULE)
 	DURATION='$(DURATION)' SEED='$(SEED)' BACKENDS='$(BACKENDS)' SOAK_DIR='$(SOAK_DIR)' \
 	    perl tools/soak/soak.pl
+
+# the checker's own test: a made-up run, no servers
+.PHONY: soak-selftest
+soak-selftest:
+	prove -I tools/soak tools/soak/t/check.t

@@ -28,10 +28,15 @@ our $HANG = 5;             # s: no request may take longer
 our $BEFORE = 0.5;         # s: a fault may show this long before its
                            # logged start (the log line is written first,
                            # but the clock is read just before)
-our $BAN_SLACK = 1;
-our $LONGEST_WINDOW = 30;
+our $BAN_SLACK = 1;         # s added to a ban's longest length
+our $LONGEST_WINDOW = 30;  # s: the longest window of Soak::Model
 our $PROBE_MARGIN = 1.5;   # s around a slow probe: a probe every 0.25 s,
-                           # the module's budget 1 s  # s: the longest window of Soak::Model        # s added to a ban's longest length
+                           # the module's budget 1 s
+our $RESUME = 0.5;         # s after a stall's logged end by which Redis
+                           # has run what was queued while it stalled
+                           # (redis-cli DEBUG SLEEP starts late on a
+                           # loaded machine; SIGCONT is sent before the
+                           # end is logged)
 our %MEM_TOL = (           # growth allowed after warm-up: relative, absolute
     parent_rss => [0.10, 8192], parent_fds => [0, 8],
     child_rss_max => [0.10, 8192], child_fds_max => [0, 24],
@@ -40,7 +45,8 @@ our %MEM_TOL = (           # growth allowed after warm-up: relative, absolute
 
 # request fields
 use constant { S => 0, A => 1, BE => 2, SRV => 3, SEC => 4, ID => 5, CODE => 6,
-               ST => 7, RA => 8, REUSED => 9, PROTO => 10, PATH => 11, NOTE => 12, SEQ => 13 };
+               ST => 7, RA => 8, REUSED => 9, PROTO => 10, PATH => 11, NOTE => 12, SEQ => 13,
+               LATE => 22 };
 
 # Faults that make a backend unable to decide (errors, fail-open and local
 # decisions are then expected), and those that may lose state (a counter
@@ -63,11 +69,14 @@ sub _slurp_json { my ($f) = @_; open my $fh, '<', $f or die "$f: $!"; local $/; 
 sub analyze {
     my ($dir) = @_;
     my $meta = _slurp_json("$dir/meta.json");
+    _server_dirs($dir, $meta);
     my $X = { dir => $dir, meta => $meta, inv => {}, bounds => {} };
     _load_requests($X);
     _load_faults($X);
     _windows($X);
     _load_probes($X);
+    _stalled_calls($X);
+    _load_lost_refunds($X);
     _load_access($X);
     _counters($X);
     check_over_limit($X);
@@ -82,7 +91,7 @@ sub analyze {
     my $bad = 0;
     $bad += $_->{violations} for values %{ $X->{inv} };
     $X->{ok} = $bad == 0 && $X->{nreq} > 0 ? 1 : 0;
-    delete $X->{$_} for qw(req inst server_us stall_windows);    # not for the report
+    delete $X->{$_} for qw(req inst server_us stall_windows lost_refunds);    # not for the report
     return $X;
 }
 
@@ -227,6 +236,102 @@ sub _load_access {
         }
     }
     $X->{server_us} = \%d;
+}
+
+# A kept run read elsewhere (a copy of SOAK_DIR): each server's directory
+# as meta.json names it, or else the same one under DIR
+# (BACKEND/httpd-MPM), so that its logs are read all the same.
+sub _server_dirs {
+    my ($dir, $meta) = @_;
+    for my $s (@{ $meta->{servers} || [] }) {
+        next if -d $s->{dir};
+        my ($leaf) = $s->{dir} =~ m{([^/]+)/*$};
+        my $here = "$dir/$s->{backend}/$leaf";
+        $s->{dir} = $here if -d $here;
+    }
+}
+
+# The outcome of the request is not known: an error, a decision made
+# without Redis, a lost answer. Its Redis call may have run.
+sub _unknown {
+    my ($r) = @_;
+    return 1 if $r->[CODE] == 0 || $r->[CODE] == 599;
+    return 1 if $r->[ST] =~ /^(error|fail_open|local|local_denied)$/;
+    return $r->[CODE] >= 500 && $r->[ST] eq '-';
+}
+
+# The latest time a request's call may have been decided. A call written
+# to a Redis that stalls (SIGSTOP, DEBUG SLEEP, a relay holding it, a
+# stretch the probes saw slow) is run when Redis goes on, after the
+# module gave up on it (docs/failure.md: the connection is dropped, and
+# "the call may have run"; a stalled Redis reads what was written before
+# it sees the close): its charge, or its denial and the ban that starts
+# with it, may come at the end of the stall. Otherwise the answer's time.
+sub _stalled_calls {
+    my ($X) = @_;
+    my %st;
+    for my $f (@{ $X->{faults} }) {
+        my ($k, $b) = ($f->{kind}, $f->{backend});
+        if ($k eq 'redis_stop' || $k eq 'debug_sleep') {
+            push @{ $st{$b} }, [$f->{start} - $BEFORE, $f->{end}, sub { $f->{end} + $RESUME }];
+        } elsif ($k eq 'net_delay') {
+            my $held = ($f->{note} // '') =~ /delay (\d+)ms/ ? $1 / 1000 : $f->{end} - $f->{start};
+            # every chunk held that long, in order; all let go at the end
+            push @{ $st{$b} }, [$f->{start} - $BEFORE, $f->{end},
+                                sub { min($_[0][A] + $held, $f->{end}) + $RESUME }];
+        }
+    }
+    for my $b (keys %{ $X->{down} }) {
+        for my $w (@{ $X->{down}{$b} }) {
+            next unless $w->[2]{kind} eq 'redis_slow';
+            push @{ $st{$b} }, [$w->[0], $w->[1], sub { $w->[1] }];
+        }
+    }
+    my $most = 0;
+    for my $r (@{ $X->{req} }) {
+        $r->[LATE] = $r->[A];
+        next unless _unknown($r);
+        for my $w (@{ $st{ $r->[BE] } || [] }) {
+            next unless $r->[S] <= $w->[1] && $r->[A] >= $w->[0];
+            my $t = $w->[2]->($r);
+            $r->[LATE] = $t if $t > $r->[LATE];
+        }
+        $most = $r->[LATE] - $r->[S] if $r->[LATE] - $r->[S] > $most;
+    }
+    $X->{late_most} = $most;
+}
+
+sub _late { $_[0][LATE] // $_[0][A] }
+
+# whether the refund of an allowed request may have been lost
+sub _refund_lost { my ($X, $x) = @_; _overlaps($X->{lost_refunds}{ $x->[SRV] } || [], $x->[A], $x->[A]) }
+
+# RLaaSCountIf refunds that may have been lost (docs/counting-and-bans.md,
+# "Refunds that can't be delivered": the charge then stands until it
+# expires): RLAAS0150 in a server's error log, at most one line a second
+# per child, the lines it held back counted on the next one. Per server, the
+# stretches in which a refund may have been lost.
+sub _load_lost_refunds {
+    my ($X) = @_;
+    my %mon = (Jan => 0, Feb => 1, Mar => 2, Apr => 3, May => 4, Jun => 5, Jul => 6,
+               Aug => 7, Sep => 8, Oct => 9, Nov => 10, Dec => 11);
+    my $budget = ($X->{meta}{redis_timeout_ms} || 1000) / 1000;
+    for my $s (@{ $X->{meta}{servers} }) {
+        open my $fh, '<', "$s->{dir}/error_log" or next;
+        my %prev;    # pid: the time of its last such line
+        while (my $l = <$fh>) {
+            next unless $l =~ /RLAAS0150/;
+            next unless $l =~ /^\[\w+ (\w+) +(\d+) (\d+):(\d+):(\d+(?:\.\d+)?) (\d+)\].*?\[pid (\d+)/;
+            my $t = POSIX::mktime(int $5, $4, $3, $2, $mon{$1}, $6 - 1900, 0, 0, -1) + ($5 - int $5);
+            my $pid = $7;
+            # the refund was tried at the end of its request, once more at
+            # once, each within the budget
+            my $from = $t - 2 * $budget - 1;
+            $from = min($from, $prev{$pid} // $X->{meta}{t0}) if $l =~ /\((\d+) similar lines? suppressed\)/;
+            push @{ $X->{lost_refunds}{ $s->{name} } }, [$from, $t + 0.1];
+            $prev{$pid} = $t;
+        }
+    }
 }
 
 sub _down { my ($X, $r) = @_; _overlaps($X->{down}{ $r->[BE] } || [], $r->[S], $r->[A]) }
@@ -428,21 +533,70 @@ sub check_fallback {
 }
 
 # The requests of a list sorted by sending time that were sent before R
-# was answered and may have been answered within W before R was sent.
+# was answered and may have been decided within W before R was sent.
 sub _near {
-    my ($list, $r, $W) = @_;
+    my ($X, $list, $r, $W) = @_;
     my ($lo, $hi) = (0, scalar @$list);
     while ($lo < $hi) {
         my $mid = int(($lo + $hi) / 2);
         if ($list->[$mid][S] < $r->[A]) { $lo = $mid + 1 } else { $hi = $mid }
     }
+    my $back = max($Soak::Load::HANG, $X->{late_most} // 0) + 1;
     my @n;
     for (my $i = $lo - 1; $i >= 0; $i--) {
         my $x = $list->[$i];
-        last if $x->[S] < $r->[S] - $W - $Soak::Load::HANG - 1;
+        last if $x->[S] < $r->[S] - $W - $back;
         push @n, $x;
     }
     return @n;
+}
+
+# RLaaSCountIf on a sliding log: the log that may stand when each denial
+# of DENIALS was decided, the strictest the documented rules allow
+# (docs/counting-and-bans.md): a request is charged at its check and
+# counts while in flight; once its response does not match, the refund
+# takes back "the first entries at or after" the charge's time as the
+# module reckons it (the time since before the decision, plus 1 ms, plus
+# the Redis budget): the entry of another request made up to that long
+# before may go instead of its own, the log keeping the newer one; a
+# refund that was lost (RLAAS0150) leaves the charge standing; a call with
+# an unknown outcome may have charged up to its latest time. Each entry
+# is placed as late as it may be and each refund takes the oldest entry it
+# may: no placement leaves more entries in a window. Returns
+# { denial => units that may have stood in its window }.
+sub _countif_log_used {
+    my ($X, $be, $c, $reqs, $denials) = @_;
+    my $B = $be eq 'local' ? 0 : ($X->{meta}{redis_timeout_ms} || 1000) / 1000;
+    my $W = $c->{window};
+    my @ev;    # [time, order, what, request]
+    for my $x (@$reqs) {
+        next if $x->[CODE] == 429;
+        my $refund = !_unknown($x) && $x->[ST] eq 'allowed' && $x->[CODE] != $c->{countif}
+            && !_refund_lost($X, $x);
+        push @ev, [$x->[S], 0, 'add', $x];
+        push @ev, [$x->[A], 2, 'refund', $x] if $refund;
+    }
+    push @ev, [$_->[S], 1, 'query', $_] for @$denials;
+    my (@log, %used);    # @log: entry times, sorted
+    for my $e (sort { $a->[0] <=> $b->[0] || $a->[1] <=> $b->[1] } @ev) {
+        my ($t, undef, $what, $x) = @$e;
+        @log = grep { $_ > $t - $W - 10 } @log if @log > 64;
+        if ($what eq 'add') {
+            my $at = _late($x);
+            @log = sort { $a <=> $b } @log, ($at) x $c->{cost};
+        } elsif ($what eq 'refund') {
+            my $from = $x->[S] - $B - 0.002;
+            for (1 .. $c->{cost}) {
+                my $i = first { $log[$_] >= $from } 0 .. $#log;
+                splice @log, $i, 1 if defined $i;
+            }
+        } else {
+            # requests sent while this one was decided may have gone first
+            my $more = sum0(map { $c->{cost} } grep { $_->[CODE] != 429 && $_->[S] > $x->[S] && $_->[S] < $x->[A] } @$reqs);
+            $used{$x} = $more + grep { $_ > $x->[S] - $W } @log;
+        }
+    }
+    return \%used;
 }
 
 # A 429 (RLAAS_STATUS denied) while no fault of the backend was under way
@@ -452,44 +606,74 @@ sub check_refusals {
     my ($X) = @_;
     my $inv = _inv($X, 'wrongful_refusal',
         title => 'no admission refused while the backend was healthy and the identity under its limit',
-        rule => "a 429 (denied) outside every fault window of its backend (from ${BEFORE}s before a fault's start to ${GRACE}s after its end) where, for every counter of the request, the units that may have been charged within the window before it (admitted, or with an unknown outcome) plus its cost fit in the limit; with RLaaSLease, less what leases may hold (docs/backends.md \"Leases\": refused while about N/8 of what remained sits unspent)");
+        rule => "a 429 (denied) outside every fault window of its backend (from ${BEFORE}s before a fault's start to ${GRACE}s after its end) where, for every counter of the request, the units that may have been charged within the window before it (admitted, or with an unknown outcome: an error, a lost answer, whose call a stalled Redis may have run as it went on, up to ${RESUME}s after the stall) plus its cost fit in the limit; with RLaaSCountIf, a request counts from its check until its refund, a lost refund (RLAAS0150) never, and on a sliding log a refund may take an entry made up to the Redis budget + 1 ms before the charge instead of its own (docs/counting-and-bans.md, \"What a refund gives back\"); with RLaaSLease, less what leases may hold (docs/backends.md \"Leases\": refused while about N/8 of what remained sits unspent)");
     my $skipped = 0;
     for my $key (sort keys %{ $X->{inst} }) {
         my $in = $X->{inst}{$key};
         my $c = $in->{c};
         my ($be) = split /\|/, $key;
-        my @maybe = grep { _maybe_charged($c, $_) } @{ $in->{req} };
         my $W = $c->{window};
         my $slack = _lease_slack($X, $be, $c, 1);
+        my @den;
         for my $r (@{ $in->{req} }) {
             next unless $r->[CODE] == 429 && $r->[ST] eq 'denied';
             if (_any_fault($X, $r)) { $skipped++; next }
+            push @den, $r;
+        }
+        next unless @den;
+        my $cif = $c->{countif} ? _countif_log_used($X, $be, $c, $in->{req}, \@den) : undef;
+        # a refunded request counts while in flight
+        my @maybe = grep { _maybe_charged($c, $_) || ($c->{countif} && $_->[ST] eq 'allowed') } @{ $in->{req} };
+        for my $r (@den) {
             $inv->{checked}++;
             my $used;
+            my $units = sub {
+                my ($x, $from) = @_;
+                return 0 if $x == $r;
+                return $c->{cost} if _maybe_charged($c, $x) && _late($x) > $from;
+                # a refund lost: the charge stands
+                return $c->{cost} if $c->{countif} && $x->[ST] eq 'allowed' && _refund_lost($X, $x) && $x->[A] > $from;
+                # in flight: charged, not yet given back when R was decided
+                return $c->{countif} && $x->[A] > $r->[S] ? $c->{cost} : 0;
+            };
+            # the same without the stalled calls' late charges and the
+            # refunds' rules: what those explain is counted apart
+            my $plain = sub { my ($x, $from) = @_; $x != $r && _maybe_charged($c, $x) && $x->[A] > $from ? $c->{cost} : 0 };
+            my ($used_plain, @near) = (0, _near($X, \@maybe, $r, $W));
             if ($c->{type} eq 'fixed') {
                 $used = 0;
                 for my $k (floor($r->[S] / $W) .. floor($r->[A] / $W)) {
                     my ($ws, $we) = ($k * $W, ($k + 1) * $W);
-                    my $u = sum0(map { $c->{cost} } grep { $_ != $r && $_->[S] < $we && $_->[A] >= $ws } _near(\@maybe, $r, $W));
+                    my @in = grep { $_->[S] < $we } @near;
+                    my $u = sum0(map { $units->($_, $ws - 1e-6) } @in);
+                    my $p = sum0(map { $plain->($_, $ws - 1e-6) } @in);
                     $used = $u if $u > $used;
+                    $used_plain = $p if $p > $used_plain;
                 }
             } else {
-                $used = sum0(map { $c->{cost} } grep { $_ != $r && $_->[A] > $r->[S] - $W } _near(\@maybe, $r, $W));
+                $used = sum0(map { $units->($_, $r->[S] - $W) } @near);
+                $used_plain = sum0(map { $plain->($_, $r->[S] - $W) } @near);
             }
+            $used = $cif->{$r} if $cif && $c->{type} eq 'log';
             $r->[20]{$c->{id}} = $used + $c->{cost} + $slack <= $c->{limit} ? 'under' : 'over';
+            $r->[23]{$c->{id}} = $used_plain + $c->{cost} + $slack <= $c->{limit} ? 'under' : 'over';
             $r->[21] = $key;
         }
     }
     # a request is wrongly refused when all its counters were under
-    my %seen;
+    my (%seen, $late);
     for my $key (sort keys %{ $X->{inst} }) {
         for my $r (@{ $X->{inst}{$key}{req} }) {
             next unless ref $r->[20] eq 'HASH' && !$seen{$r}++;
             my $sec = Soak::Model::section($r->[SEC]);
-            next if grep { ($r->[20]{ $_->{id} } // 'over') ne 'under' } @{ $sec->{counters} };
+            if (grep { ($r->[20]{ $_->{id} } // 'over') ne 'under' } @{ $sec->{counters} }) {
+                $late++ unless grep { ($r->[23]{ $_->{id} } // 'over') ne 'under' } @{ $sec->{counters} };
+                next;
+            }
             _violation($X, 'wrongful_refusal', _fmt_req($X, $r));
         }
     }
+    $X->{bounds}{refusals_late_or_refund} = $late // 0;
     $inv->{checked} = scalar keys %seen;
     $inv->{skipped_in_faults} = $skipped;
 }
@@ -499,7 +683,7 @@ sub check_refusals {
 sub check_bans {
     my ($X) = @_;
     my $i1 = _inv($X, 'ban_without_denial', title => 'a ban refusal follows a denial',
-        rule => 'every 429 with RLAAS_STATUS banned has a denial of the same identity and zone (same server with the local engine) within the longest ban (escalate MAX) + ' . $BAN_SLACK . 's before it');
+        rule => 'every 429 with RLAAS_STATUS banned has a denial of the same identity and zone (same server with the local engine) within the longest ban (escalate MAX) + ' . $BAN_SLACK . 's before it; a request of that identity and zone with an unknown outcome (an error, a lost answer) may have been that denial, up to the end of a stall of Redis that held its call (+' . $RESUME . 's): a stalled Redis runs the call after the module gave up on it, and its denial starts the ban');
     my $i2 = _inv($X, 'admitted_in_ban', title => 'nothing admitted during a ban',
         rule => 'no admission decided certainly after a denial and before the first ban length has passed since it, unless a state-loss event or a fault of the backend falls in between');
     for my $key (sort keys %{ $X->{inst} }) {
@@ -508,11 +692,12 @@ sub check_bans {
         my $ban = $sec->{ban} or next;
         my ($be, $scope) = split /\|/, $key;
         my @den = grep { $_->[CODE] == 429 && $_->[ST] eq 'denied' } @{ $in->{req} };
+        my @maybe = grep { _unknown($_) } @{ $in->{req} };
         for my $r (@{ $in->{req} }) {
             if ($r->[ST] eq 'banned') {
                 next if _overlaps($X->{clockf}{ $r->[SRV] } || [], $r->[S], $r->[A]);
                 $i1->{checked}++;
-                my $ok = first { $_->[S] < $r->[A] && $_->[A] > $r->[S] - $ban->{max} - $BAN_SLACK } @den;
+                my $ok = first { $_->[S] < $r->[A] && _late($_) > $r->[S] - $ban->{max} - $BAN_SLACK } @den, @maybe;
                 _violation($X, 'ban_without_denial', _fmt_req($X, $r)) unless $ok;
             }
         }
@@ -528,6 +713,11 @@ sub check_bans {
         }
     }
 }
+
+# the server closed a kept-alive connection as the request went out
+# (KeepAliveTimeout, MaxKeepAliveRequests, a child stopping): nothing was
+# read, no fault's doing; the client's to send again
+sub _keepalive_race { my ($r) = @_; ($r->[NOTE] // '') eq 'keep-alive connection closed' }
 
 # statuses, 5xx, transport errors, hangs, decisions missing
 sub check_responses {
@@ -573,7 +763,7 @@ sub check_responses {
             $it->{checked}++;
             # the server closed a kept-alive connection as the request
             # went out: nothing was read (no child died: see 'crash')
-            if (($r->[NOTE] // '') eq 'keep-alive connection closed') { $X->{keepalive_races}++; next }
+            if (_keepalive_race($r)) { $X->{keepalive_races}++; next }
             _violation($X, 'transport_error', _fmt_req($X, $r)) unless _srv_fault($X, $r);
             next;
         }
@@ -679,7 +869,7 @@ sub _slow_after {
 sub check_recovery {
     my ($X) = @_;
     my $inv = _inv($X, 'recovery', title => "back to deciding within ${GRACE}s of each fault's end",
-        rule => "after each fault, the last abnormal outcome on the backend's servers (a 5xx, RLAAS_STATUS error, fail_open, local or local_denied, a lost connection; for an httpd fault, on that server) within ${GRACE}s of its end; and after the last fault of each backend, every server answering decisions");
+        rule => "after each fault, the last abnormal outcome on the backend's servers (a 5xx, RLAAS_STATUS error, fail_open, local or local_denied, a lost connection but the keep-alive race; for an httpd fault, on that server) within ${GRACE}s of its end; and after the last fault of each backend, every server answering decisions");
     my %byb;
     push @{ $byb{ $_->[BE] } }, $_ for @{ $X->{req} };
     my %rec;
@@ -693,7 +883,7 @@ sub check_recovery {
         my $reqs = $byb{ $f->{backend} } || [];
         my $own = !$BACKEND_FAULT{ $f->{kind} };
         my $horizon = min($f->{end} + 3 * $GRACE, ($next{$f} // 9e9) - $BEFORE);
-        my ($last, $normal) = (undef, 0);
+        my ($last, $lastr, $normal) = (undef, undef, 0);
         for my $r (@$reqs) {
             next if $r->[S] < $f->{start} - $BEFORE || $r->[S] > $horizon;
             next if $own && $r->[SRV] ne $f->{server};
@@ -704,21 +894,21 @@ sub check_recovery {
             # a server's fault: its lost connections, and undecided
             # requests Redis' own state does not explain
             $abn = 0 if $abn && $own && _down($X, $r);
-            $abn ||= $own && ($r->[CODE] == 599 || $r->[CODE] == 0);
+            $abn ||= $own && ($r->[CODE] == 599 || $r->[CODE] == 0) && !_keepalive_race($r);
             # not this fault's doing: Redis slow (or the machine stalled)
             # in a stretch the probes saw begin after the fault ended
             $abn = 0 if $abn && _slow_after($X, $f, $r);
             # answered once the next fault had begun: maybe that one's
             $abn = 0 if $abn && defined $next{$f} && $r->[A] > $next{$f} - $BEFORE;
-            if ($abn) { $last = $r->[A] if !defined $last || $r->[A] > $last }
+            if ($abn) { ($last, $lastr) = ($r->[A], $r) if !defined $last || $r->[A] > $last }
             elsif ($r->[S] > $f->{end}) { $normal++ }
         }
         my $t = defined $last ? max(0, $last - $f->{end}) : 0;
         $f->{recovery} = $t;
         push @{ $rec{ $f->{kind} } }, $t;
         $inv->{checked}++;
-        _violation($X, 'recovery', sprintf '%s %s on %s at t+%.1f: abnormal outcomes until %.1fs after its end',
-            $f->{kind}, $f->{target}, $f->{backend}, $f->{start} - $X->{meta}{t0}, $t) if $t > $GRACE;
+        _violation($X, 'recovery', sprintf '%s %s on %s at t+%.1f: abnormal outcomes until %.1fs after its end, the last: %s',
+            $f->{kind}, $f->{target}, $f->{backend}, $f->{start} - $X->{meta}{t0}, $t, _fmt_req($X, $lastr)) if $t > $GRACE;
         # (when the next fault came at once, there was nothing to see)
         _violation($X, 'recovery', sprintf '%s on %s at t+%.1f: no normal decision after it',
             $f->{kind}, $f->{backend}, $f->{start} - $X->{meta}{t0}) unless $normal || $horizon - $f->{end} < 2;
@@ -731,6 +921,7 @@ sub check_recovery {
         my $after = ($lastf{ $s->{backend} } // $X->{meta}{t0}) + $GRACE;
         my @r = grep { $_->[SRV] eq $s->{name} && $_->[S] > $after && Soak::Model::section($_->[SEC]) } @{ $byb{ $s->{backend} } || [] };
         my @bad = grep { ($_->[CODE] >= 500 || $_->[CODE] == 0 || $_->[ST] =~ /^(error|fail_open|local|local_denied)$/)
+                         && !_keepalive_race($_)
                          && !_slow_after($X, { backend => $s->{backend}, end => $after - $GRACE }, $_) } @r;
         my $good = grep { $_->[ST] =~ /^(allowed|denied|banned)$/ } @r;
         $X->{final}{ $s->{name} } = { requests => scalar @r, decided => $good, abnormal => scalar @bad,

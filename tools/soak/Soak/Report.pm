@@ -63,6 +63,7 @@ sub markdown {
         . "| admissions while failing open (RLAAS_STATUS fail_open) | " . ($bd->{fail_open_admissions} // 0) . " |\n"
         . "| admissions by the local fallback (RLAAS_STATUS local) | " . ($bd->{local_fallback_admissions} // 0) . " |\n"
         . "| refusals not judged: in a fault window | " . ($X->{inv}{wrongful_refusal}{skipped_in_faults} // 0) . " |\n"
+        . "| refusals explained only by a call a stalled Redis ran late, or by RLaaSCountIf's charge in flight, refund rules or lost refunds | " . ($bd->{refusals_late_or_refund} // 0) . " |\n"
  . "| requests answered after more than ${Soak::Check::HANG}s, of which httpd took less (the clients, the listen queue), or lost in a fault of their server | " . ($X->{slow_outside_httpd} // 0) . " |\n"
         . "| requests not judged for hangs: their server's clock moved by the shim | " . ($X->{hang_in_clock_step} // 0) . " |\n"
         . "| keep-alive races (a kept-alive connection closed by the server as the request went out) | " . ($X->{keepalive_races} // 0) . " |\n\n";
