@@ -2,7 +2,8 @@
 # tools/test.sh - the whole test suite; `make test` runs it, and so does CI.
 #
 #   build (make), unit tests (make unit), Lua script tests (prove t/lua), the
-#   test kit's own tests (prove perl/t), then the Apache::Test suite once per
+#   test kit's own tests (prove perl/t) and the soak checker's
+#   (prove tools/soak/t), then the Apache::Test suite once per
 #   MPM (event, prefork, worker), each run with its own private redis-servers
 #   and free ports, and last the example suite of the kit
 #   (examples/apache-test) as a user runs it: module and kit installed, the
@@ -195,6 +196,7 @@ if want lua && ls t/lua/*.t >/dev/null 2>&1; then
 fi
 
 want kit && stage "test kit (prove perl/t)" prove perl/t
+want kit && stage "soak checker (prove tools/soak/t)" prove -I tools/soak tools/soak/t
 
 if want apache; then
     for mpm in ${RLAAS_TEST_MPMS:-event prefork worker}; do
