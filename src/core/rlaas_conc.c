@@ -23,6 +23,9 @@ typedef char fits[sizeof(head_t) + RLAAS_CONC_MAX * sizeof(slot_t) <=
                           RLAAS_CONC_STATE_MAX
                       ? 1
                       : -1];
+typedef char first_fits[sizeof(head_t) + sizeof(slot_t) == RLAAS_CONC_FIRST_LEN
+                            ? 1
+                            : -1];
 
 int rlaas_conc_call_ok(const rlaas_conc_call_t *c)
 {

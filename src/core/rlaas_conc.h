@@ -37,8 +37,10 @@
 /* How often, at most, the holders of a full record are looked at. */
 #define RLAAS_CONC_PROBE_MS 100
 
-/* Room for a record's state: its header and RLAAS_CONC_MAX slots. */
+/* Room for a record's state: its header and RLAAS_CONC_MAX slots; and
+ * the size of a record holding one slot (its first). */
 #define RLAAS_CONC_STATE_MAX (16 + RLAAS_CONC_MAX * 32)
+#define RLAAS_CONC_FIRST_LEN (16 + 32)
 
 /* Whether the process pid that started at start is still there (not a
  * zombie, not another process under a reused pid). */
