@@ -71,6 +71,8 @@ HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_outcome.c src/http/rlaas_keysecret.c
 # tenants: roots, bounds, where their settings count
 HTTPD_SRC += src/http/rlaas_tenant.c
+# requests in flight: RLaaSConcurrency, slots given back
+HTTPD_SRC += src/http/rlaas_concurrency.c
 # the operator's console
 HTTPD_SRC += src/http/rlaas_admin.c src/http/rlaas_admin_zones.c \
              src/http/rlaas_admin_act.c src/http/rlaas_admin_render.c

@@ -11,6 +11,7 @@
 #include "rlaas_outcome.h"
 #include "rlaas_version.h"
 #include "rlaas_tenant.h"
+#include "rlaas_concurrency.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -896,6 +897,7 @@ void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
     d->console = -1;
     d->metrics = -1;
     rlaas_outcome_dir_init(d);
+    rlaas_conc_dir_init(d);
     return d;
 }
 
@@ -968,6 +970,7 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->console = PICK(console, -1);
     d->metrics = PICK(metrics, -1);
     rlaas_outcome_dir_merge(d, base, add);
+    rlaas_conc_dir_merge(d, base, add);
     /* last: who set each of the settings merged above, and so where the
      * own limit counts */
     rlaas_tenant_merge(d, base, add);
@@ -1460,6 +1463,8 @@ const command_rec rlaas_cmds[] = {
                   "the hash of credentials in keys, logs and the console"),
     /* tenants: where their trees start, what they may make Redis hold */
     RLAAS_TENANT_CMDS,
+    /* requests in flight (rlaas_concurrency.c) */
+    RLAAS_CONC_CMDS,
     /* what only the operator publishes: inside a section of the server's
      * own configuration (set_publish) */
     AP_INIT_FLAG(RLAAS_D_CONSOLE, set_publish,

@@ -17,6 +17,7 @@
 /* One policy a request meets. */
 typedef struct {
     const rlaas_policy_t *p; /* NULL: the section's own limit */
+    int conc; /* the section's RLaaSConcurrency (p NULL): slots in flight */
     const char *name;        /* its name, or the section's zone or "default" */
     int enforced;            /* RLaaSEnforce: no dry run, no section's cost,
                                 the host's failure policy */
