@@ -40,8 +40,8 @@ void rlaas_conc_dir_merge(rlaas_dir_conf_t *d, const rlaas_dir_conf_t *base,
     d->conc_arg = n->conc_arg;
     d->conc_timeout_ms = t->conc_timeout_ms;
     d->conc_timeout_arg = t->conc_timeout_arg;
-    d->conc_status = add->conc_status != -1 ? add->conc_status
-                                            : base->conc_status;
+    d->conc_status =
+        add->conc_status != -1 ? add->conc_status : base->conc_status;
 }
 
 const char *rlaas_conc_set(cmd_parms *cmd, void *dv, const char *arg)
@@ -65,8 +65,8 @@ const char *rlaas_conc_set(cmd_parms *cmd, void *dv, const char *arg)
 const char *rlaas_conc_set_timeout(cmd_parms *cmd, void *dv, const char *arg)
 {
     rlaas_dir_conf_t *d = dv;
-    const char *err =
-        rlaas_parse_duration_ms(arg, 1, RLAAS_WINDOW_MAX_MS, &d->conc_timeout_ms);
+    const char *err = rlaas_parse_duration_ms(arg, 1, RLAAS_WINDOW_MAX_MS,
+                                              &d->conc_timeout_ms);
 
     if (err != NULL)
         return apr_psprintf(cmd->pool,
@@ -74,8 +74,7 @@ const char *rlaas_conc_set_timeout(cmd_parms *cmd, void *dv, const char *arg)
                             "from 1ms to 30d",
                             cmd->cmd->name, arg, err);
     /* a slot is held in Redis as long as a window is: bounded alike */
-    if ((err = rlaas_tenant_window_bound(cmd, arg, d->conc_timeout_ms)) !=
-        NULL)
+    if ((err = rlaas_tenant_window_bound(cmd, arg, d->conc_timeout_ms)) != NULL)
         return err;
     d->conc_timeout_arg =
         apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, d->conc_timeout_ms);
@@ -176,12 +175,13 @@ static void log_lost(server_rec *s, const char *key, const char *why)
 
     if (dropped < 0)
         return;
-    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s,
-                 "RLAAS0200: " RLAAS_D_CONCURRENCY
-                 ": a slot of %s could not be given back (%s); it is free "
-                 "once its holder is gone (local engine) or after "
-                 RLAAS_D_CONC_TIMEOUT " (Redis)%s",
-                 key, why, dropped > 0 ? " (and similar lines since)" : "");
+    ap_log_error(
+        APLOG_MARK, APLOG_WARNING, 0, s,
+        "RLAAS0200: " RLAAS_D_CONCURRENCY
+        ": a slot of %s could not be given back (%s); it is free "
+        "once its holder is gone (local engine) or after " RLAAS_D_CONC_TIMEOUT
+        " (Redis)%s",
+        key, why, dropped > 0 ? " (and similar lines since)" : "");
 }
 
 /* Errors that say the call was never sent: it may be tried again. */
@@ -274,7 +274,8 @@ static void release_all(conc_t *c)
         if (n[e] == 0)
             continue;
         detail[0] = '\0';
-        why = e ? release_local(h[e], n[e]) : release_redis(c, h[e], n[e], detail);
+        why = e ? release_local(h[e], n[e])
+                : release_redis(c, h[e], n[e], detail);
         for (i = 0; i < n[e]; i++) {
             rlaas_metrics_outcome(why == NULL ? RLAAS_METRIC_CONC_RELEASED
                                               : RLAAS_METRIC_CONC_LOST);
@@ -296,7 +297,7 @@ static apr_status_t release_cleanup(void *data)
 }
 
 void rlaas_concurrency_hold(request_rec *r, const rlaas_item_t *it, int n,
-                     int divisor)
+                            int divisor)
 {
     conc_t *c = NULL;
     int i;

@@ -66,7 +66,7 @@ void rlaas_concurrency_prepare(request_rec *r, rlaas_item_t *it);
  * client request. divisor: 0 taken in Redis, else by the local engine
  * with each limit shared out among divisor servers. */
 void rlaas_concurrency_hold(request_rec *r, const rlaas_item_t *it, int n,
-                     int divisor);
+                            int divisor);
 
 /* log_transaction: the client request's slots given back. */
 void rlaas_concurrency_release(request_rec *r);

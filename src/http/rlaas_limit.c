@@ -779,7 +779,8 @@ static int to_decide(request_rec *r, const rlaas_unit_t *u,
                      const rlaas_dir_conf_t *d, const rlaas_item_t *it,
                      phase_e phase)
 {
-    rlaas_unit_limit_t *l = u ? rlaas_unit_decided(u, it->p, d, it->conc) : NULL;
+    rlaas_unit_limit_t *l =
+        u ? rlaas_unit_decided(u, it->p, d, it->conc) : NULL;
 
     if (l == NULL)
         return 1;
@@ -1038,11 +1039,12 @@ static void conc_taken(const decision_t *dc)
     switch (dc->out) {
     case RLAAS_OUT_ALLOWED:
     case RLAAS_OUT_DRY_RUN_DENIED:
-        rlaas_concurrency_hold(dc->r, dc->it, dc->n, rlaas_server_local(sc) ? 1 : 0);
+        rlaas_concurrency_hold(dc->r, dc->it, dc->n,
+                               rlaas_server_local(sc) ? 1 : 0);
         break;
     case RLAAS_OUT_LOCAL:
         rlaas_concurrency_hold(dc->r, dc->it, dc->n,
-                        rlaas_server_local_divisor(sc));
+                               rlaas_server_local_divisor(sc));
         break;
     default:
         break;

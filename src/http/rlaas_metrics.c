@@ -543,15 +543,18 @@ static void write_decisions(request_rec *r, rlaas_counters_t *c)
 static void write_outcome(request_rec *r, rlaas_counters_t *c)
 {
     static const char *const name[RLAAS_METRIC_OUTCOME_COUNT] = {
-        "rlaas_bans_total", "rlaas_ban_refusals_total",
-        "rlaas_countif_charges_total", "rlaas_countif_refunds_total",
+        "rlaas_bans_total",
+        "rlaas_ban_refusals_total",
+        "rlaas_countif_charges_total",
+        "rlaas_countif_refunds_total",
         "rlaas_countif_refunds_lost_total",
         "rlaas_concurrency_taken_total",
         "rlaas_concurrency_released_total",
         "rlaas_concurrency_lost_total",
         "rlaas_concurrency_refused_total"};
     static const char *const text[RLAAS_METRIC_OUTCOME_COUNT] = {
-        "Bans started (RLaaSBan).", "Requests refused by a ban.",
+        "Bans started (RLaaSBan).",
+        "Requests refused by a ban.",
         "Requests whose charge stood once the response was known "
         "(RLaaSCountIf: the condition held).",
         "Charges given back once the response was known (RLaaSCountIf: "

@@ -89,10 +89,10 @@ static int same_limit(const rlaas_dir_conf_t *a, const rlaas_dir_conf_t *b)
  * sources, N and timeout. */
 static int same_conc(const rlaas_dir_conf_t *a, const rlaas_dir_conf_t *b)
 {
-    return a == b || (a->conc == b->conc &&
-                      a->conc_timeout_ms == b->conc_timeout_ms &&
-                      same_text(a->zone, b->zone) && same_text(a->ns, b->ns) &&
-                      same_sources(a->sources, b->sources));
+    return a == b ||
+           (a->conc == b->conc && a->conc_timeout_ms == b->conc_timeout_ms &&
+            same_text(a->zone, b->zone) && same_text(a->ns, b->ns) &&
+            same_sources(a->sources, b->sources));
 }
 
 rlaas_unit_limit_t *rlaas_unit_decided(const rlaas_unit_t *u,
@@ -103,10 +103,10 @@ rlaas_unit_limit_t *rlaas_unit_decided(const rlaas_unit_t *u,
     int i;
 
     for (i = 0; i < u->decided->nelts; i++) {
-        if (p != NULL ? l[i].p == p
-                      : l[i].p == NULL && l[i].conc == conc &&
-                            (conc ? same_conc(l[i].d, d)
-                                  : same_limit(l[i].d, d)))
+        if (p != NULL
+                ? l[i].p == p
+                : l[i].p == NULL && l[i].conc == conc &&
+                      (conc ? same_conc(l[i].d, d) : same_limit(l[i].d, d)))
             return &l[i];
     }
     return NULL;
