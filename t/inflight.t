@@ -233,6 +233,19 @@ for my $engine (qw(local redis)) {
         cmp_ok(Time::HiRes::time() - $t, '<', 5, "$engine: ... when the request ends, not after the timeout");
     }
 
+    # RLaaSPolicy NAME concurrency=N, applied by a section; per site
+    {
+        my ($u, $v) = (uid("if-$engine-pu"), uid("if-$engine-pv"));
+        my @h = map { hold($vh, '/if/pol?s=4', $u) } 1 .. 2;
+        ok($h[0] && $h[1], "$engine: policy concurrency=2: two held");
+        is(one($vh, '/if/pol?s=0', $u)->code, 429, "$engine: policy concurrency=2: the third refused");
+        is(one($vh, '/if/pol?s=0', $v)->code, 200, "$engine: policy concurrency=2: another identity served");
+        my $s = hold($vh, '/if/site?s=4', $u);
+        ok($s, "$engine: per site: one request of the site held");
+        is(one($vh, '/if/site?s=0', $v)->code, 429, "$engine: per site: any client of the same site refused");
+        finish_hold($_) for grep { defined } @h, $s;
+    }
+
     # a child killed mid-request: the local engine frees the slot once its
     # holder is gone; Redis after RLaaSConcurrencyTimeout (3 s here)
     {
@@ -271,6 +284,14 @@ config_refused("<Location /x>\nRLaaSConcurrencyTimeout $_\n</Location>\n",
 config_refused("<Location /x>\nRLaaSConcurrencyStatus $_\n</Location>\n",
     qr/RLaaSConcurrencyStatus: invalid value '\Q$_\E': expected 429 or 503/,
     "RLaaSConcurrencyStatus $_") for qw(500 404 busy);
+config_refused("RLaaSPolicy p concurrency=$_\n",
+    qr/RLaaSPolicy p: invalid value 'concurrency=\Q$_\E': expected an integer from 1 to 500/,
+    "RLaaSPolicy p concurrency=$_") for qw(0 501 x);
+config_refused("RLaaSPolicy p concurrency=3 $_\n",
+    qr/RLaaSPolicy p: invalid (?:option|value) '\Q$_\E'/, "RLaaSPolicy p concurrency=3 $_")
+    for qw(cost=2 strategy=gcra timeout=0 timeout=31d);
+config_accepted("RLaaSPolicy php concurrency=10 timeout=10m key=\"expr=%{SERVER_NAME}\"\nRLaaSEnforce php\n",
+    'RLaaSPolicy php concurrency=10 timeout=10m key="expr=%{SERVER_NAME}", enforced');
 config_accepted("<Location /x>\nRLaaSConcurrency 500\nRLaaSConcurrencyTimeout 30d\n"
     . "RLaaSConcurrencyStatus 503\n</Location>\n<Location /x/y>\nRLaaSConcurrency off\n</Location>\n",
     'RLaaSConcurrency 500, off, a timeout of 30d, status 503');

@@ -42,6 +42,8 @@ static void named(rlaas_item_t *it, const rlaas_policy_t *p, int enforced,
     it->call.limit = p->limit_arg;
     it->call.window = p->window_arg;
     it->call.cost = p->cost_arg;
+    /* concurrency=N: slots in flight, its token for a cost */
+    it->conc = p->strategy == RLAAS_CONCURRENCY;
 }
 
 static void own(rlaas_item_t *it, const rlaas_dir_conf_t *d)
