@@ -735,9 +735,7 @@ static const char *rate_policy(cmd_parms *cmd, rlaas_policy_t *p,
 static const char *set_policy(cmd_parms *cmd, void *dummy, const char *line)
 {
     static const char usage[] = "NAME LIMIT WINDOW [strategy=STRATEGY] "
-                                "[key=\"SOURCES\"] [cost=N], or NAME "
-                                "concurrency=N [timeout=DURATION] "
-                                "[key=\"SOURCES\"]";
+                                "[key=\"SOURCES\"] [cost=N]";
     rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
     apr_array_header_t *w;
     rlaas_policy_t *p;
@@ -750,7 +748,10 @@ static const char *set_policy(cmd_parms *cmd, void *dummy, const char *line)
     conc = w->nelts >= 2 &&
            rlaas_parse_prefixed(APR_ARRAY_IDX(w, 1, char *), "concurrency=");
     if (w->nelts < 3 && !conc)
-        return apr_psprintf(cmd->pool, "%s: expected %s, got '%s'",
+        return apr_psprintf(cmd->pool,
+                            "%s: expected %s, got '%s' (or NAME "
+                            "concurrency=N [timeout=DURATION] "
+                            "[key=\"SOURCES\"])",
                             cmd->cmd->name, usage, line);
     p = apr_pcalloc(cmd->pool, sizeof(*p));
     p->name = APR_ARRAY_IDX(w, 0, char *);
