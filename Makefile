@@ -30,7 +30,11 @@ LUA_PRELUDE = lua/prelude.lua
 LUA_BODIES = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
              lua/leaky.lua lua/gcra.lua
 LUA = $(patsubst lua/%,build/lua/%,$(LUA_BODIES)) build/lua/multi.lua \
-      build/lua/lease.lua build/lua/credit.lua
+      build/lua/lease.lua build/lua/credit.lua build/lua/release.lua
+# Concurrency limits (RLaaSConcurrency): decided by the multi script, with
+# the other policies of the request; their slots given back by the release
+# script (the prelude and lua/release.lua).
+LUA_CONC = lua/concurrency.lua
 
 # Source folders (docs/developers.md): dependencies point down only,
 # http -> local, redis -> core. core/, local/ and the pure parts of redis/
@@ -50,7 +54,8 @@ CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
            src/core/rlaas_cookie.c src/core/rlaas_slot.c \
            src/core/rlaas_policy.c src/core/rlaas_tally.c \
            src/core/rlaas_ban.c src/core/rlaas_troot.c \
-           src/core/rlaas_siphash.c $(ALGO_SRC) $(LOCAL_SRC) \
+           src/core/rlaas_siphash.c src/core/rlaas_conc.c \
+           $(ALGO_SRC) $(LOCAL_SRC) \
            src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
            src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \
            src/redis/rlaas_gate.c src/redis/rlaas_rerr.c \
@@ -66,6 +71,8 @@ HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_outcome.c src/http/rlaas_keysecret.c
 # tenants: roots, bounds, where their settings count
 HTTPD_SRC += src/http/rlaas_tenant.c
+# requests in flight: RLaaSConcurrency, slots given back
+HTTPD_SRC += src/http/rlaas_concurrency.c
 # the operator's console
 HTTPD_SRC += src/http/rlaas_admin.c src/http/rlaas_admin_zones.c \
              src/http/rlaas_admin_act.c src/http/rlaas_admin_render.c
@@ -93,9 +100,10 @@ build/lua/%.lua: $(LUA_PRELUDE) lua/%.lua
 	@{ cat $(LUA_PRELUDE) lua/$*.lua; echo 'return one(rlaas_$*)'; } >$@.tmp && \
 	    mv $@.tmp $@
 
-build/lua/multi.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/multi.lua
+build/lua/multi.lua: $(LUA_PRELUDE) $(LUA_BODIES) $(LUA_CONC) lua/multi.lua
 	@mkdir -p build/lua
-	@cat $(LUA_PRELUDE) $(LUA_BODIES) lua/multi.lua >$@.tmp && mv $@.tmp $@
+	@cat $(LUA_PRELUDE) $(LUA_BODIES) $(LUA_CONC) lua/multi.lua >$@.tmp && \
+	    mv $@.tmp $@
 
 # RLaaSLease: the prelude, the bodies and lua/lease.lua (a portion of one
 # policy's quota taken at once).
@@ -108,6 +116,10 @@ build/lua/lease.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/lease.lua
 build/lua/credit.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/credit.lua
 	@mkdir -p build/lua
 	cat $(LUA_PRELUDE) $(LUA_BODIES) lua/credit.lua >$@.tmp && mv $@.tmp $@
+
+build/lua/release.lua: $(LUA_PRELUDE) lua/release.lua
+	@mkdir -p build/lua
+	@cat $(LUA_PRELUDE) lua/release.lua >$@.tmp && mv $@.tmp $@
 
 lua: $(LUA) $(GEN_SRC)
 

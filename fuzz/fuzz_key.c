@@ -87,7 +87,8 @@ static int model_suffix_like(const uint8_t *v, size_t len)
     if ((len == 2 && (memcmp(v, "tb", 2) == 0 || memcmp(v, "sw", 2) == 0 ||
                       memcmp(v, "lb", 2) == 0)) ||
         (len == 3 && memcmp(v, "ban", 3) == 0) ||
-        (len == 4 && memcmp(v, "gcra", 4) == 0))
+        (len == 4 &&
+         (memcmp(v, "gcra", 4) == 0 || memcmp(v, "conc", 4) == 0)))
         return 1;
     for (i = 0; i < len; i++)
         if (v[i] < '0' || v[i] > '9')
@@ -331,7 +332,7 @@ static void read_tuple(reader_t *r, ftuple_t *t)
     else if (b % 8 == 5)
         t->zp = bytes(r, &t->zl);
     namespace_of(r, t, b >> 3);
-    t->st = (rlaas_strategy_e)(next(r) % (RLAAS_STRATEGY_COUNT + 1));
+    t->st = (rlaas_strategy_e)(next(r) % (RLAAS_STRATEGY_COUNT + 2));
     t->window = next(r) % 4;
     t->ip = bytes(r, &t->ip_len);
     t->n = (int)(next(r) % (RLAAS_SOURCES_MAX + 1));

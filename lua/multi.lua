@@ -8,6 +8,9 @@
 -- "<until>:<length>" (src/core/rlaas_ban.h). While it holds nothing is decided.
 -- O: the place (1-based) of the policy whose denial starts a ban (the
 -- section's own limit, keyed as the ban is); 0: any denial.
+-- A concurrency limit (RLaaSConcurrency): strategy 7, N (1 to 500), T
+-- ms, the request's token (16 hex digits) in place of the cost, mode
+-- (lua/concurrency.lua); its key ends in ":conc".
 local run = {[0] = rlaas_fixed, rlaas_sliding_log, rlaas_sliding, rlaas_token,
   rlaas_leaky, rlaas_gcra}
 local P, seen, ban = {}, {}, nil
@@ -26,6 +29,12 @@ for i = 1, #KEYS do
       return redis.error_reply('ERR rlaas: bad ban ' .. i)
     end
     ban = {i = i, K = KEYS[i], D = D, M = M, F = F, O = O}
+  elseif ARGV[j] == '7' then
+    local N, T, tok, m = int(ARGV[j + 1], 1, 500), int(ARGV[j + 2], 1, 2^35), ARGV[j + 3], int(ARGV[j + 4], 0, 7)
+    if not (N and T and m) or #tok ~= 16 or not string.match(tok, '^[0-9a-f]+$') or string.sub(KEYS[i], -5) ~= ':conc' then
+      return redis.error_reply('ERR rlaas: bad concurrency ' .. i)
+    end
+    P[#P + 1] = {rlaas_concurrency, KEYS[i], N, T, tok, m, i}
   else
     local f = run[tonumber(ARGV[j])]
     local L, W, c, m = args(ARGV[j + 1], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4])

@@ -46,7 +46,7 @@ int rlaas_key_suffix_like(const char *val, size_t len)
     size_t i;
 
     if (is(val, len, "tb") || is(val, len, "sw") || is(val, len, "lb") ||
-        is(val, len, "gcra") || is(val, len, "ban"))
+        is(val, len, "gcra") || is(val, len, "ban") || is(val, len, "conc"))
         return 1;
     for (i = 0; i < len; i++) {
         if (!digit(val[i]))
@@ -162,6 +162,8 @@ const char *rlaas_key_suffix(rlaas_strategy_e st)
 
     if (st == RLAAS_KEY_BAN)
         return ":ban";
+    if (st == RLAAS_KEY_CONC)
+        return ":conc";
     return st >= 0 && st < RLAAS_STRATEGY_COUNT ? suffix[st] : "";
 }
 

@@ -16,8 +16,9 @@
  *            segment and two values two, but without the secret nobody
  *            can test guesses against a hashed credential offline.
  * suffix-like:  all digits (a fixed window's number), or exactly "tb",
- *               "sw", "lb", "gcra" (the other strategies' suffixes) or
- *               "ban" (a ban's record, RLAAS_KEY_BAN), so
+ *               "sw", "lb", "gcra" (the other strategies' suffixes),
+ *               "ban" (a ban's record, RLAAS_KEY_BAN) or "conc" (a
+ *               concurrency limit's slots, RLAAS_KEY_CONC), so
  *               that no identity ends in another strategy's key;
  * address-like: what the client address renderer (rlaas_ip.h) can write:
  *               only digits and dots, or lowercase hex groups joined by
@@ -115,5 +116,9 @@ const char *rlaas_key_suffix(rlaas_strategy_e st);
 /* The identity's ban record (RLaaSBan), in place of a strategy: ":ban",
  * suffix-like as the strategies' suffixes are. */
 #define RLAAS_KEY_BAN ((rlaas_strategy_e)RLAAS_STRATEGY_COUNT)
+
+/* The slots of a concurrency limit (RLaaSConcurrency, rlaas_conc.h), in
+ * place of a strategy: ":conc", suffix-like too. */
+#define RLAAS_KEY_CONC RLAAS_CONCURRENCY
 
 #endif

@@ -14,7 +14,8 @@
  * counting setting of, whatever the prefix. I  the identity, S  the
  * strategy's state
  * suffix: "tb" (token), "sw" (sliding), "lb" (leaky), "gcra", "ban" (a ban's
- * record, RLAAS_KEY_BAN, in place of a strategy); none for the
+ * record, RLAAS_KEY_BAN, in place of a strategy), "conc" (a concurrency
+ * limit's slots, RLAAS_KEY_CONC, likewise); none for the
  * sliding log (a ZSET at the key itself). For fixed the key ends in ":" and
  * the script appends the window number it computes from Redis TIME; that
  * is the one thing a script appends, and no client chooses it.

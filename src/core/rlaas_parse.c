@@ -141,6 +141,8 @@ const char *rlaas_strategy_name(rlaas_strategy_e st)
     static const char *const names[RLAAS_STRATEGY_COUNT] = {
         "fixed", "sliding_log", "sliding", "token", "leaky", "gcra"};
 
+    if (st == RLAAS_CONCURRENCY)
+        return "concurrency";
     if (st < 0 || st >= RLAAS_STRATEGY_COUNT)
         return "unknown";
     return names[st];

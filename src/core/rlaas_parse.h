@@ -27,6 +27,12 @@ typedef enum {
     RLAAS_STRATEGY_COUNT
 } rlaas_strategy_e;
 
+/* A concurrency limit (RLaaSConcurrency, rlaas_conc.h) where a strategy
+ * goes: its key's suffix (RLAAS_KEY_CONC), its place among a call's
+ * policies (lua/multi.lua's 7), its name in logs and metrics. After the
+ * ban's record (RLAAS_STRATEGY_COUNT). */
+#define RLAAS_CONCURRENCY ((rlaas_strategy_e)(RLAAS_STRATEGY_COUNT + 1))
+
 typedef enum {
     RLAAS_SRC_IP = 0,
     RLAAS_SRC_USER,

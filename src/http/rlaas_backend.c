@@ -204,6 +204,20 @@ rlaas_lerr_e rlaas_backend_credit(request_rec *r,
     return e;
 }
 
+rlaas_lerr_e rlaas_backend_release(request_rec *r,
+                                   const rlaas_local_call_t *calls, int n,
+                                   int *removed)
+{
+    rlaas_table_report_t rep;
+    rlaas_lerr_e e;
+
+    e = rlaas_local_release_n(table, calls, n, rlaas_local_now_ms(), removed,
+                              &rep, NULL);
+    if (r != NULL && rep.reset)
+        log_reset(r, rep.lost);
+    return e;
+}
+
 int rlaas_backend_stats(rlaas_table_stats_t *st)
 {
     if (table == NULL)

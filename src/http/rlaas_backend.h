@@ -28,6 +28,12 @@ rlaas_lerr_e rlaas_backend_credit(request_rec *r,
                                   const rlaas_local_call_t *calls, int n,
                                   int64_t age_ms, int64_t *given);
 
+/* Gives back the concurrency slots of n calls (rlaas_local_release_n):
+ * removed[i] 1 if call i's slot was held. r (may be NULL) for the log. */
+rlaas_lerr_e rlaas_backend_release(request_rec *r,
+                                   const rlaas_local_call_t *calls, int n,
+                                   int *removed);
+
 /* The table in this process (leases keep their units in it), or NULL. */
 rlaas_local_t *rlaas_backend_table(void);
 

@@ -11,6 +11,8 @@
 #include "rlaas_outcome.h"
 #include "rlaas_version.h"
 #include "rlaas_tenant.h"
+#include "rlaas_conc.h"
+#include "rlaas_concurrency.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -659,37 +661,56 @@ static const char *policy_option(cmd_parms *cmd, rlaas_policy_t *p,
                         cmd->cmd->name, p->name, opt);
 }
 
-/* RLaaSPolicy NAME LIMIT WINDOW [strategy=S] [key="SOURCES"] [cost=N] */
-static const char *set_policy(cmd_parms *cmd, void *dummy, const char *line)
+/* RLaaSPolicy NAME concurrency=N [timeout=DURATION] [key="SOURCES"]: at
+ * most N requests of one identity in flight (rlaas_concurrency.h). */
+static const char *conc_policy(cmd_parms *cmd, rlaas_policy_t *p,
+                               apr_array_header_t *w)
 {
-    static const char usage[] = "NAME LIMIT WINDOW [strategy=STRATEGY] "
-                                "[key=\"SOURCES\"] [cost=N]";
-    rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
-    apr_array_header_t *w;
-    rlaas_policy_t *p;
-    const char *err, *arg;
+    const char *arg = APR_ARRAY_IDX(w, 1, char *) + 12, *err;
     int i;
 
-    (void)dummy;
-    if ((err = split_words(cmd, line, &w)) != NULL)
-        return err;
-    if (w->nelts < 3)
-        return apr_psprintf(cmd->pool, "%s: expected %s, got '%s'",
-                            cmd->cmd->name, usage, line);
-    p = apr_pcalloc(cmd->pool, sizeof(*p));
-    p->name = APR_ARRAY_IDX(w, 0, char *);
-    p->strategy = RLAAS_DEFAULT_STRATEGY;
-    if ((err = rlaas_parse_name(p->name)) != NULL)
+    if (rlaas_parse_nonneg_int(arg, RLAAS_CONC_MAX, &p->limit) != NULL ||
+        p->limit < 1)
         return apr_psprintf(cmd->pool,
-                            "%s: invalid name '%s': expected %s (the name is "
-                            "the policy's zone)",
-                            cmd->cmd->name, p->name, err);
-    if (find_policy(cmd, p->name) != NULL)
-        return apr_psprintf(cmd->pool,
-                            "%s: duplicate name '%s': a policy of that name is "
-                            "declared already; expected a name of its own",
-                            cmd->cmd->name, p->name);
-    arg = APR_ARRAY_IDX(w, 1, char *);
+                            "%s %s: invalid value 'concurrency=%s': expected "
+                            "an integer from 1 to %d (requests in flight)",
+                            cmd->cmd->name, p->name, arg, RLAAS_CONC_MAX);
+    p->strategy = RLAAS_CONCURRENCY;
+    p->limit_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->limit);
+    p->window_ms = RLAAS_CONC_TIMEOUT_DEFAULT_MS;
+    for (i = 2; i < w->nelts; i++) {
+        const char *opt = APR_ARRAY_IDX(w, i, char *);
+
+        if (rlaas_parse_prefixed(opt, "key=")) {
+            if ((err = policy_sources(cmd, p, opt + 4)) != NULL)
+                return err;
+        }
+        else if (rlaas_parse_prefixed(opt, "timeout=")) {
+            if ((err = rlaas_parse_duration_ms(opt + 8, 1, RLAAS_WINDOW_MAX_MS,
+                                               &p->window_ms)) != NULL)
+                return apr_psprintf(cmd->pool,
+                                    "%s %s: invalid value '%s': expected %s, "
+                                    "from 1ms to 30d",
+                                    cmd->cmd->name, p->name, opt, err);
+        }
+        else
+            return apr_psprintf(cmd->pool,
+                                "%s %s: invalid option '%s': a concurrency "
+                                "policy takes timeout=DURATION and "
+                                "key=\"SOURCES\"",
+                                cmd->cmd->name, p->name, opt);
+    }
+    p->window_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->window_ms);
+    return NULL;
+}
+
+/* LIMIT WINDOW [strategy=S] [key="SOURCES"] [cost=N] [countif=EXPR] */
+static const char *rate_policy(cmd_parms *cmd, rlaas_policy_t *p,
+                               apr_array_header_t *w)
+{
+    const char *arg = APR_ARRAY_IDX(w, 1, char *), *err;
+    int i;
+
     if ((err = rlaas_parse_limit(arg, &p->limit)) != NULL)
         return apr_psprintf(cmd->pool, "%s %s: invalid limit '%s': expected %s",
                             cmd->cmd->name, p->name, arg, err);
@@ -706,6 +727,47 @@ static const char *set_policy(cmd_parms *cmd, void *dummy, const char *line)
         if ((err = policy_option(cmd, p, APR_ARRAY_IDX(w, i, char *))))
             return err;
     }
+    return NULL;
+}
+
+/* RLaaSPolicy NAME LIMIT WINDOW [strategy=S] [key="SOURCES"] [cost=N], or
+ * RLaaSPolicy NAME concurrency=N [timeout=DURATION] [key="SOURCES"] */
+static const char *set_policy(cmd_parms *cmd, void *dummy, const char *line)
+{
+    static const char usage[] = "NAME LIMIT WINDOW [strategy=STRATEGY] "
+                                "[key=\"SOURCES\"] [cost=N]";
+    rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
+    apr_array_header_t *w;
+    rlaas_policy_t *p;
+    const char *err;
+    int conc;
+
+    (void)dummy;
+    if ((err = split_words(cmd, line, &w)) != NULL)
+        return err;
+    conc = w->nelts >= 2 &&
+           rlaas_parse_prefixed(APR_ARRAY_IDX(w, 1, char *), "concurrency=");
+    if (w->nelts < 3 && !conc)
+        return apr_psprintf(cmd->pool,
+                            "%s: expected %s, got '%s' (or NAME "
+                            "concurrency=N [timeout=DURATION] "
+                            "[key=\"SOURCES\"])",
+                            cmd->cmd->name, usage, line);
+    p = apr_pcalloc(cmd->pool, sizeof(*p));
+    p->name = APR_ARRAY_IDX(w, 0, char *);
+    p->strategy = RLAAS_DEFAULT_STRATEGY;
+    if ((err = rlaas_parse_name(p->name)) != NULL)
+        return apr_psprintf(cmd->pool,
+                            "%s: invalid name '%s': expected %s (the name is "
+                            "the policy's zone)",
+                            cmd->cmd->name, p->name, err);
+    if (find_policy(cmd, p->name) != NULL)
+        return apr_psprintf(cmd->pool,
+                            "%s: duplicate name '%s': a policy of that name is "
+                            "declared already; expected a name of its own",
+                            cmd->cmd->name, p->name);
+    if ((err = conc ? conc_policy(cmd, p, w) : rate_policy(cmd, p, w)))
+        return err;
     p->id = next_policy_id++;
     p->server = cmd->server;
     p->metric = rlaas_metrics_name(p->name, 1);
@@ -896,6 +958,7 @@ void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
     d->console = -1;
     d->metrics = -1;
     rlaas_outcome_dir_init(d);
+    rlaas_conc_dir_init(d);
     return d;
 }
 
@@ -968,6 +1031,7 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->console = PICK(console, -1);
     d->metrics = PICK(metrics, -1);
     rlaas_outcome_dir_merge(d, base, add);
+    rlaas_conc_dir_merge(d, base, add);
     /* last: who set each of the settings merged above, and so where the
      * own limit counts */
     rlaas_tenant_merge(d, base, add);
@@ -1460,6 +1524,8 @@ const command_rec rlaas_cmds[] = {
                   "the hash of credentials in keys, logs and the console"),
     /* tenants: where their trees start, what they may make Redis hold */
     RLAAS_TENANT_CMDS,
+    /* requests in flight (rlaas_concurrency.c) */
+    RLAAS_CONC_CMDS,
     /* what only the operator publishes: inside a section of the server's
      * own configuration (set_publish) */
     AP_INIT_FLAG(RLAAS_D_CONSOLE, set_publish,

@@ -199,7 +199,8 @@ typedef struct {
 #define RLAAS_T_COUNT_IF 0x040
 #define RLAAS_T_BAN      0x080
 #define RLAAS_T_LEASE    0x100
-#define RLAAS_T_COUNTING 0x1ff
+#define RLAAS_T_CONC     0x400 /* RLaaSConcurrency, its timeout */
+#define RLAAS_T_COUNTING (0x1ff | RLAAS_T_CONC)
 #define RLAAS_T_DRY_RUN  0x200
 
 typedef struct {
@@ -238,6 +239,13 @@ typedef struct {
     int64_t ban_ms;           /* -1: unset; 0: off; else D */
     int64_t ban_factor;       /* F (1: no escalation) */
     int64_t ban_max_ms;       /* M (D without escalation) */
+    /* RLaaSConcurrency (rlaas_concurrency.h): N (-1 unset, 0 off), the
+     * longest a slot is held (-1 unset), the refusal's status (-1 unset) */
+    int64_t conc;
+    const char *conc_arg;
+    int64_t conc_timeout_ms;
+    const char *conc_timeout_arg;
+    int conc_status;
 } rlaas_dir_conf_t;
 
 extern const command_rec rlaas_cmds[];

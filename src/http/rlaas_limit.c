@@ -13,6 +13,8 @@
 #include "rlaas_authuser.h"
 #include "rlaas_backend.h"
 #include "rlaas_clock.h"
+#include "rlaas_conc.h"
+#include "rlaas_concurrency.h"
 #include "rlaas_config.h"
 #include "rlaas_headers.h"
 #include "rlaas_identity.h"
@@ -197,6 +199,10 @@ static void remember(const decision_t *dc, int have_v)
         const rlaas_item_t *it = &dc->it[i];
         rlaas_unit_shown_t *sh = (rlaas_unit_shown_t *)shown->elts;
 
+        /* requests in flight are no quota of a window: not in the
+         * RateLimit fields */
+        if (it->conc)
+            continue;
         for (j = 0; j < shown->nelts; j++) {
             if (strcmp(sh[j].name, it->name) == 0 && sh[j].limit == it->limit)
                 break;
@@ -222,6 +228,8 @@ static void count_policies(const decision_t *dc, rlaas_outcome_e o)
     for (i = 0; i < dc->n; i++) {
         const rlaas_item_t *it = &dc->it[i];
 
+        if (it->conc)
+            continue; /* counted by the concurrency counters */
         if (o == RLAAS_OUT_ERROR || o == RLAAS_OUT_FAIL_OPEN)
             rlaas_metrics_policy(it->metric, o);
         else if (!it->v.allowed) {
@@ -279,6 +287,9 @@ static int record(decision_t *dc, rlaas_outcome_e o, int rc, int have_v,
  * httpd would label text/html: the error filter below relabels it. */
 static int refusal_response(request_rec *r, const rlaas_unit_t *u)
 {
+    /* RLaaSConcurrencyStatus 503: httpd's own page, or an ErrorDocument */
+    if (u->refusal == HTTP_SERVICE_UNAVAILABLE && u->retry_after != NULL)
+        apr_table_setn(r->err_headers_out, "Retry-After", u->retry_after);
     if (u->refusal != HTTP_TOO_MANY_REQUESTS)
         return u->refusal;
     apr_table_setn(r->err_headers_out, "Retry-After", u->retry_after);
@@ -293,8 +304,18 @@ static int refusal_response(request_rec *r, const rlaas_unit_t *u)
 static int deny(decision_t *dc, int shown, rlaas_outcome_e o)
 {
     request_rec *r = dc->r;
+    int i;
 
-    record(dc, o, HTTP_TOO_MANY_REQUESTS, 1, shown);
+    for (i = 0; i < dc->n; i++) {
+        if (dc->it[i].conc && !dc->it[i].v.allowed && !dc->it[i].dry_run)
+            rlaas_metrics_outcome(RLAAS_METRIC_CONC_REFUSED);
+    }
+    /* no slot: the status the section chose (a rate limit's denial, if
+     * one is shown, says 429) */
+    record(dc, o,
+           dc->it[shown].conc ? rlaas_dir_conc_status(dc->d)
+                              : HTTP_TOO_MANY_REQUESTS,
+           1, shown);
     dc->u->retry_after =
         num(r->pool, rlaas_retry_after_s(dc->it[shown].v.retry_ms));
     return refusal_response(r, dc->u);
@@ -458,7 +479,7 @@ static void ban_prepare(decision_t *dc)
     if (dc->n >= RLAAS_POLICIES_MAX)
         return;
     for (i = 0; i < dc->n && !own; i++)
-        if (dc->it[i].p == NULL && !dc->it[i].dry_run)
+        if (dc->it[i].p == NULL && !dc->it[i].dry_run && !dc->it[i].conc)
             own = i + 1;
     if (!own)
         return;
@@ -578,6 +599,9 @@ static void to_local(const rlaas_item_t *it, int divisor, rlaas_local_call_t *c)
         cost = 1;
     c->cost = cost < c->limit ? cost : c->limit;
     c->mode = it->call.mode;
+    c->token = 0;
+    if (it->conc)
+        rlaas_conc_token_parse(it->call.cost, RLAAS_CONC_TOKEN_LEN, &c->token);
 }
 
 /* The local engine decides every policy of the decision together, each
@@ -755,7 +779,8 @@ static int to_decide(request_rec *r, const rlaas_unit_t *u,
                      const rlaas_dir_conf_t *d, const rlaas_item_t *it,
                      phase_e phase)
 {
-    rlaas_unit_limit_t *l = u ? rlaas_unit_decided(u, it->p, d) : NULL;
+    rlaas_unit_limit_t *l =
+        u ? rlaas_unit_decided(u, it->p, d, it->conc) : NULL;
 
     if (l == NULL)
         return 1;
@@ -814,7 +839,7 @@ static pending_t *countif_prepare(decision_t *dc)
         expr = it->p != NULL && it->p->count_if != NULL    ? it->p->count_if
                : it->enforced || (it->p != NULL && tenant) ? NULL
                                                            : section;
-        if (expr == NULL ||
+        if (expr == NULL || it->conc ||
             (it->call.cost != NULL && strcmp(it->call.cost, "0") == 0))
             continue;
         if (pd == NULL) {
@@ -991,14 +1016,39 @@ int rlaas_limit_log_transaction(request_rec *r)
     apr_array_header_t *pending;
     int i;
 
-    if (r->main != NULL || (u = rlaas_unit_find(r)) == NULL ||
-        u->outcome == NULL)
+    if (r->main != NULL || (u = rlaas_unit_find(r)) == NULL)
+        return DECLINED;
+    /* RLaaSConcurrency: httpd is done with the request */
+    rlaas_concurrency_release(r);
+    if (u->outcome == NULL)
         return DECLINED;
     pending = u->outcome;
     u->outcome = NULL;
     for (i = 0; i < pending->nelts; i++)
         settle(r, APR_ARRAY_IDX(pending, i, const pending_t *));
     return DECLINED;
+}
+
+/* The slots an admitted decision took, where it took them (as
+ * countif_charged tells the engine): none when it was let through
+ * undecided. */
+static void conc_taken(const decision_t *dc)
+{
+    const rlaas_server_conf_t *sc = rlaas_server_conf(dc->r->server);
+
+    switch (dc->out) {
+    case RLAAS_OUT_ALLOWED:
+    case RLAAS_OUT_DRY_RUN_DENIED:
+        rlaas_concurrency_hold(dc->r, dc->it, dc->n,
+                               rlaas_server_local(sc) ? 1 : 0);
+        break;
+    case RLAAS_OUT_LOCAL:
+        rlaas_concurrency_hold(dc->r, dc->it, dc->n,
+                               rlaas_server_local_divisor(sc));
+        break;
+    default:
+        break;
+    }
 }
 
 static int decide(decision_t *dc, int before_auth)
@@ -1009,8 +1059,9 @@ static int decide(decision_t *dc, int before_auth)
     int i, rc;
 
     for (i = 0; i < dc->n; i++) {
-        if (rlaas_unit_decided(dc->u, dc->it[i].p, dc->d) == NULL)
-            rlaas_unit_add(dc->u, dc->it[i].p, dc->d,
+        if (rlaas_unit_decided(dc->u, dc->it[i].p, dc->d, dc->it[i].conc) ==
+            NULL)
+            rlaas_unit_add(dc->u, dc->it[i].p, dc->d, dc->it[i].conc,
                            before_auth && dc->it[i].need_user
                                ? rlaas_authuser_claimed(r)
                                : NULL);
@@ -1028,6 +1079,9 @@ static int decide(decision_t *dc, int before_auth)
     if (pd != NULL)
         pd->t0_us = rlaas_clock_us();
     rc = limit(dc);
+    /* admitted: its slots held until httpd is done with the request */
+    if (rc == DECLINED)
+        conc_taken(dc);
     /* served: its charges settled once the response is known */
     if (rc == DECLINED && pd != NULL && countif_charged(dc, pd)) {
         if (dc->u->outcome == NULL)

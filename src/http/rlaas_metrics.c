@@ -313,7 +313,8 @@ static apr_uint32_t gauge(size_t offset)
 
 void rlaas_metrics_decision(rlaas_strategy_e st, rlaas_outcome_e o)
 {
-    if (counters != NULL)
+    /* a concurrency limit has counters of its own (write_outcome) */
+    if (counters != NULL && st >= 0 && st < RLAAS_STRATEGY_COUNT)
         apr_atomic_inc64(&counters->decisions[st][o]);
 }
 
@@ -542,17 +543,30 @@ static void write_decisions(request_rec *r, rlaas_counters_t *c)
 static void write_outcome(request_rec *r, rlaas_counters_t *c)
 {
     static const char *const name[RLAAS_METRIC_OUTCOME_COUNT] = {
-        "rlaas_bans_total", "rlaas_ban_refusals_total",
-        "rlaas_countif_charges_total", "rlaas_countif_refunds_total",
-        "rlaas_countif_refunds_lost_total"};
+        "rlaas_bans_total",
+        "rlaas_ban_refusals_total",
+        "rlaas_countif_charges_total",
+        "rlaas_countif_refunds_total",
+        "rlaas_countif_refunds_lost_total",
+        "rlaas_concurrency_taken_total",
+        "rlaas_concurrency_released_total",
+        "rlaas_concurrency_lost_total",
+        "rlaas_concurrency_refused_total"};
     static const char *const text[RLAAS_METRIC_OUTCOME_COUNT] = {
-        "Bans started (RLaaSBan).", "Requests refused by a ban.",
+        "Bans started (RLaaSBan).",
+        "Requests refused by a ban.",
         "Requests whose charge stood once the response was known "
         "(RLaaSCountIf: the condition held).",
         "Charges given back once the response was known (RLaaSCountIf: "
         "the condition did not hold).",
         "Charges that could not be given back (RLaaSCountIf): they stand, "
-        "the client's quota lower by them until they expire."};
+        "the client's quota lower by them until they expire.",
+        "Slots taken by requests admitted (RLaaSConcurrency).",
+        "Slots given back once httpd was done with the request.",
+        "Slots that could not be given back: free once their holder is "
+        "gone (local engine) or after RLaaSConcurrencyTimeout (Redis).",
+        "Requests refused for want of a slot (RLaaSConcurrency)."};
+    apr_uint64_t taken, back;
     int i;
 
     for (i = 0; i < RLAAS_METRIC_OUTCOME_COUNT; i++) {
@@ -560,6 +574,17 @@ static void write_outcome(request_rec *r, rlaas_counters_t *c)
         ap_rprintf(r, "%s %" APR_UINT64_T_FMT "\n", name[i],
                    rd(&c->outcome[i]));
     }
+    /* read in this order, a slot given back between the reads is never
+     * seen given back and not taken */
+    back = rd(&c->outcome[RLAAS_METRIC_CONC_RELEASED]) +
+           rd(&c->outcome[RLAAS_METRIC_CONC_LOST]);
+    taken = rd(&c->outcome[RLAAS_METRIC_CONC_TAKEN]);
+    help(r, "rlaas_concurrency_in_flight", "gauge",
+         "Requests of this server holding a slot (RLaaSConcurrency) now: "
+         "taken and not yet given back (a child killed leaves its own "
+         "counted until the server restarts).");
+    ap_rprintf(r, "rlaas_concurrency_in_flight %" APR_UINT64_T_FMT "\n",
+               taken > back ? taken - back : 0);
 }
 
 void rlaas_metrics_outcome(rlaas_metric_outcome_e m)

@@ -79,6 +79,12 @@ typedef enum {
     RLAAS_METRIC_COUNTIF_CHARGES,
     RLAAS_METRIC_COUNTIF_REFUNDS,
     RLAAS_METRIC_COUNTIF_REFUNDS_LOST,
+    /* RLaaSConcurrency: slots taken, given back, lost (not given back),
+     * requests refused for want of one */
+    RLAAS_METRIC_CONC_TAKEN,
+    RLAAS_METRIC_CONC_RELEASED,
+    RLAAS_METRIC_CONC_LOST,
+    RLAAS_METRIC_CONC_REFUSED,
     RLAAS_METRIC_OUTCOME_COUNT
 } rlaas_metric_outcome_e;
 void rlaas_metrics_outcome(rlaas_metric_outcome_e m);

@@ -4,6 +4,7 @@
 #include "apr_strings.h"
 
 #include "rlaas_clock.h"
+#include "rlaas_concurrency.h"
 #include "rlaas_identity.h"
 #include "rlaas_log.h"
 #include "rlaas_metrics.h"
@@ -41,6 +42,8 @@ static void named(rlaas_item_t *it, const rlaas_policy_t *p, int enforced,
     it->call.limit = p->limit_arg;
     it->call.window = p->window_arg;
     it->call.cost = p->cost_arg;
+    /* concurrency=N: slots in flight, its token for a cost */
+    it->conc = p->strategy == RLAAS_CONCURRENCY;
 }
 
 static void own(rlaas_item_t *it, const rlaas_dir_conf_t *d)
@@ -70,6 +73,7 @@ static int gather(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it,
     const rlaas_apply_op_t *enf = NULL, *ops = NULL;
     int on = !enforced_only && d != NULL && d->engine != 0;
     int mine = on && rlaas_dir_has_limit(d);
+    int conc = on && rlaas_dir_conc(d);
     int nenf = 0, nops = 0, n, i;
 
     if (sc->enforce != NULL) {
@@ -81,13 +85,16 @@ static int gather(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it,
         nops = d->apply->nelts;
     }
     n = rlaas_policy_resolve(enf, nenf, ops, nops, sel,
-                             RLAAS_POLICIES_MAX - mine);
+                             RLAAS_POLICIES_MAX - mine - conc);
     if (n < 0)
         return -1;
     for (i = 0; i < n; i++)
         named(&it[i], sel[i]->ref, sel[i] >= enf && sel[i] < enf + nenf, d);
     if (mine)
         own(&it[n++], d);
+    /* after the own limit: a ban follows that */
+    if (conc)
+        rlaas_concurrency_item(&it[n++], d);
     return n;
 }
 
@@ -276,10 +283,13 @@ const char *rlaas_policies_prepare(request_rec *r, const rlaas_dir_conf_t *d,
     int i;
 
     for (i = 0; i < *n; i++) {
-        if (it[i].p == NULL && d->limit_expr != NULL &&
-            (err = limit_read(r, d, &it[i])) != NULL)
+        if (it[i].conc)
+            rlaas_concurrency_prepare(r, &it[i]); /* its token, no cost */
+        else if (it[i].p == NULL && d->limit_expr != NULL &&
+                 (err = limit_read(r, d, &it[i])) != NULL)
             return err;
-        cost_of(r, d, &it[i], &section_cost);
+        else
+            cost_of(r, d, &it[i], &section_cost);
         if (it[i].dry_run)
             it[i].call.mode |= RLAAS_MODE_DRY_RUN;
         key_of(r, d, &it[i]);

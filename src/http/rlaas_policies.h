@@ -17,9 +17,10 @@
 /* One policy a request meets. */
 typedef struct {
     const rlaas_policy_t *p; /* NULL: the section's own limit */
-    const char *name;        /* its name, or the section's zone or "default" */
-    int enforced;            /* RLaaSEnforce: no dry run, no section's cost,
-                                the host's failure policy */
+    int conc; /* the section's RLaaSConcurrency (p NULL): slots in flight */
+    const char *name; /* its name, or the section's zone or "default" */
+    int enforced;     /* RLaaSEnforce: no dry run, no section's cost,
+                         the host's failure policy */
     int dry_run;
     int need_user; /* keyed by the user: decided when the name is known */
     int metric;    /* its row handle (rlaas_metrics_name) */

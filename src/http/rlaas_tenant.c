@@ -93,6 +93,7 @@ static int settings_of(const rlaas_dir_conf_t *c)
            (c->count_if_set != -1 ? RLAAS_T_COUNT_IF : 0) |
            (c->ban_ms != -1 ? RLAAS_T_BAN : 0) |
            (c->lease != -1 ? RLAAS_T_LEASE : 0) |
+           (c->conc != -1 || c->conc_timeout_ms != -1 ? RLAAS_T_CONC : 0) |
            (c->dry_run != -1 ? RLAAS_T_DRY_RUN : 0);
 }
 

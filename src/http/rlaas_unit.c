@@ -84,28 +84,43 @@ static int same_limit(const rlaas_dir_conf_t *a, const rlaas_dir_conf_t *b)
                       same_sources(a->sources, b->sources));
 }
 
+/* Two sections define the same concurrency limit when they hold the same
+ * client's slots in the same record: same zone and namespace, identity
+ * sources, N and timeout. */
+static int same_conc(const rlaas_dir_conf_t *a, const rlaas_dir_conf_t *b)
+{
+    return a == b ||
+           (a->conc == b->conc && a->conc_timeout_ms == b->conc_timeout_ms &&
+            same_text(a->zone, b->zone) && same_text(a->ns, b->ns) &&
+            same_sources(a->sources, b->sources));
+}
+
 rlaas_unit_limit_t *rlaas_unit_decided(const rlaas_unit_t *u,
                                        const rlaas_policy_t *p,
-                                       const rlaas_dir_conf_t *d)
+                                       const rlaas_dir_conf_t *d, int conc)
 {
     rlaas_unit_limit_t *l = (rlaas_unit_limit_t *)u->decided->elts;
     int i;
 
     for (i = 0; i < u->decided->nelts; i++) {
-        if (p != NULL ? l[i].p == p : l[i].p == NULL && same_limit(l[i].d, d))
+        if (p != NULL
+                ? l[i].p == p
+                : l[i].p == NULL && l[i].conc == conc &&
+                      (conc ? same_conc(l[i].d, d) : same_limit(l[i].d, d)))
             return &l[i];
     }
     return NULL;
 }
 
 rlaas_unit_limit_t *rlaas_unit_add(rlaas_unit_t *u, const rlaas_policy_t *p,
-                                   const rlaas_dir_conf_t *d,
+                                   const rlaas_dir_conf_t *d, int conc,
                                    const char *claimed)
 {
     rlaas_unit_limit_t *l = apr_array_push(u->decided);
 
     l->p = p;
     l->d = d;
+    l->conc = conc;
     l->claimed = claimed;
     return l;
 }

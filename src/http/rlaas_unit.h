@@ -20,6 +20,7 @@
 typedef struct {
     const rlaas_policy_t *p;   /* the policy; NULL: a section's limit */
     const rlaas_dir_conf_t *d; /* the section that defined it (no policy) */
+    int conc; /* the section's concurrency limit, not its rate limit */
     /* Decided before authentication under the user name the client sent
      * (NULL otherwise): if authentication does not confirm that name, the
      * limit is decided once more under the verified identity. */
@@ -56,6 +57,9 @@ typedef struct {
     /* RLaaSCountIf: charges left for after the response (rlaas_limit.c),
      * or NULL */
     void *outcome;
+    /* RLaaSConcurrency: the slots taken, given back once httpd is done
+     * with the request (rlaas_concurrency.c), or NULL */
+    void *conc;
 } rlaas_unit_t;
 
 /* The unit of r's client request, or NULL if nothing was recorded yet. */
@@ -68,11 +72,12 @@ rlaas_unit_t *rlaas_unit_get(request_rec *r);
  * this client request decided it. */
 rlaas_unit_limit_t *rlaas_unit_decided(const rlaas_unit_t *u,
                                        const rlaas_policy_t *p,
-                                       const rlaas_dir_conf_t *d);
+                                       const rlaas_dir_conf_t *d, int conc);
 
-/* Records that the policy p, or the limit d defines, is being decided. */
+/* Records that the policy p, or the limit d defines, is being decided.
+ * conc: d's concurrency limit (RLaaSConcurrency), not its rate limit. */
 rlaas_unit_limit_t *rlaas_unit_add(rlaas_unit_t *u, const rlaas_policy_t *p,
-                                   const rlaas_dir_conf_t *d,
+                                   const rlaas_dir_conf_t *d, int conc,
                                    const char *claimed);
 
 #endif

@@ -1,16 +1,25 @@
 #include "rlaas_local.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rlaas_algo.h"
 #include "rlaas_ban.h"
+#include "rlaas_conc.h"
 
 typedef char same_keep[RLAAS_ALGO_TTL_KEEP == RLAAS_TABLE_TTL_KEEP ? 1 : -1];
 typedef char
     state_fits_a_record[RLAAS_ALGO_STATE_MAX <= RLAAS_TABLE_VALUE_MAX ? 1 : -1];
 typedef char
     held_together[RLAAS_LOCAL_CALLS_MAX <= RLAAS_TABLE_HOLD_MAX ? 1 : -1];
+typedef char
+    slots_fit_a_record[RLAAS_CONC_STATE_MAX <= RLAAS_TABLE_VALUE_MAX ? 1 : -1];
 
 static const char *const names[RLAAS_LERR_COUNT] = {
     "none", "busy", "broken", "call", "no_table", "full"};
@@ -49,26 +58,140 @@ static int hit_fn(void *baton, void *val, size_t *len, rlaas_table_life_t *life)
     return h->rc != RLAAS_ALGO_STORE;
 }
 
+/* ---- who holds a concurrency slot ---- */
+
+/* Field 3 (the state) and field 22 (the start, in clock ticks after
+ * boot) of /proc/<pid>/stat; 0 if it can't be read (*gone: there is no
+ * such process). */
+static int proc_stat(long pid, char *state, uint64_t *start, int *gone)
+{
+    char path[64], buf[1024], *p;
+    unsigned long long st = 0;
+    ssize_t n;
+    int fd, i;
+
+    *gone = 0;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+        *gone = errno == ENOENT;
+        return 0;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* the command name may hold spaces and parentheses: the fields
+     * start after its last ')' */
+    if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ' || p[2] == '\0')
+        return 0;
+    *state = p[2];
+    p += 2;
+    for (i = 0; i < 19 && p != NULL; i++) {
+        p = strchr(p, ' ');
+        if (p != NULL)
+            p++;
+    }
+    if (p == NULL || sscanf(p, "%llu", &st) != 1)
+        return 0;
+    *start = (uint64_t)st;
+    return 1;
+}
+
+void rlaas_local_self(int32_t *pid, uint64_t *start)
+{
+    static volatile int32_t known_pid;
+    static volatile uint64_t known_start;
+    int32_t me = (int32_t)getpid();
+    uint64_t st = 0;
+    char state;
+    int gone;
+
+    /* once per process (a child forked after the parent asked reads its
+     * own) */
+    if (__atomic_load_n(&known_pid, __ATOMIC_ACQUIRE) != me) {
+        if (!proc_stat((long)me, &state, &st, &gone))
+            st = 0;
+        __atomic_store_n(&known_start, st, __ATOMIC_RELAXED);
+        __atomic_store_n(&known_pid, me, __ATOMIC_RELEASE);
+    }
+    *pid = me;
+    *start = __atomic_load_n(&known_start, __ATOMIC_RELAXED);
+}
+
+int rlaas_local_alive(void *baton, int32_t pid, uint64_t start)
+{
+    uint64_t st = 0;
+    char state = 0;
+    int gone;
+
+    (void)baton;
+    if (pid <= 0)
+        return 1;
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+        return 0;
+    if (!proc_stat((long)pid, &state, &st, &gone))
+        return !gone; /* no /proc, or not ours to read: alive */
+    /* a zombie is gone (its parent has not reaped it yet), and so is a
+     * process that started at another time (its pid reused) */
+    return state != 'Z' && state != 'X' && (start == 0 || st == start);
+}
+
 /* One call's key and arguments: the record's key is the one the script
  * would write (fixed adds its window number). */
 typedef struct {
     rlaas_algo_call_t ac;
+    rlaas_conc_call_t cc; /* RLAAS_LOCAL_CONC */
     char key[RLAAS_TABLE_KEY_MAX + 1];
     size_t len;
     int known; /* the first pass found its record */
 } prepared_t;
 
+static int ends_in(const rlaas_local_call_t *call, const char *suffix)
+{
+    size_t n = strlen(suffix);
+
+    return call->key_len >= n &&
+           memcmp(call->key + call->key_len - n, suffix, n) == 0;
+}
+
+/* A concurrency limit's call: taken by this process. */
+static int prepare_conc(const rlaas_local_call_t *call, int64_t now_ms,
+                        prepared_t *p)
+{
+    memset(&p->ac, 0, sizeof(p->ac));
+    p->ac.strategy = RLAAS_LOCAL_CONC;
+    p->ac.mode = call->mode;
+    memset(&p->cc, 0, sizeof(p->cc));
+    p->cc.limit = call->limit;
+    p->cc.timeout_ms = call->window_ms;
+    p->cc.now_ms = now_ms;
+    p->cc.token = call->token;
+    p->cc.mode = call->mode;
+    p->cc.commit = 1;
+    rlaas_local_self(&p->cc.pid, &p->cc.start);
+    p->cc.alive = rlaas_local_alive;
+    if (!rlaas_conc_call_ok(&p->cc) || !ends_in(call, ":conc") ||
+        call->key_len > RLAAS_TABLE_KEY_MAX)
+        return 0;
+    memcpy(p->key, call->key, call->key_len);
+    p->key[call->key_len] = '\0';
+    p->len = call->key_len;
+    return 1;
+}
+
 static int prepare(const rlaas_local_call_t *call, int64_t now_ms,
                    prepared_t *p)
 {
+    if (call->strategy == RLAAS_LOCAL_CONC)
+        return prepare_conc(call, now_ms, p);
     if (call->strategy == RLAAS_LOCAL_BAN) {
         rlaas_ban_conf_t b = {call->limit, call->window_ms, call->cost};
 
         memset(&p->ac, 0, sizeof(p->ac));
         p->ac.strategy = RLAAS_LOCAL_BAN;
         if (!rlaas_ban_conf_ok(&b) || call->mode < 0 ||
-            call->mode > RLAAS_LOCAL_CALLS_MAX || call->key_len < 4 ||
-            memcmp(call->key + call->key_len - 4, ":ban", 4) != 0 ||
+            call->mode > RLAAS_LOCAL_CALLS_MAX || !ends_in(call, ":ban") ||
             call->key_len > RLAAS_TABLE_KEY_MAX)
             return 0;
         p->ac.limit = call->limit;
@@ -135,16 +258,56 @@ static int distinct(const prepared_t *p, int i)
     return 1;
 }
 
-/* Call i of a held set, charging or not. */
+/* A concurrency limit's decision, inside the table's update of its
+ * record. */
+typedef struct {
+    const rlaas_conc_call_t *call;
+    rlaas_verdict_t *v;
+    int rc;
+} conc_t;
+
+/* A record holding slots is never evicted while it holds them: dropping
+ * it would let more than N in. The records holding slots are bounded by
+ * the requests in flight (and, for a dead holder, by T). */
+static void conc_life(const void *val, size_t len, rlaas_table_life_t *life)
+{
+    if (rlaas_conc_held(val, len) > 0) {
+        life->refuse_ms = RLAAS_CONC_TIMEOUT_MAX; /* as long as it lives */
+        life->ban = 1;
+    }
+}
+
+static int conc_fn(void *baton, void *val, size_t *len,
+                   rlaas_table_life_t *life)
+{
+    conc_t *c = baton;
+
+    c->rc = rlaas_conc_take(c->call, val, len, &life->ttl_ms, c->v);
+    if (c->rc == RLAAS_CONC_STORE)
+        conc_life(val, *len, life);
+    return c->rc != RLAAS_CONC_STORE;
+}
+
+/* Call i of a held set, charging (taking its slot) or not. */
 static rlaas_lerr_e hit_held(rlaas_table_hold_t *hd, int i, prepared_t *p,
                              int commit, rlaas_verdict_t *v,
                              rlaas_table_report_t *rep,
                              rlaas_local_record_t *rec)
 {
     hit_t h = {&p->ac, v, -1};
+    conc_t c = {&p->cc, v, -1};
     rlaas_table_rc_e rc;
 
     p->ac.commit = commit;
+    p->cc.commit = commit;
+    if (p->ac.strategy == RLAAS_LOCAL_CONC) {
+        rc = rlaas_table_update_held(hd, i, p->key, p->len, conc_fn, &c, rep);
+        if (rc == RLAAS_TABLE_REFUSED && c.rc == RLAAS_CONC_LEAVE)
+            rc = RLAAS_TABLE_OK;
+        if (rc == RLAAS_TABLE_OK)
+            note(rec, p, rep, hd);
+        return lerr(rc);
+    }
     rc = rlaas_table_update_held(hd, i, p->key, p->len, hit_fn, &h, rep);
     /* refused by the strategy's choice: the record stays as it was */
     if (rc == RLAAS_TABLE_REFUSED && h.rc == RLAAS_ALGO_LEAVE)
@@ -194,7 +357,10 @@ static rlaas_lerr_e make_room_for_all(rlaas_table_hold_t *hd, prepared_t *p,
         if (p[i].ac.strategy != RLAAS_LOCAL_BAN && !p[i].known)
             e = lerr(rlaas_table_reserve_held(
                 hd, i, p[i].key, p[i].len,
-                rlaas_algo_first_len(p[i].ac.strategy), rep));
+                p[i].ac.strategy == RLAAS_LOCAL_CONC
+                    ? RLAAS_CONC_FIRST_LEN
+                    : rlaas_algo_first_len(p[i].ac.strategy),
+                rep));
     }
     return e;
 }
@@ -394,7 +560,8 @@ static int prepare_credit(const rlaas_local_call_t *call, int64_t at,
     rlaas_local_call_t one = *call;
 
     one.cost = 1;
-    if (call->strategy == RLAAS_LOCAL_BAN || !prepare(&one, at, p))
+    if (call->strategy == RLAAS_LOCAL_BAN ||
+        call->strategy == RLAAS_LOCAL_CONC || !prepare(&one, at, p))
         return 0;
     p->ac.now_ms = now_ms;
     p->ac.cost = call->cost;
@@ -449,6 +616,76 @@ rlaas_lerr_e rlaas_local_credit_n(rlaas_local_t *lc,
     }
     if (e != RLAAS_LERR_NONE && i == 0)
         return e; /* the hold failed: nothing is held */
+    rlaas_table_release(&hd);
+    return e;
+}
+
+/* ---- concurrency slots given back ---- */
+
+typedef struct {
+    uint64_t token;
+    int removed;
+} release_t;
+
+static int release_fn(void *baton, void *val, size_t *len,
+                      rlaas_table_life_t *life)
+{
+    release_t *rl = baton;
+
+    if (rlaas_conc_release(rl->token, val, len, &life->ttl_ms, &rl->removed) !=
+        RLAAS_CONC_STORE)
+        return 1;
+    conc_life(val, *len, life);
+    return 0;
+}
+
+rlaas_lerr_e rlaas_local_release_n(rlaas_local_t *lc,
+                                   const rlaas_local_call_t *calls, int n,
+                                   int64_t now_ms, int *removed,
+                                   rlaas_table_report_t *rep,
+                                   rlaas_local_record_t *recs)
+{
+    prepared_t p[RLAAS_LOCAL_CALLS_MAX];
+    const char *keys[RLAAS_LOCAL_CALLS_MAX];
+    size_t lens[RLAAS_LOCAL_CALLS_MAX], zlens[RLAAS_LOCAL_CALLS_MAX];
+    rlaas_table_report_t dummy;
+    rlaas_table_hold_t hd;
+    rlaas_lerr_e e;
+    int i;
+
+    if (rep == NULL)
+        rep = &dummy;
+    memset(rep, 0, sizeof(*rep));
+    if (lc == NULL)
+        return RLAAS_LERR_NONE_HERE;
+    if (n < 1 || n > RLAAS_LOCAL_CALLS_MAX)
+        return RLAAS_LERR_CALL;
+    for (i = 0; i < n; i++) {
+        if (calls[i].strategy != RLAAS_LOCAL_CONC ||
+            !ends_in(&calls[i], ":conc") ||
+            calls[i].key_len > RLAAS_TABLE_KEY_MAX)
+            return RLAAS_LERR_CALL;
+        memcpy(p[i].key, calls[i].key, calls[i].key_len);
+        p[i].key[calls[i].key_len] = '\0';
+        p[i].len = calls[i].key_len;
+        keys[i] = p[i].key;
+        lens[i] = p[i].len;
+        zlens[i] = calls[i].zone_len;
+    }
+    e = lerr(rlaas_table_hold(lc, keys, lens, zlens, n, now_ms,
+                              RLAAS_LOCAL_LOCK_WAIT_US, &hd, rep));
+    if (e != RLAAS_LERR_NONE)
+        return e;
+    for (i = 0; e == RLAAS_LERR_NONE && i < n; i++) {
+        release_t rl = {calls[i].token, 0};
+        rlaas_table_rc_e rc = rlaas_table_update_held(
+            &hd, i, p[i].key, p[i].len, release_fn, &rl, rep);
+
+        e = rc == RLAAS_TABLE_REFUSED ? RLAAS_LERR_NONE : lerr(rc);
+        removed[i] = rl.removed;
+        if (e == RLAAS_LERR_NONE)
+            note(recs != NULL ? &recs[i] : NULL, &p[i], rep, &hd);
+    }
     rlaas_table_release(&hd);
     return e;
 }

@@ -43,7 +43,15 @@ typedef struct {
      * A flood of one zone's identities never evicts another zone's
      * records that still limit anyone (rlaas_table.h). */
     size_t zone_len;
+    uint64_t token; /* RLAAS_LOCAL_CONC: the request's slot */
 } rlaas_local_call_t;
+
+/* A concurrency limit (RLaaSConcurrency, rlaas_conc.h) among a request's
+ * calls, as lua/multi.lua takes one: strategy RLAAS_LOCAL_CONC, its key
+ * (ending in ":conc"), limit = N, window_ms = T, the request's token; cost
+ * is not read. The slot is taken by this process: when a request finds N
+ * slots held, those of processes that are gone are freed. */
+#define RLAAS_LOCAL_CONC RLAAS_CONCURRENCY
 
 /* A ban (RLaaSBan, rlaas_ban.h) among a request's calls, as lua/multi.lua
  * takes one: strategy RLAAS_LOCAL_BAN, the ban's key (ending in ":ban"),
@@ -123,6 +131,26 @@ rlaas_lerr_e rlaas_local_credit_n(rlaas_local_t *lc,
                                   int64_t age_ms, int64_t now_ms,
                                   int64_t *given, rlaas_table_report_t *rep,
                                   rlaas_local_record_t *recs);
+
+/* Concurrency slots given back (lua/release.lua): each call's token
+ * (RLAAS_LOCAL_CONC calls; limit and window_ms are not read) off its
+ * record, with the locks of all the records held together. removed gets
+ * 1 for a slot that was held, 0 for one that had expired; recs (may be
+ * NULL) the records, as rlaas_local_eval_n. */
+rlaas_lerr_e rlaas_local_release_n(rlaas_local_t *lc,
+                                   const rlaas_local_call_t *calls, int n,
+                                   int64_t now_ms, int *removed,
+                                   rlaas_table_report_t *rep,
+                                   rlaas_local_record_t *recs);
+
+/* Whether process pid, started at start (clock ticks after boot, as
+ * /proc/<pid>/stat says; 0: unknown), is there: not gone, not a zombie,
+ * not another process under a reused pid. How the local engine tells
+ * the slots of dead processes (rlaas_conc_alive_fn). */
+int rlaas_local_alive(void *baton, int32_t pid, uint64_t start);
+
+/* This process, as rlaas_local_alive knows it (start 0: unknown). */
+void rlaas_local_self(int32_t *pid, uint64_t *start);
 
 /* The operator's console: the record of key (the whole key, window
  * number included for fixed) is forgotten, its identity starts afresh;

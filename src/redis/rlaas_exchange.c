@@ -43,9 +43,13 @@ int rlaas_job_script(const rlaas_job_t *j)
 {
     if (j->calls[0].credit)
         return RLAAS_SCRIPT_CREDIT;
+    if (j->calls[0].release)
+        return RLAAS_SCRIPT_RELEASE;
     if (j->n == 1 && j->calls[0].lease_want > 0)
         return RLAAS_SCRIPT_LEASE;
-    return j->n == 1 ? (int)j->calls[0].strategy : RLAAS_SCRIPT_MULTI;
+    return j->n == 1 && j->calls[0].strategy < RLAAS_STRATEGY_COUNT
+               ? (int)j->calls[0].strategy
+               : RLAAS_SCRIPT_MULTI;
 }
 
 /* Where Redis Cluster sent the call instead (it did not run). */

@@ -418,8 +418,13 @@ static const char *call_error(const rlaas_call_t *calls, int n)
             return "key too long";
         if (calls[i].strategy < 0 ||
             (calls[i].strategy >= RLAAS_STRATEGY_COUNT &&
-             (calls[i].strategy != RLAAS_CALL_BAN || n < 2)))
+             (calls[i].strategy != RLAAS_CALL_BAN || n < 2) &&
+             calls[i].strategy != RLAAS_CALL_CONC))
             return "no such strategy";
+        if (calls[i].strategy == RLAAS_CALL_CONC &&
+            (calls[i].cost == NULL || calls[i].lease_want > 0 ||
+             calls[i].credit))
+            return "a concurrency limit takes a token, no lease or credit";
         if (calls[i].lease_want > 0 &&
             (n != 1 || calls[i].strategy == RLAAS_STRATEGY_SLIDING_LOG))
             return "a lease is for one policy, not a sliding log";
@@ -428,6 +433,9 @@ static const char *call_error(const rlaas_call_t *calls, int n)
              (calls[i].strategy >= RLAAS_STRATEGY_COUNT ||
               calls[i].lease_want > 0 || calls[i].credit_age < 0)))
             return "credits go alone, one per policy";
+        if (calls[i].release != calls[0].release ||
+            (calls[i].release && calls[i].strategy != RLAAS_CALL_CONC))
+            return "releases go alone, one per concurrency limit";
     }
     return NULL;
 }

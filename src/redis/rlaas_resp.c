@@ -115,13 +115,32 @@ static size_t words(char *buf, const rlaas_call_t *c)
     return len;
 }
 
+/* Slots given back: the keys, then each one's token. */
+static size_t release(char *buf, const char *sha1, const rlaas_call_t *calls,
+                      int n)
+{
+    size_t len = head(buf, 3 + 2 * (int64_t)n);
+    int i;
+
+    len += bulk(buf + len, sha1, 40);
+    len += bulk_int(buf + len, n);
+    for (i = 0; i < n; i++)
+        len += bulk(buf + len, calls[i].key, calls[i].key_len);
+    for (i = 0; i < n; i++)
+        len += bulk_str(buf + len, calls[i].cost);
+    return len;
+}
+
 size_t rlaas_resp_call(char *buf, const char *sha1, const rlaas_call_t *calls,
                        int n)
 {
     size_t len;
     int i;
 
-    if (n == 1 && !calls[0].credit)
+    if (calls[0].release)
+        return release(buf, sha1, calls, n);
+    /* a concurrency limit is decided by the multi script, even alone */
+    if (n == 1 && !calls[0].credit && calls[0].strategy < RLAAS_STRATEGY_COUNT)
         return one(buf, sha1, calls);
     len = head(buf, 3 + (calls[0].credit ? 7 : 6) * (int64_t)n);
     len += bulk(buf + len, sha1, 40);

@@ -11,6 +11,9 @@
  *              <strategy id> <limit> <window> <cost> <mode>
  * A lease:     EVALSHA <sha1> 1 <key> <strategy id> <limit> <window> <cost>
  *              <mode> <want>
+ * A concurrency limit goes as a policy of the several form, even alone,
+ * its token in place of the cost; its release:
+ *              EVALSHA <sha1> <n> <key>... <token>...
  */
 #ifndef RLAAS_RESP_H
 #define RLAAS_RESP_H
@@ -36,6 +39,12 @@
  * strategy, then its length (limit), its longest (window) and its factor
  * (cost) in ms; lua/multi.lua. */
 #define RLAAS_CALL_BAN RLAAS_STRATEGY_COUNT
+
+/* A concurrency limit among the calls of the multi script: as strategy,
+ * then N (limit), the slot's longest life T (window, ms) and the
+ * request's token (cost: 16 hex digits); its key ends in ":conc"
+ * (lua/concurrency.lua). */
+#define RLAAS_CALL_CONC RLAAS_CONCURRENCY
 
 /* One policy of a call: a strategy's script on one complete key. */
 typedef struct {
@@ -64,6 +73,10 @@ typedef struct {
      * 0, 0} each. */
     int credit;
     int64_t credit_age;
+    /* A release (lua/release.lua) of a concurrency limit's slot: key and
+     * token (cost) only. Every call of a job is a release, or none is; the
+     * reply holds {1, 1 if the slot was held, 0, 0} each. */
+    int release;
 } rlaas_call_t;
 
 /* Room for the command with a key of key_len bytes and decimal limit and

@@ -26,10 +26,12 @@ typedef struct {
 #define RLAAS_SCRIPT_LEASE (RLAAS_STRATEGY_COUNT + 1)
 /* Credits: units given back to one or more keys (lua/credit.lua). */
 #define RLAAS_SCRIPT_CREDIT (RLAAS_STRATEGY_COUNT + 2)
-#define RLAAS_SCRIPT_COUNT  (RLAAS_STRATEGY_COUNT + 3)
+/* Concurrency slots given back (lua/release.lua). */
+#define RLAAS_SCRIPT_RELEASE (RLAAS_STRATEGY_COUNT + 3)
+#define RLAAS_SCRIPT_COUNT   (RLAAS_STRATEGY_COUNT + 4)
 
 /* Indexed by rlaas_strategy_e, then RLAAS_SCRIPT_MULTI, RLAAS_SCRIPT_LEASE,
- * RLAAS_SCRIPT_CREDIT. */
+ * RLAAS_SCRIPT_CREDIT, RLAAS_SCRIPT_RELEASE. */
 extern const rlaas_script_t rlaas_scripts[RLAAS_SCRIPT_COUNT];
 
 #endif

@@ -31,18 +31,23 @@ for my $s (STRATEGIES) {
     like source_text($s), qr/^local function rlaas_\Q$s\E\(K, L, W, cost, m, commit\)$/m,
         "lua/$s.lua defines rlaas_$s(K, L, W, cost, m, commit)";
 }
-is lua_text('multi'), join('', map { source_text($_) } 'prelude', STRATEGIES, 'multi'),
-    'multi: the prelude, the six bodies in strategy order, lua/multi.lua'
+is lua_text('multi'), join('', map { source_text($_) } 'prelude', STRATEGIES, 'concurrency', 'multi'),
+    'multi: the prelude, the six bodies in strategy order, lua/concurrency.lua, lua/multi.lua'
     unless $ENV{RLAAS_LUA_DIR};
+is lua_text('release'), $prelude . source_text('release'),
+    'release: the prelude and lua/release.lua'
+    unless $ENV{RLAAS_LUA_DIR};
+like source_text('concurrency'), qr/^local function rlaas_concurrency\(K, N, T, tok, m, commit\)$/m,
+    'lua/concurrency.lua defines rlaas_concurrency(K, N, T, tok, m, commit)';
 is sha1_hex(lua_text('multi')), $embedded{multi}, 'multi: the bytes tested are the bytes embedded'
     unless $ENV{RLAAS_LUA_DIR};
 
-for my $s (STRATEGIES, 'multi') {
+for my $s (STRATEGIES, 'multi', 'release') {
     my $t = lua_text($s);
     ok -f lua_path($s), "$s.lua exists";
     is $t, $prelude . source_text($s) . "return one(rlaas_$s)\n",
         "$s: the prelude, lua/$s.lua and a line calling rlaas_$s"
-        unless $ENV{RLAAS_LUA_DIR} || $s eq 'multi';
+        unless $ENV{RLAAS_LUA_DIR} || $s eq 'multi' || $s eq 'release';
     is sha1_hex($t), $embedded{$s}, "$s: the bytes tested are the bytes embedded (SHA1)"
         unless $ENV{RLAAS_LUA_DIR};
     unlike $t, qr/[^\x09\x0a\x20-\x7e]/, "$s: ASCII only, no CR or control bytes";
@@ -67,7 +72,7 @@ for my $s (STRATEGIES, 'multi') {
     $comment += length($1) for $t =~ /(--[^\n]*)/g;
     cmp_ok $comment, '<', 0.3 * length($t), "$s: comments stay short ($comment of " . length($t) . " bytes)";
     is $r->cmd('SCRIPT', 'LOAD', $t), sha1_hex($t), "$s: SCRIPT LOAD gives the SHA1 of the file bytes";
-    next if $s eq 'multi';
+    next if $s eq 'multi' || $s eq 'release';
 
     # Production text, real clock.
     my $K = "rlaas:rate_limit:real-$s";

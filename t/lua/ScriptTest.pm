@@ -25,8 +25,9 @@ use Scalar::Util ();
 
 our @EXPORT = qw(STRATEGIES STRATEGY_ID lua_path lua_text source_text fake_text key_of key_arg T0);
 our @STRATEGIES = qw(fixed sliding_log sliding token leaky gcra);
-# 'ban' (6): a ban among the multi script's entries, [ban, K, D, M, F, 0]
-our %STRATEGY_ID = ((map { $STRATEGIES[$_] => $_ } 0 .. $#STRATEGIES), ban => 6);
+# 'ban' (6): a ban among the multi script's entries, [ban, K, D, M, F, 0];
+# 'conc' (7): a concurrency limit, [conc, K, N, T, TOKEN, MODE]
+our %STRATEGY_ID = ((map { $STRATEGIES[$_] => $_ } 0 .. $#STRATEGIES), ban => 6, conc => 7);
 sub STRATEGIES { @STRATEGIES }
 sub STRATEGY_ID { $STRATEGY_ID{ $_[0] } }
 
@@ -73,7 +74,8 @@ sub fake_text {
 # (src/core/rlaas_key.c): KEYS[1] is the whole key; fixed's ends in ':'
 # and the script appends only the window number.
 my %SUFFIX = (fixed => ':', sliding_log => '', sliding => ':sw',
-    token => ':tb', leaky => ':lb', gcra => ':gcra', ban => ':ban');
+    token => ':tb', leaky => ':lb', gcra => ':gcra', ban => ':ban',
+    conc => ':conc');
 sub key_arg { "$_[1]$SUFFIX{$_[0]}" }
 
 # The key each strategy writes for base key K at time now_ms.
@@ -81,7 +83,8 @@ sub key_of {
     my ($name, $K, $W, $now) = @_;
     return "$K:" . int($now / $W) if $name eq 'fixed';
     return $K if $name eq 'sliding_log';
-    return "$K:" . { sliding => 'sw', token => 'tb', leaky => 'lb', gcra => 'gcra' }->{$name};
+    return "$K:" . { sliding => 'sw', token => 'tb', leaky => 'lb', gcra => 'gcra',
+        conc => 'conc' }->{$name};
 }
 
 my @ALL;    # every helper made, for the note at the end
@@ -90,7 +93,7 @@ sub new {
     my ($class, %opt) = @_;
     my $r = $opt{redis} || RLaaS::Redis->start;
     my $self = bless { r => $r, sha => {}, fake => {}, taint => {} }, $class;
-    for my $s (@STRATEGIES, 'multi', 'credit') {
+    for my $s (@STRATEGIES, 'multi', 'credit', 'release') {
         my $t = lua_text($s);
         $self->{sha}{$s} = $self->_load($t);
         $self->{fake}{$s} = $self->_load(fake_text($t));
@@ -133,7 +136,8 @@ sub _shadow {
         return;
     }
     my @args = map { my @p = @$_; $p[1] = key_arg($p[0], $p[1]); \@p } @$pols;
-    my ($got, @recs) = ref $multi ? $lc->run_credit($ms, $multi->[1], @args)
+    my ($got, @recs) = ref $multi && $multi->[0] eq 'release' ? $lc->run_release($ms, @args)
+        : ref $multi ? $lc->run_credit($ms, $multi->[1], @args)
         : $multi ? $lc->run_multi($ms, @args)
         : $lc->run(@{ $args[0] }[0 .. 3], $ms, @{ $args[0] }[4, 5]);
     $self->{shadow_n}++;
@@ -251,6 +255,17 @@ sub run_credit {
     }
     return $self->_run(\@p, ['credit', $age], $ms, undef, 'EVALSHA',
         $self->{fake}{credit}, scalar(@k), @k, @a);
+}
+
+# Concurrency slots given back (lua/release.lua) at fake time $ms: each
+# [conc, $K, $N, $T, $token, $mode] (N, T and mode are not sent). Replies
+# 4 integers per slot, {1, 1 if it was held, 0, 0}.
+sub run_release {
+    my ($self, $ms, @p) = @_;
+    @p = map { [@$_] } @p;
+    return $self->_run(\@p, ['release'], $ms, undef, 'EVALSHA',
+        $self->{fake}{release}, scalar(@p), (map { key_arg('conc', $_->[1]) } @p),
+        map { $_->[4] } @p);
 }
 
 # Keys whose fake expiry has passed at $ms go.
@@ -451,6 +466,12 @@ sub run_credit {
     my ($self, $ms, $age, @p) = @_;
     return $self->_answer(scalar(@p), "credit $ms $age "
         . join(' ', map { my ($s, $K, $L, $W, $n, $m) = @$_; "$s $K $L $W " . ($n // 1) . ' ' . ($m // 0) } @p));
+}
+
+sub run_release {
+    my ($self, $ms, @p) = @_;
+    return $self->_answer(scalar(@p), "release $ms "
+        . join(' ', map { my ($s, $K, $L, $W, $t, $m) = @$_; "conc $K $L $W $t " . ($m // 0) } @p));
 }
 
 sub _answer {

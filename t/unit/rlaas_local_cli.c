@@ -11,6 +11,12 @@
  *   credit NOW_MS AGE_MS STRATEGY KEY LIMIT WINDOW_MS UNITS MODE ...  (1 to 8)
  *       -> 1 GIVEN 0 0 of each, then RECORD_KEY TTL_MS of each
  *          (lua/credit.lua's reply; rlaas_local_credit_n)
+ *   release NOW_MS conc KEY LIMIT TIMEOUT_MS TOKEN MODE ...  (1 to 8)
+ *       -> 1 REMOVED 0 0 of each, then RECORD_KEY TTL_MS of each
+ *          (lua/release.lua's reply; rlaas_local_release_n)
+ * STRATEGY "conc" is a concurrency limit (RLAAS_LOCAL_CONC): LIMIT N,
+ * WINDOW_MS its timeout, and the request's token (16 hex digits) in place
+ * of the cost. Its slots are held by this process, which is alive.
  *   flush
  *       -> ok                         (an empty table, as FLUSHALL)
  * TTL_MS -2: the record is gone (or was never written). Anything else,
@@ -20,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rlaas_conc.h"
 #include "rlaas_local.h"
 
 #define TABLE_BYTES (64 * 1024 * 1024)
@@ -45,20 +52,28 @@ static int64_t num(const char *s, int *ok)
 }
 
 /* One policy from arg[0..n): STRATEGY KEY LIMIT WINDOW_MS [COST [MODE]];
- * STRATEGY "ban": a ban, KEY LENGTH_MS MAX_MS FACTOR 0. */
+ * STRATEGY "ban": a ban, KEY LENGTH_MS MAX_MS FACTOR 0; "conc": a
+ * concurrency limit, KEY N TIMEOUT_MS TOKEN MODE. */
 static int policy(char **arg, int n, rlaas_local_call_t *call)
 {
-    int ok = n >= 4 && n <= 6;
+    int ok = n >= 4 && n <= 6, conc = ok && strcmp(arg[0], "conc") == 0;
 
+    memset(call, 0, sizeof(*call));
     if (ok && strcmp(arg[0], "ban") == 0)
         call->strategy = RLAAS_LOCAL_BAN;
+    else if (conc)
+        call->strategy = RLAAS_LOCAL_CONC;
     else if (!ok || rlaas_parse_strategy(arg[0], &call->strategy) != NULL)
         return 0;
     call->key = arg[1];
     call->key_len = strlen(arg[1]);
     call->limit = num(arg[2], &ok);
     call->window_ms = num(arg[3], &ok);
-    call->cost = n > 4 ? num(arg[4], &ok) : 1;
+    if (conc)
+        ok = ok && n > 4 &&
+             rlaas_conc_token_parse(arg[4], strlen(arg[4]), &call->token);
+    else
+        call->cost = n > 4 ? num(arg[4], &ok) : 1;
     call->mode = n > 5 ? (int)num(arg[5], &ok) : 0;
     return ok;
 }
@@ -149,6 +164,34 @@ static void credit(rlaas_local_t *lc, char **arg, int n)
     printf("\n");
 }
 
+static void release(rlaas_local_t *lc, char **arg, int n)
+{
+    static rlaas_local_record_t rec[RLAAS_LOCAL_CALLS_MAX];
+    rlaas_local_call_t calls[RLAAS_LOCAL_CALLS_MAX];
+    int removed[RLAAS_LOCAL_CALLS_MAX];
+    int ok = n >= 8 && (n - 2) % 6 == 0, k = (n - 2) / 6, i;
+    int64_t now = ok ? num(arg[1], &ok) : 0;
+    rlaas_lerr_e e;
+
+    for (i = 0; ok && i < k && i < RLAAS_LOCAL_CALLS_MAX; i++)
+        ok = policy(arg + 2 + 6 * i, 6, &calls[i]);
+    if (!ok || k > RLAAS_LOCAL_CALLS_MAX) {
+        printf("ERR usage: release NOW_MS (conc KEY N TIMEOUT_MS TOKEN "
+               "MODE)...\n");
+        return;
+    }
+    e = rlaas_local_release_n(lc, calls, k, now, removed, NULL, rec);
+    if (e != RLAAS_LERR_NONE) {
+        printf("ERR %s\n", rlaas_lerr_name(e));
+        return;
+    }
+    for (i = 0; i < k; i++)
+        printf("%s1 %d 0 0", i ? " " : "", removed[i]);
+    for (i = 0; i < k; i++)
+        printf(" %s %lld", rec[i].key, (long long)rec[i].ttl_ms);
+    printf("\n");
+}
+
 int main(void)
 {
     static char line[RLAAS_LOCAL_CALLS_MAX * (RLAAS_TABLE_KEY_MAX + 128)];
@@ -178,6 +221,8 @@ int main(void)
             multi(lc, arg, n);
         else if (n > 0 && strcmp(arg[0], "credit") == 0 && lc != NULL)
             credit(lc, arg, n);
+        else if (n > 0 && strcmp(arg[0], "release") == 0 && lc != NULL)
+            release(lc, arg, n);
         else
             printf("ERR unknown command\n");
         fflush(stdout);

@@ -143,8 +143,8 @@ static void fallback_cannot_be_forged(void **state)
  * number: those are hashed, wherever they come from. */
 static void suffix_like_values_are_hashed(void **state)
 {
-    static const char *words[] = {"tb", "sw",    "lb",       "gcra",
-                                  "0",  "12345", "28332000", "ban"};
+    static const char *words[] = {"tb",    "sw",       "lb",  "gcra", "0",
+                                  "12345", "28332000", "ban", "conc"};
     char out[RLAAS_SEG_MAX + 1];
     size_t i;
 
@@ -160,6 +160,7 @@ static void suffix_like_values_are_hashed(void **state)
     assert_string_equal((segk(out, "tbx", RLAAS_VAL_PLAIN), out), "tbx");
     assert_string_equal((segk(out, "GCRA", RLAAS_VAL_PLAIN), out), "GCRA");
     assert_string_equal((segk(out, "12a", RLAAS_VAL_PLAIN), out), "12a");
+    assert_string_equal((segk(out, "concs", RLAAS_VAL_PLAIN), out), "concs");
     assert_false(rlaas_key_suffix_like("", 0));
 }
 

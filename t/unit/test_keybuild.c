@@ -416,7 +416,7 @@ static void out_of_bounds_specs(void **state)
     part.name = "X:A";
     assert_int_equal(rlaas_key_build(out, &k), 0);
     part.name = "X-A";
-    k.strategy = RLAAS_KEY_BAN + 1;
+    k.strategy = RLAAS_KEY_CONC + 1;
     assert_int_equal(rlaas_key_build(out, &k), 0);
     k.strategy = RLAAS_STRATEGY_TOKEN;
     memset(pre, 'p', sizeof(pre));
@@ -630,8 +630,9 @@ static const char *const sources[] = {"ip",
                                       "expr=%{HTTP:X-A}",
                                       "expr=%{REQUEST_METHOD}"};
 
-static const char *const zones[] = {NULL,    "za", "zb",   "tb",    "123",
-                                    "h.x-a", "ip", "user", "alice", "ban"};
+static const char *const zones[] = {NULL,    "za",    "zb",  "tb",
+                                    "123",   "h.x-a", "ip",  "user",
+                                    "alice", "ban",   "conc"};
 
 /* Namespaces, often none; some spell a zone, a value or a segment; hosts'
  * and their tenants' (the host's, a tenant root's) side by side. */
@@ -677,6 +678,8 @@ static const char *const fixed_vals[] = {
     "2001-db8-1-2_64",
     "tb",
     "ban",
+    "conc",
+    "alice:conc",
     "sw",
     "lb",
     "gcra",
@@ -715,8 +718,8 @@ static void random_tuple(tuple_t *t)
     static const long windows[] = {0, 7, 123, 12345, 28332000};
     int i, n = 1 + (int)pick(pick(4) == 0 ? RLAAS_SOURCES_MAX : 3);
 
-    /* the six strategies and the ban record */
-    tuple(t, zones[pick(COUNT(zones))], (rlaas_strategy_e)pick(7),
+    /* the six strategies, the ban record and a concurrency limit's */
+    tuple(t, zones[pick(COUNT(zones))], (rlaas_strategy_e)pick(8),
           ips[pick(COUNT(ips))]);
     t->ns = namespaces[pick(COUNT(namespaces))];
     t->window = windows[pick(COUNT(windows))];

@@ -151,6 +151,45 @@ static void calls_match_hiredis(void **state)
     call_same_as_hiredis(c, 1);
 }
 
+/* A concurrency limit goes in the several form even alone (the multi
+ * script decides it), its token in place of the cost; a release is the
+ * keys and their tokens. */
+static void concurrency_and_release(void **state)
+{
+    static const char sha[] = "0123456789abcdef0123456789abcdef01234567";
+    rlaas_call_t c[2];
+    char buf[1024], *expect = NULL;
+    size_t len;
+    int elen;
+
+    (void)state;
+    memset(c, 0, sizeof(c));
+    c[0].strategy = RLAAS_CALL_CONC;
+    c[0].key = "rlaas:rate_limit:php:1.2.3.4:conc";
+    c[0].key_len = strlen(c[0].key);
+    c[0].limit = "5";
+    c[0].window = "300000";
+    c[0].cost = "00000000000000ff";
+    c[0].mode = 0;
+    elen = redisFormatCommand(&expect, "EVALSHA %s 1 %s 7 5 300000 %s 0", sha,
+                              c[0].key, c[0].cost);
+    len = rlaas_resp_call(buf, sha, c, 1);
+    assert_int_equal(len, (size_t)elen);
+    assert_memory_equal(buf, expect, len);
+    free(expect);
+    c[1] = c[0];
+    c[1].key = "rlaas:rate_limit:site:conc";
+    c[1].key_len = strlen(c[1].key);
+    c[0].release = c[1].release = 1;
+    elen = redisFormatCommand(&expect, "EVALSHA %s 2 %s %s %s %s", sha,
+                              c[0].key, c[1].key, c[0].cost, c[1].cost);
+    len = rlaas_resp_call(buf, sha, c, 2);
+    assert_int_equal(len, (size_t)elen);
+    assert_memory_equal(buf, expect, len);
+    assert_true(len <= RLAAS_RESP_CALL_MAX(c[0].key_len + c[1].key_len, 2));
+    free(expect);
+}
+
 static void integers(void **state)
 {
     char b[24];
@@ -171,6 +210,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matches_hiredis),
         cmocka_unit_test(calls_match_hiredis),
+        cmocka_unit_test(concurrency_and_release),
         cmocka_unit_test(integers),
     };
 

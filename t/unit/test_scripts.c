@@ -50,6 +50,19 @@ static void scripts_in_strategy_order(void **state)
     assert_string_equal(rlaas_scripts[RLAAS_STRATEGY_GCRA].file, "gcra");
     assert_string_equal(rlaas_scripts[RLAAS_SCRIPT_MULTI].file, "multi");
     assert_string_equal(rlaas_scripts[RLAAS_SCRIPT_LEASE].file, "lease");
+    assert_string_equal(rlaas_scripts[RLAAS_SCRIPT_CREDIT].file, "credit");
+    assert_string_equal(rlaas_scripts[RLAAS_SCRIPT_RELEASE].file, "release");
+}
+
+/* Concurrency limits are decided by the multi script (with the other
+ * policies of the request), and given back by the release script. */
+static void concurrency_in_multi(void **state)
+{
+    (void)state;
+    assert_non_null(strstr(rlaas_scripts[RLAAS_SCRIPT_MULTI].body,
+                           "local function rlaas_concurrency("));
+    assert_non_null(strstr(rlaas_scripts[RLAAS_SCRIPT_RELEASE].body,
+                           "redis.call('ZREM', KEYS[i], ARGV[i])"));
 }
 
 /* A strategy's script calls its own function; the multi script holds all
@@ -87,6 +100,7 @@ int main(void)
         cmocka_unit_test(scripts_in_strategy_order),
         cmocka_unit_test(time_comes_from_redis),
         cmocka_unit_test(bodies_are_functions),
+        cmocka_unit_test(concurrency_in_multi),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -73,12 +73,12 @@ sub status_of {
 sub prefix { $PREFIX }
 
 # The segment a value becomes (src/core/rlaas_key.h): raw when it is 1..64
-# safe bytes and neither suffix-like (all digits, tb, sw, lb, gcra) nor
-# address-like (digits and dots, or a grouped IPv6 network); else '~' + 32
-# hex digits of its SHA-1. Credentials always hashed.
+# safe bytes and neither suffix-like (all digits, tb, sw, lb, gcra, ban,
+# conc) nor address-like (digits and dots, or a grouped IPv6 network);
+# else '~' + 32 hex digits of its SHA-1. Credentials always hashed.
 sub hseg { '~' . substr(sha1_hex($_[0]), 0, 32) }
 
-sub suffix_like { $_[0] =~ /\A(?:\d+|tb|sw|lb|gcra)\z/ }
+sub suffix_like { $_[0] =~ /\A(?:\d+|tb|sw|lb|gcra|ban|conc)\z/ }
 sub address_like {
     $_[0] =~ /\A[\d.]+\z/ || $_[0] =~ /\A[0-9a-f]{1,4}(?:-[0-9a-f]{1,4}){0,7}_[0-9]{1,3}\z/;
 }

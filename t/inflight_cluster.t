@@ -1,0 +1,74 @@
+# RLaaSConcurrency through Redis Cluster (t/conf/x-concurrency.conf.in,
+# rlaas_if_cluster): an identity's slots and its rate limit share its hash
+# tag, so they are decided together on its node, and given back there.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use IO::Socket::IP;
+use Time::HiRes qw(time sleep);
+use RLaaS::Test qw(:all);
+
+plan skip_all => 'mod_rlaas is not loaded' unless have_module();
+my @TOPO_MPMS = split ' ', ($ENV{RLAAS_TEST_TOPOLOGY_MPMS} || 'event');
+plan skip_all => 'Redis topologies run under ' . join(' ', @TOPO_MPMS)
+    . ' (RLAAS_TEST_TOPOLOGY_MPMS)' unless grep { $_ eq mpm() } @TOPO_MPMS;
+my @CP = map { $ENV{"RLAAS_TEST_CLUSTER${_}_PORT"} } 1 .. 3;
+plan skip_all => 'RLAAS_TEST_CLUSTER*_PORT are not set (t/TEST.PL)' if grep { !$_ } @CP;
+my $cli = (grep { -x } map { "$_/redis-cli" } split /:/, "$ENV{PATH}:/usr/bin")[0];
+plan skip_all => 'redis-cli is not installed' unless $cli;
+
+require RLaaS::Redis;
+my @N = map {
+    RLaaS::Redis->start(port => $_, extra => [
+        '--cluster-enabled', 'yes', '--cluster-port', free_port(),
+        '--cluster-node-timeout', 1500, '--cluster-config-file', "nodes-if-$_.conf"])
+} @CP;
+my $out = `$cli --cluster create @{[ map { "127.0.0.1:" . $_->port } @N ]} --cluster-yes 2>&1`;
+is($?, 0, 'redis-cli --cluster create: three masters') or diag($out);
+sub all_ok { !grep { ($_->cmd('CLUSTER', 'INFO') // '') !~ /cluster_state:ok/ } @N }
+my $t0 = time;
+sleep 0.1 until all_ok() || time - $t0 > 20;
+ok(all_ok(), 'cluster_state:ok on every node');
+
+my $HP = Apache::TestRLaaS::hostport('rlaas_if_cluster');
+sub one { req($_[0], vhost => 'rlaas_if_cluster', h => { 'X-User' => $_[1], Connection => 'close' }) }
+# a request left running once served (its status line read)
+sub hold {
+    my ($path, $user) = @_;
+    my ($host, $port) = split /:/, $HP;
+    for (1 .. 50) {
+        my $s = IO::Socket::IP->new(PeerHost => $host, PeerPort => $port) or die "connect: $!";
+        print $s "GET $path HTTP/1.0\r\nHost: $HP\r\nX-User: $user\r\n\r\n";
+        my $line = <$s> // '';
+        return $s if $line =~ m{^HTTP/1\.\d 200};
+        close $s;
+        sleep 0.1;
+    }
+    return;
+}
+sub finish { my $s = shift; local $/; my $all = <$s> // ''; close $s; $all =~ /\d{10}\.\d{6}.*\d{10}\.\d{6}/s }
+
+# the module serves once it knows where the slots are
+ok(wait_for(sub { one('/if/cl?s=0', uid('if-cl-warm'))->code == 200 }, 15, 0.2), 'served through the cluster');
+
+for my $round (1 .. 3) {
+    my ($u, $v) = (uid("if-cl-$round-u"), uid("if-cl-$round-v"));
+    my @h = map { hold('/if/cl?s=4', $u) } 1 .. 2;
+    ok($h[0] && $h[1], "round $round: two requests of one identity held");
+    is(one('/if/cl?s=0', $u)->code, 429, "round $round: the third refused (RLaaSConcurrency 2)");
+    is(one('/if/cl?s=0', $v)->code, 200, "round $round: another identity served");
+    my $slot = $N[0]->cmd('CLUSTER', 'KEYSLOT', "h.x-user=$u");
+    my ($node) = grep { ($_->cmd('CLUSTER', 'COUNTKEYSINSLOT', $slot) // 0) > 0 } @N;
+    ok($node, "round $round: the identity's keys are on one node (slot $slot)");
+    is($node->cmd('ZCARD', "rlaas:rate_limit:if-cl:{h.x-user=$u}:conc"), 2, "round $round: its record holds the two slots")
+        if $node;
+    ok(finish($_), "round $round: a held request ran to its end") for grep { defined } @h;
+    ok(wait_for(sub { one('/if/cl?s=0', $u)->code == 200 }, 2, 0.1), "round $round: its slots given back");
+    ok(wait_for(sub { !$node || $node->cmd('EXISTS', "rlaas:rate_limit:if-cl:{h.x-user=$u}:conc") == 0 }, 2, 0.1),
+        "round $round: the record is gone once every slot is back");
+}
+
+$_->stop for @N;
+done_testing();
