@@ -972,6 +972,21 @@ static const char *settle_local(request_rec *r, const pending_t *pd,
     return e == RLAAS_LERR_NONE ? NULL : rlaas_lerr_name(e);
 }
 
+/* it[0..n) settled where they were charged (settle_redis, settle_local),
+ * tried once more if the first try was never sent; NULL, or why not. */
+static const char *settle_engine(request_rec *r, const pending_t *pd,
+                                 const rlaas_item_t *it, int n,
+                                 const int64_t *units)
+{
+    const char *why = "";
+    int again = 1, tries;
+
+    for (tries = 0; tries < 2 && again && why != NULL; tries++)
+        why = pd->divisor > 0 ? settle_local(r, pd, it, n, units, &again)
+                              : settle_redis(r, pd, it, n, units, &again);
+    return why;
+}
+
 /* The charges of it[0..n) given back, where they were made: tried once
  * more if the first try was never sent; a refund finally lost leaves the
  * charge standing (the client's quota lower until it expires, never
@@ -979,17 +994,12 @@ static const char *settle_local(request_rec *r, const pending_t *pd,
 static void refund(request_rec *r, const pending_t *pd, const rlaas_item_t *it,
                    int n)
 {
-    const char *why = NULL;
+    const char *why = settle_engine(r, pd, it, n, NULL);
     long dropped;
-    int again = 1, tries;
 
-    for (tries = 0; tries < 2 && again; tries++) {
-        why = pd->divisor > 0 ? settle_local(r, pd, it, n, NULL, &again)
-                              : settle_redis(r, pd, it, n, NULL, &again);
-        if (why == NULL) {
-            rlaas_metrics_outcome(RLAAS_METRIC_COUNTIF_REFUNDS);
-            return;
-        }
+    if (why == NULL) {
+        rlaas_metrics_outcome(RLAAS_METRIC_COUNTIF_REFUNDS);
+        return;
     }
     rlaas_metrics_outcome(RLAAS_METRIC_COUNTIF_REFUNDS_LOST);
     dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);
@@ -1018,22 +1028,16 @@ static int bytes_units(request_rec *r, const rlaas_item_t *it, int64_t *units)
 }
 
 /* RLaaSCost bytes: the bytes sent charged to it[0..n), forced (the
- * response was served on the check), tried once more if never sent; a
- * charge lost is counted and logged (the client got those bytes free). */
+ * response was served on the check); a charge lost is logged (the client
+ * got those bytes free). */
 static void charge_bytes(request_rec *r, const pending_t *pd,
                          const rlaas_item_t *it, const int64_t *units, int n)
 {
-    const char *why = NULL;
+    const char *why = settle_engine(r, pd, it, n, units);
     long dropped;
-    int again = 1, tries;
 
-    for (tries = 0; tries < 2 && again; tries++) {
-        why = pd->divisor > 0 ? settle_local(r, pd, it, n, units, &again)
-                              : settle_redis(r, pd, it, n, units, &again);
-        if (why == NULL)
-            return;
-    }
-    rlaas_metrics_outcome(RLAAS_METRIC_COUNTIF_REFUNDS_LOST);
+    if (why == NULL)
+        return;
     dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);
     if (dropped >= 0)
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
