@@ -6,8 +6,11 @@
 # - a HEAD, a 304 and a range request are charged the body bytes they
 #   sent (none, none, the range), a client that goes away mid-download
 #   what httpd handed to the connection for it (a static file: all);
-# - with RLaaSCountIf, only responses it counts are charged;
+# - with RLaaSCountIf, only responses it counts are charged; a policy
+#   the section applies counts requests, not bytes;
 # - a size above 10^9 bytes (10G) is counted in KiB and shown in bytes;
+# - a tenant's .htaccess counting bytes in a zone named like the
+#   operator's spends its own counter, never the operator's;
 # - apachectl -t refuses what can't work, naming directive and value.
 use strict;
 use warnings;
@@ -31,6 +34,25 @@ for my $f (['1m.bin', $MIB], ['small.txt', 1000]) {
     next if -s $p && -s $p == $f->[1];
     open my $fh, '>', $p or die "$p: $!";
     print $fh 'x' x $f->[1];
+    close $fh or die "$p: $!";
+}
+
+# a tenant's .htaccess: its own byte quota, named like the operator's zone
+make_path(catfile($DIR, 'tenant'));
+for my $f (['1m.bin', 'x' x $MIB],
+           ['.htaccess', "RLaaSLimit 3M\nRLaaSStrategy fixed\nRLaaSCost bytes\nRLaaSZone by-fixed\nRLaaSKeyBy header:X-User\n"]) {
+    my $p = catfile($DIR, 'tenant', $f->[0]);
+    open my $fh, '>', $p or die "$p: $!";
+    print $fh $f->[1];
+    close $fh or die "$p: $!";
+}
+
+# ... and one over RLaaSLimitMax (10^9 by default) in bytes
+make_path(catfile($DIR, 'tenant-big'));
+{
+    my $p = catfile($DIR, 'tenant-big', '.htaccess');
+    open my $fh, '>', $p or die "$p: $!";
+    print $fh "RLaaSLimit 1G\nRLaaSCost bytes\n";
     close $fh or die "$p: $!";
 }
 
@@ -114,6 +136,20 @@ for my $be (@BACKENDS) {
         is left_after($url, $u, $vh, 2 * $MIB), 2 * $MIB, '  counted: its bytes charged';
     };
 
+    subtest "$name: a policy the section applies counts requests, not bytes" => sub {
+        my $u = uid("by-$name-applied");
+        my $url = '/by/applied/small.txt';
+        is join(' ', map { get($url, $u, $vh)->code } 1 .. 5), '200 200 200 200 200',
+            'five requests of 1000 bytes under a policy of 5 requests';
+        my $res = get($url, $u, $vh);
+        is $res->code, 429, 'the sixth: 429 (the policy)';
+        like $res->header('RateLimit-Policy') // '', qr/"by-requests";q=5;w=3600(?:,|$)/,
+            '  the policy in requests';
+        like $res->header('RateLimit-Policy') // '', qr/"by-applied";q=3145728;w=3600;qu="content-bytes"/,
+            '  the section in bytes';
+        like $res->header('RateLimit') // '', qr/^"by-requests";r=0;/, '  the policy refused';
+    };
+
     subtest "$name: 10G a day: counted in KiB, shown in bytes" => sub {
         my $u = uid("by-$name-big");
         my $url = '/by/big/1m.bin';
@@ -151,11 +187,31 @@ for my $be (@BACKENDS) {
         is $left, 2 * $MIB, '  the whole file (the body httpd handed over)';
     };
 
+    subtest "$name: a tenant's byte quota never lands on the operator's counter" => sub {
+        wait_fixed_window(3_600_000, 10_000);
+        my $u = uid("by-$name-tenant");
+        is get('/bytes/tenant/1m.bin', $u, $vh)->code, 200, "the tenant's download";
+        is left_after('/bytes/tenant/1m.bin', $u, $vh, 2 * $MIB), 2 * $MIB, '  charged to the tenant';
+        is left(get('/by/fixed/1m.bin', $u, $vh, method => 'HEAD')), 3 * $MIB,
+            "the operator's zone of the same name: untouched";
+        my $mark = error_log_mark();
+        is get('/bytes/tenant-big/x', $u, $vh)->code, 500, 'RLaaSLimit 1G in a .htaccess: 500';
+        ok wait_for(sub {
+                get('/bytes/tenant-big/x', $u, $vh);
+                error_log_since($mark) =~ /RLaaSLimit: invalid value '1G' in \.htaccess/
+            }, 10, 0.3),
+            '  the error log names directive and value';
+    };
+
     subtest "$name: a bucket inherited by a section counting bytes: 500, logged" => sub {
         my $u = uid("by-$name-bucket");
         my $mark = error_log_mark();
         is get('/by/bucket/bytes/1m.bin', $u, $vh)->code, 500, 'refused with 500';
-        ok wait_for(sub { error_log_since($mark) =~ /RLaaSCost bytes counts with the fixed, sliding or sliding_log strategy, not gcra/ }, 5),
+        # at most one such line a second per child: ask until one is told
+        ok wait_for(sub {
+                get('/by/bucket/bytes/1m.bin', $u, $vh);
+                error_log_since($mark) =~ /RLaaSCost bytes counts with the fixed, sliding or sliding_log strategy, not gcra/
+            }, 10, 0.3),
             'the error log says why';
     };
 }

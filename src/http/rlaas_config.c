@@ -1062,7 +1062,9 @@ static const char *set_limit(cmd_parms *cmd, void *dv, const char *arg,
                             "%s: invalid value '%s': expected %s, "
                             "or expr=EXPRESSION [fallback]",
                             cmd->cmd->name, arg, err);
-    if ((err = over_max(cmd, arg, v)) != NULL)
+    /* a size is bounded as the bytes it is, whatever unit counts them */
+    if ((err = over_max(cmd, arg, d->limit_unit > 1 ? v * d->limit_unit : v)) !=
+        NULL)
         return err;
     if ((err = bytes_conflict(cmd, d, arg)) != NULL)
         return err;
