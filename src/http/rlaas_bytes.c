@@ -1,5 +1,7 @@
 #include "rlaas_bytes.h"
 
+#include <string.h>
+
 #include "apr_strings.h"
 
 #include "rlaas_parse.h"

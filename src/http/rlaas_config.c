@@ -1430,11 +1430,12 @@ const command_rec rlaas_cmds[] = {
                    "off, or consecutive Redis failures that open the "
                    "circuit and the cool-down before a probe (5 500ms)"),
     AP_INIT_TAKE12(RLAAS_D_LIMIT, set_limit, NULL, DIR_SCOPE,
-                   "Requests allowed per window, or expr=EXPR [fallback] "
-                   "read per request; enables limiting"),
+                   "Requests allowed per window (a size such as 3M with "
+                   "RLaaSCost bytes), or expr=EXPR [fallback] read per "
+                   "request; enables limiting"),
     AP_INIT_TAKE1(RLAAS_D_COST, set_cost, NULL, DIR_SCOPE,
-                  "Units one request consumes: N (0: check only) or "
-                  "expr=EXPR (default 1)"),
+                  "Units one request consumes: N (0: check only), "
+                  "expr=EXPR (default 1), or bytes (the body bytes sent)"),
     AP_INIT_TAKE_ARGV(RLAAS_D_APPLY, set_apply, NULL, DIR_SCOPE,
                       "Policies applied here and below: NAME, -NAME "
                       "(remove an inherited one) or none"),
