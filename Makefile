@@ -78,6 +78,8 @@ HTTPD_SRC += src/http/rlaas_admin.c src/http/rlaas_admin_zones.c \
              src/http/rlaas_admin_act.c src/http/rlaas_admin_render.c
 # who sees what (RLaaSConsole, RLaaSMetrics), and TRACE decided early
 HTTPD_SRC += src/http/rlaas_scope.c src/http/rlaas_trace.c
+
+HTTPD_SRC += src/http/rlaas_bytes.c
 GEN_SRC = src/redis/rlaas_scripts.c
 SRC = mod_rlaas.c $(HTTPD_SRC) $(CORE_SRC) $(GEN_SRC)
 HDR = $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.h))

@@ -5,6 +5,7 @@
 #include "apr_file_info.h"
 #include "apr_strings.h"
 
+#include "rlaas_bytes.h"
 #include "rlaas_ip.h"
 #include "rlaas_keysecret.h"
 #include "rlaas_metrics.h"
@@ -973,12 +974,14 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
         d->limit_arg = add->limit_arg;
         d->limit_expr = add->limit_expr;
         d->limit_fallback = add->limit_fallback;
+        d->limit_unit = add->limit_unit;
     }
     else {
         d->limit = base->limit;
         d->limit_arg = base->limit_arg;
         d->limit_expr = base->limit_expr;
         d->limit_fallback = base->limit_fallback;
+        d->limit_unit = base->limit_unit;
     }
     if (add->zone != NULL) {
         d->zone = add->zone;
@@ -1065,6 +1068,18 @@ static const char *cost_over_limit(cmd_parms *cmd, const rlaas_dir_conf_t *d)
                         cmd->cmd->name, d->cost, d->limit);
 }
 
+/* RLaaSCost bytes and the limit, the strategy of the same section
+ * (rlaas_bytes_conflict; a request checks the merged configuration). */
+static const char *bytes_conflict(cmd_parms *cmd, const rlaas_dir_conf_t *d,
+                                  const char *arg)
+{
+    const char *why = rlaas_bytes_conflict(cmd->temp_pool, d, 0);
+
+    return why == NULL ? NULL
+                       : apr_psprintf(cmd->pool, "%s: invalid value '%s': %s",
+                                      cmd->cmd->name, arg, why);
+}
+
 /* RLaaSLimit N, or RLaaSLimit expr=EXPR [fallback] */
 static const char *set_limit(cmd_parms *cmd, void *dv, const char *arg,
                              const char *fallback)
@@ -1082,6 +1097,7 @@ static const char *set_limit(cmd_parms *cmd, void *dv, const char *arg,
         d->limit = 0;
         d->limit_arg = NULL;
         d->limit_fallback = -1;
+        d->limit_unit = 0;
         if (fallback != NULL) {
             if ((err = rlaas_parse_limit(fallback, &v)) != NULL)
                 return apr_psprintf(cmd->pool,
@@ -1100,12 +1116,21 @@ static const char *set_limit(cmd_parms *cmd, void *dv, const char *arg,
                             "from 1 to 1000000000, or expr=EXPRESSION and an "
                             "optional fallback",
                             cmd->cmd->name, arg, fallback);
-    if ((err = rlaas_parse_limit(arg, &v)) != NULL)
+    d->limit_unit = 0;
+    if (rlaas_bytes_is_size(arg))
+        err = rlaas_bytes_limit(arg, &v, &d->limit_unit);
+    else
+        err = rlaas_parse_limit(arg, &v);
+    if (err != NULL)
         return apr_psprintf(cmd->pool,
                             "%s: invalid value '%s': expected %s, "
                             "or expr=EXPRESSION [fallback]",
                             cmd->cmd->name, arg, err);
-    if ((err = over_max(cmd, arg, v)) != NULL)
+    /* a size is bounded as the bytes it is, whatever unit counts them */
+    if ((err = over_max(cmd, arg, d->limit_unit > 1 ? v * d->limit_unit : v)) !=
+        NULL)
+        return err;
+    if ((err = bytes_conflict(cmd, d, arg)) != NULL)
         return err;
     d->limit = v;
     d->limit_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, v);
@@ -1117,12 +1142,19 @@ static const char *set_limit(cmd_parms *cmd, void *dv, const char *arg,
     return cost_over_limit(cmd, d);
 }
 
-/* RLaaSCost N, or RLaaSCost expr=EXPR */
+/* RLaaSCost N, RLaaSCost expr=EXPR, or RLaaSCost bytes */
 static const char *set_cost(cmd_parms *cmd, void *dv, const char *arg)
 {
     rlaas_dir_conf_t *d = dv;
     const char *err;
 
+    if (rlaas_parse_keyword(arg, "bytes")) {
+        d->cost = RLAAS_COST_BYTES;
+        d->cost_arg = NULL;
+        d->cost_expr = NULL;
+        rlaas_tenant_mark(cmd, d, RLAAS_T_COST);
+        return bytes_conflict(cmd, d, arg);
+    }
     if (rlaas_parse_prefixed(arg, "expr=")) {
         d->cost_expr = ap_expr_parse_cmd(
             cmd, arg + 5, AP_EXPR_FLAG_STRING_RESULT, &err, NULL);
@@ -1137,10 +1169,12 @@ static const char *set_cost(cmd_parms *cmd, void *dv, const char *arg)
     if (rlaas_parse_nonneg_int(arg, RLAAS_LIMIT_MAX, &d->cost) != NULL)
         return bad_value(cmd, arg,
                          "an integer from 0 (check without consuming) to "
-                         "the limit, or expr=EXPRESSION");
+                         "the limit, expr=EXPRESSION, or bytes");
     d->cost_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, d->cost);
     d->cost_expr = NULL;
     rlaas_tenant_mark(cmd, d, RLAAS_T_COST);
+    if ((err = bytes_conflict(cmd, d, arg)) != NULL)
+        return err;
     return cost_over_limit(cmd, d);
 }
 
@@ -1205,6 +1239,8 @@ static const char *set_strategy(cmd_parms *cmd, void *dv, const char *arg)
     if (st == RLAAS_STRATEGY_SLIDING_LOG && d->lease == 1)
         return lease_vs_log(cmd, arg);
     d->strategy = st;
+    if ((err = bytes_conflict(cmd, d, arg)) != NULL)
+        return err;
     rlaas_tenant_mark(cmd, d, RLAAS_T_STRATEGY);
     return rlaas_tenant_log_bound(cmd, d);
 }
@@ -1458,11 +1494,12 @@ const command_rec rlaas_cmds[] = {
                    "off, or consecutive Redis failures that open the "
                    "circuit and the cool-down before a probe (5 500ms)"),
     AP_INIT_TAKE12(RLAAS_D_LIMIT, set_limit, NULL, DIR_SCOPE,
-                   "Requests allowed per window, or expr=EXPR [fallback] "
-                   "read per request; enables limiting"),
+                   "Requests allowed per window (a size such as 3M with "
+                   "RLaaSCost bytes), or expr=EXPR [fallback] read per "
+                   "request; enables limiting"),
     AP_INIT_TAKE1(RLAAS_D_COST, set_cost, NULL, DIR_SCOPE,
-                  "Units one request consumes: N (0: check only) or "
-                  "expr=EXPR (default 1)"),
+                  "Units one request consumes: N (0: check only), "
+                  "expr=EXPR (default 1), or bytes (the body bytes sent)"),
     AP_INIT_TAKE_ARGV(RLAAS_D_APPLY, set_apply, NULL, DIR_SCOPE,
                       "Policies applied here and below: NAME, -NAME "
                       "(remove an inherited one) or none"),

@@ -208,7 +208,10 @@ typedef struct {
     const char *limit_arg; /* limit as the script's argument */
     ap_expr_info_t *limit_expr; /* RLaaSLimit expr=... */
     int64_t limit_fallback;     /* -1: none */
-    int64_t window_ms;          /* -1: unset */
+    /* a size (RLaaSLimit 3M): bytes per unit of limit (1, or 1024 above
+     * 10^9 bytes); 0: a plain number (rlaas_bytes.h) */
+    int64_t limit_unit;
+    int64_t window_ms; /* -1: unset */
     const char *window_arg;
     int strategy;                /* RLAAS_STRATEGY_UNSET */
     apr_array_header_t *sources; /* of rlaas_key_source_t; NULL: unset */
@@ -219,7 +222,7 @@ typedef struct {
     int headers;                 /* RLAAS_HEADERS_UNSET (draft) */
     int dry_run;                 /* -1: unset (off) */
     int circuit_fail_open;       /* -1: unset (off) */
-    int64_t cost;                /* -1: unset (1); with cost_expr: 0 */
+    int64_t cost; /* -1: unset (1); with cost_expr: 0; RLAAS_COST_BYTES */
     const char *cost_arg;
     ap_expr_info_t *cost_expr;
     /* RLaaSApply operations down the tree, concatenated; NULL: none */

@@ -12,6 +12,7 @@
 #include "rlaas_admin_zones.h"
 #include "rlaas_authuser.h"
 #include "rlaas_backend.h"
+#include "rlaas_bytes.h"
 #include "rlaas_clock.h"
 #include "rlaas_conc.h"
 #include "rlaas_concurrency.h"
@@ -36,6 +37,7 @@ APLOG_USE_MODULE(rlaas);
 #define RLAAS_ENV_POLICY    "RLAAS_POLICY"
 #define RLAAS_BODY_429      "Rate limit exceeded"
 #define RLAAS_FILTER_429    "RLAAS_429_TYPE"
+#define RLAAS_QU_BYTES      ";qu=\"content-bytes\""
 
 /* The mode bits mean the same to both engines. */
 typedef char same_mode[RLAAS_MODE_LIMIT_VARIES == RLAAS_ALGO_LIMIT_VARIES &&
@@ -86,6 +88,10 @@ typedef struct {
      * out among this many servers (rlaas_limit.c: decide_local) */
     int divisor;
     int64_t t0_us; /* rlaas_clock_us() before the decision was asked */
+    /* RLaaSCost bytes: the items (checked only) are charged the bytes
+     * sent where their condition holds (or they have none: expr NULL),
+     * instead of given back where it does not */
+    int bytes;
 } pending_t;
 
 /* Decimal text in the request pool, without apr_psprintf's formatter. */
@@ -127,13 +133,14 @@ static void draft_headers(request_rec *r, const rlaas_unit_t *u, int pick)
     int i;
 
     for (i = 0; i < u->shown->nelts; i++) {
+        const char *item;
+
         rlaas_fmt_policy(buf, sizeof(buf), sh[i].name, sh[i].limit,
                          sh[i].window_ms);
-        if (u->shown->nelts == 1)
-            apr_table_set(r->err_headers_out, "RateLimit-Policy", buf);
-        else
-            list = list ? apr_pstrcat(r->pool, list, ", ", buf, NULL)
-                        : apr_pstrdup(r->pool, buf);
+        /* the draft's quota unit parameter: requests are its default */
+        item = sh[i].bytes ? apr_pstrcat(r->pool, buf, RLAAS_QU_BYTES, NULL)
+                           : apr_pstrdup(r->pool, buf);
+        list = list ? apr_pstrcat(r->pool, list, ", ", item, NULL) : item;
     }
     if (list != NULL)
         apr_table_setn(r->err_headers_out, "RateLimit-Policy", list);
@@ -198,22 +205,27 @@ static void remember(const decision_t *dc, int have_v)
     for (i = 0; i < dc->n; i++) {
         const rlaas_item_t *it = &dc->it[i];
         rlaas_unit_shown_t *sh = (rlaas_unit_shown_t *)shown->elts;
+        /* bytes are shown as bytes, whatever unit they are counted in */
+        int64_t k = it->bytes_unit > 0 ? it->bytes_unit : 1;
 
         /* requests in flight are no quota of a window: not in the
          * RateLimit fields */
         if (it->conc)
             continue;
         for (j = 0; j < shown->nelts; j++) {
-            if (strcmp(sh[j].name, it->name) == 0 && sh[j].limit == it->limit)
+            if (strcmp(sh[j].name, it->name) == 0 &&
+                sh[j].limit == it->limit * k)
                 break;
         }
         sh = j < shown->nelts ? &sh[j] : apr_array_push(shown);
         sh->name = it->name;
-        sh->limit = it->limit;
+        sh->limit = it->limit * k;
         sh->window_ms = it->window_ms;
         sh->v = it->v;
+        sh->v.remaining *= k;
         sh->dry_run = it->dry_run;
         sh->have_v = have_v;
+        sh->bytes = it->bytes_unit > 0;
     }
 }
 
@@ -826,31 +838,44 @@ static int select_items(decision_t *dc, const rlaas_item_t *all, int n,
  * admitted and not yet known, a burst included; those the response shows
  * not to count are given back after it (a refund). A check of cost 0
  * charges nothing, gives nothing back. */
-static pending_t *countif_prepare(decision_t *dc)
+static ap_expr_info_t *count_if_of(const decision_t *dc, const rlaas_item_t *it)
 {
-    ap_expr_info_t *section = rlaas_outcome_count_if(dc->d), *expr;
     int tenant = dc->d != NULL && (dc->d->by_tenant & RLAAS_T_COUNT_IF);
+
+    return it->p != NULL && it->p->count_if != NULL ? it->p->count_if
+           : it->enforced || (it->p != NULL && tenant)
+               ? NULL
+               : rlaas_outcome_count_if(dc->d);
+}
+
+/* The items charged after the response (bytes: those RLaaSCost bytes
+ * checks, whatever their condition), or those charged at the check that
+ * a condition may give back. */
+static pending_t *pending_prepare(decision_t *dc, int bytes)
+{
+    ap_expr_info_t *expr;
     pending_t *pd = NULL;
     int i;
 
     for (i = 0; i < dc->n; i++) {
         const rlaas_item_t *it = &dc->it[i];
 
-        expr = it->p != NULL && it->p->count_if != NULL    ? it->p->count_if
-               : it->enforced || (it->p != NULL && tenant) ? NULL
-                                                           : section;
-        if (expr == NULL || it->conc ||
-            (it->call.cost != NULL && strcmp(it->call.cost, "0") == 0))
+        expr = count_if_of(dc, it);
+        if (it->conc ||
+            (bytes ? it->bytes_unit == 0
+                   : expr == NULL || (it->call.cost != NULL &&
+                                      strcmp(it->call.cost, "0") == 0)))
             continue;
         if (pd == NULL) {
             pd = apr_pcalloc(dc->r->pool, sizeof(*pd));
             pd->d = dc->d;
+            pd->bytes = bytes;
         }
         pd->it[pd->n] = *it;
         pd->at[pd->n] = i;
         pd->expr[pd->n++] = expr;
     }
-    if (pd != NULL)
+    if (pd != NULL && !bytes)
         dc->with |= RLAAS_LEASE_WITH_REFUND;
     return pd;
 }
@@ -904,10 +929,12 @@ static int not_sent(rlaas_rerr_e e)
            e == RLAAS_RERR_CIRCUIT;
 }
 
-/* The credits of it[0..n) in Redis; NULL, or why not (*again: worth
- * another try). */
-static const char *refund_redis(request_rec *r, const pending_t *pd,
-                                const rlaas_item_t *it, int n, int *again)
+/* The credits of it[0..n) in Redis, or (units not NULL) their charges
+ * of units[i], forced (made whatever the counter says: the response is
+ * sent); NULL, or why not (*again: worth another try). */
+static const char *settle_redis(request_rec *r, const pending_t *pd,
+                                const rlaas_item_t *it, int n,
+                                const int64_t *units, int *again)
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     rlaas_call_t calls[RLAAS_POLICIES_MAX];
@@ -924,8 +951,12 @@ static const char *refund_redis(request_rec *r, const pending_t *pd,
         calls[i] = it[i].call;
         calls[i].mode &= RLAAS_MODE_LIMIT_VARIES;
         calls[i].lease_want = 0;
-        calls[i].credit = 1;
+        calls[i].credit = units == NULL;
         calls[i].credit_age = age;
+        if (units != NULL) {
+            calls[i].cost = num(r->pool, units[i]);
+            calls[i].mode |= RLAAS_MODE_FORCE;
+        }
     }
     e = rlaas_redis_eval(sc->target->redis, calls, n, v, detail);
     if (e == RLAAS_RERR_NONE)
@@ -937,23 +968,49 @@ static const char *refund_redis(request_rec *r, const pending_t *pd,
 }
 
 /* ... in the local engine, each limit shared out as it was charged. */
-static const char *refund_local(request_rec *r, const pending_t *pd,
-                                const rlaas_item_t *it, int n, int *again)
+static const char *settle_local(request_rec *r, const pending_t *pd,
+                                const rlaas_item_t *it, int n,
+                                const int64_t *units, int *again)
 {
     rlaas_local_call_t calls[RLAAS_POLICIES_MAX];
+    rlaas_verdict_t v[RLAAS_POLICIES_MAX];
     int64_t given[RLAAS_POLICIES_MAX];
     rlaas_lerr_e e;
     int i;
 
     for (i = 0; i < n; i++) {
-        to_local(&it[i], pd->divisor, &calls[i]);
+        rlaas_item_t one = it[i];
+
+        if (units != NULL)
+            one.call.cost = num(r->pool, units[i]);
+        to_local(&one, pd->divisor, &calls[i]);
         calls[i].mode &= RLAAS_MODE_LIMIT_VARIES;
+        calls[i].zone_len = it[i].zone_len;
+        if (units != NULL)
+            calls[i].mode |= RLAAS_ALGO_FORCE;
     }
-    e = rlaas_backend_credit(r, calls, n, charge_age_ms(pd, 0), given);
+    e = units != NULL
+            ? rlaas_backend_eval(r, calls, n, v)
+            : rlaas_backend_credit(r, calls, n, charge_age_ms(pd, 0), given);
     if (e != RLAAS_LERR_NONE)
         rlaas_metrics_local_error(e);
     *again = e == RLAAS_LERR_BUSY;
     return e == RLAAS_LERR_NONE ? NULL : rlaas_lerr_name(e);
+}
+
+/* it[0..n) settled where they were charged (settle_redis, settle_local),
+ * tried once more if the first try was never sent; NULL, or why not. */
+static const char *settle_engine(request_rec *r, const pending_t *pd,
+                                 const rlaas_item_t *it, int n,
+                                 const int64_t *units)
+{
+    const char *why = "";
+    int again = 1, tries;
+
+    for (tries = 0; tries < 2 && again && why != NULL; tries++)
+        why = pd->divisor > 0 ? settle_local(r, pd, it, n, units, &again)
+                              : settle_redis(r, pd, it, n, units, &again);
+    return why;
 }
 
 /* The charges of it[0..n) given back, where they were made: tried once
@@ -963,17 +1020,12 @@ static const char *refund_local(request_rec *r, const pending_t *pd,
 static void refund(request_rec *r, const pending_t *pd, const rlaas_item_t *it,
                    int n)
 {
-    const char *why = NULL;
+    const char *why = settle_engine(r, pd, it, n, NULL);
     long dropped;
-    int again = 1, tries;
 
-    for (tries = 0; tries < 2 && again; tries++) {
-        why = pd->divisor > 0 ? refund_local(r, pd, it, n, &again)
-                              : refund_redis(r, pd, it, n, &again);
-        if (why == NULL) {
-            rlaas_metrics_outcome(RLAAS_METRIC_COUNTIF_REFUNDS);
-            return;
-        }
+    if (why == NULL) {
+        rlaas_metrics_outcome(RLAAS_METRIC_COUNTIF_REFUNDS);
+        return;
     }
     rlaas_metrics_outcome(RLAAS_METRIC_COUNTIF_REFUNDS_LOST);
     dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);
@@ -983,6 +1035,60 @@ static void refund(request_rec *r, const pending_t *pd, const rlaas_item_t *it,
                       ": a charge made at the check could not be given "
                       "back (%s); it stands until it expires%s",
                       why[0] ? why : "-", suppressed(r, dropped));
+}
+
+/* The body bytes the client request sent (r->bytes_sent of its last
+ * record, after internal redirects: what %B logs; none for a HEAD, whose
+ * body httpd counts but drops), as units of each item, at least 1 and at
+ * most its limit; 0: nothing to charge. */
+static int bytes_units(request_rec *r, const rlaas_item_t *it, int64_t *units)
+{
+    request_rec *last = r;
+
+    while (last->next != NULL)
+        last = last->next;
+    if (last->bytes_sent <= 0 || last->header_only)
+        return 0;
+    *units = rlaas_bytes_units(last->bytes_sent, it->bytes_unit, it->limit);
+    return 1;
+}
+
+/* RLaaSCost bytes: the bytes sent charged to it[0..n), forced (the
+ * response was served on the check); a charge lost is logged (the client
+ * got those bytes free). */
+static void charge_bytes(request_rec *r, const pending_t *pd,
+                         const rlaas_item_t *it, const int64_t *units, int n)
+{
+    const char *why = settle_engine(r, pd, it, n, units);
+    long dropped;
+
+    if (why == NULL)
+        return;
+    dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);
+    if (dropped >= 0)
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
+                      "RLAAS0210: " RLAAS_D_COST
+                      " bytes: the bytes a response sent could not be "
+                      "charged (%s)%s",
+                      why[0] ? why : "-", suppressed(r, dropped));
+}
+
+/* RLaaSCost bytes: each item whose condition holds (or that has none) is
+ * charged the bytes sent. */
+static void settle_bytes(request_rec *r, const pending_t *pd)
+{
+    rlaas_item_t to[RLAAS_POLICIES_MAX];
+    int64_t units[RLAAS_POLICIES_MAX];
+    int i, n = 0;
+
+    for (i = 0; i < pd->n; i++) {
+        if (pd->expr[i] != NULL && !rlaas_outcome_counts(r, pd->expr[i]))
+            continue;
+        if (bytes_units(r, &pd->it[i], &units[n]))
+            to[n++] = pd->it[i];
+    }
+    if (n > 0)
+        charge_bytes(r, pd, to, units, n);
 }
 
 /* One decision's charges once the response is known: those whose
@@ -1024,8 +1130,14 @@ int rlaas_limit_log_transaction(request_rec *r)
         return DECLINED;
     pending = u->outcome;
     u->outcome = NULL;
-    for (i = 0; i < pending->nelts; i++)
-        settle(r, APR_ARRAY_IDX(pending, i, const pending_t *));
+    for (i = 0; i < pending->nelts; i++) {
+        const pending_t *pd = APR_ARRAY_IDX(pending, i, const pending_t *);
+
+        if (pd->bytes)
+            settle_bytes(r, pd);
+        else
+            settle(r, pd);
+    }
     return DECLINED;
 }
 
@@ -1055,7 +1167,7 @@ static int decide(decision_t *dc, int before_auth)
 {
     request_rec *r = dc->r;
     const char *err;
-    pending_t *pd;
+    pending_t *pd[2];
     int i, rc;
 
     for (i = 0; i < dc->n; i++) {
@@ -1075,20 +1187,24 @@ static int decide(decision_t *dc, int before_auth)
         rlaas_authuser_before_auth(r, 0);
     if (err != NULL)
         return undecided(dc, RLAAS_RERR_NONE, err);
-    pd = countif_prepare(dc);
-    if (pd != NULL)
-        pd->t0_us = rlaas_clock_us();
+    pd[0] = pending_prepare(dc, 0);
+    pd[1] = pending_prepare(dc, 1);
+    for (i = 0; i < 2; i++)
+        if (pd[i] != NULL)
+            pd[i]->t0_us = rlaas_clock_us();
     rc = limit(dc);
     /* admitted: its slots held until httpd is done with the request */
     if (rc == DECLINED)
         conc_taken(dc);
     /* served: its charges settled once the response is known */
-    if (rc == DECLINED && pd != NULL && countif_charged(dc, pd)) {
+    for (i = 0; i < 2 && rc == DECLINED; i++) {
+        if (pd[i] == NULL || !countif_charged(dc, pd[i]))
+            continue;
         if (dc->u->outcome == NULL)
             dc->u->outcome =
-                apr_array_make(r->pool, 1, sizeof(const pending_t *));
+                apr_array_make(r->pool, 2, sizeof(const pending_t *));
         APR_ARRAY_PUSH((apr_array_header_t *)dc->u->outcome,
-                       const pending_t *) = pd;
+                       const pending_t *) = pd[i];
     }
     return rc;
 }

@@ -3,6 +3,7 @@
 #include "http_log.h"
 #include "apr_strings.h"
 
+#include "rlaas_bytes.h"
 #include "rlaas_clock.h"
 #include "rlaas_concurrency.h"
 #include "rlaas_identity.h"
@@ -174,8 +175,16 @@ static void cost_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it,
 {
     int64_t c;
 
-    if (d != NULL && d->cost != -1 &&
-        (it->p == NULL || (!it->enforced && !(d->by_tenant & RLAAS_T_COST)))) {
+    /* bytes are the own limit's unit alone: a policy keeps its own cost */
+    if (d != NULL && d->cost == RLAAS_COST_BYTES) {
+        if (it->p == NULL) {
+            it->call.cost = "0";
+            it->bytes_unit = rlaas_bytes_unit(d);
+        }
+    }
+    else if (d != NULL && d->cost != -1 &&
+             (it->p == NULL ||
+              (!it->enforced && !(d->by_tenant & RLAAS_T_COST)))) {
         if (d->cost_expr != NULL && *section_cost == NULL) {
             const char *text;
 
@@ -253,6 +262,9 @@ static void merge(rlaas_item_t *a, const rlaas_item_t *b)
     if ((ca >= cb ? ca : cb) > m.limit)
         m.call.cost = m.call.limit;
     m.call.mode = mode | (m.dry_run ? RLAAS_MODE_DRY_RUN : 0);
+    /* bytes sent are charged whichever counted them */
+    m.bytes_unit =
+        a->bytes_unit > b->bytes_unit ? a->bytes_unit : b->bytes_unit;
     *a = m;
 }
 
@@ -288,8 +300,13 @@ const char *rlaas_policies_prepare(request_rec *r, const rlaas_dir_conf_t *d,
         else if (it[i].p == NULL && d->limit_expr != NULL &&
                  (err = limit_read(r, d, &it[i])) != NULL)
             return err;
-        else
+        else {
+            /* a size limit and RLaaSCost bytes set in different sections */
+            if (it[i].p == NULL &&
+                (err = rlaas_bytes_conflict(r->pool, d, 1)) != NULL)
+                return err;
             cost_of(r, d, &it[i], &section_cost);
+        }
         if (it[i].dry_run)
             it[i].call.mode |= RLAAS_MODE_DRY_RUN;
         key_of(r, d, &it[i]);

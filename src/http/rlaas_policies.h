@@ -27,7 +27,10 @@ typedef struct {
     int64_t limit;
     int64_t window_ms;
     rlaas_call_t call; /* strategy, key, limit, window, cost, mode */
-    size_t zone_len;   /* the key's zone part (rlaas_key_zone_len) */
+    /* RLaaSCost bytes: checked (cost 0), charged after the response in
+     * units of this many bytes; 0: it counts requests */
+    int64_t bytes_unit;
+    size_t zone_len; /* the key's zone part (rlaas_key_zone_len) */
     rlaas_verdict_t v;
 } rlaas_item_t;
 

@@ -35,6 +35,7 @@ typedef struct {
     rlaas_verdict_t v;
     int have_v; /* 0: it could not be decided */
     int dry_run;
+    int bytes; /* RLaaSCost bytes: limit and remaining in bytes */
 } rlaas_unit_shown_t;
 
 typedef struct {

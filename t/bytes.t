@@ -1,0 +1,244 @@
+# RLaaSCost bytes (issue 28, part 3), on Redis and on the local engine:
+# - a 1 MiB file against 3M an hour: served 3 times, the fourth refused
+#   with 429, for fixed, sliding and sliding_log; RateLimit-Policy shows
+#   the quota in bytes (qu="content-bytes"), RateLimit what is left;
+# - a second identity is not charged for the first one's downloads;
+# - a HEAD, a 304 and a range request are charged the body bytes they
+#   sent (none, none, the range), a client that goes away mid-download
+#   what httpd handed to the connection for it (a static file: all);
+# - with RLaaSCountIf, only responses it counts are charged; a policy
+#   the section applies counts requests, not bytes;
+# - a size above 10^9 bytes (10G) is counted in KiB and shown in bytes;
+# - a tenant's .htaccess counting bytes in a zone named like the
+#   operator's spends its own counter, never the operator's;
+# - apachectl -t refuses what can't work, naming directive and value.
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use File::Path qw(make_path);
+use File::Spec::Functions qw(catfile);
+use IO::Socket::INET ();
+use Socket qw(SOL_SOCKET SO_RCVBUF);
+use RLaaS::Test qw(:all);
+use Apache::TestRLaaS ();
+
+plan skip_all => 'mod_rlaas is not loaded' unless have_module();
+
+my $MIB = 1 << 20;
+my $DIR = catfile(repo_top(), 't', 'htdocs', 'bytes');
+make_path($DIR);
+for my $f (['1m.bin', $MIB], ['small.txt', 1000]) {
+    my $p = catfile($DIR, $f->[0]);
+    next if -s $p && -s $p == $f->[1];
+    open my $fh, '>', $p or die "$p: $!";
+    print $fh 'x' x $f->[1];
+    close $fh or die "$p: $!";
+}
+
+# a tenant's .htaccess: its own byte quota, named like the operator's zone
+make_path(catfile($DIR, 'tenant'));
+for my $f (['1m.bin', 'x' x $MIB],
+           ['.htaccess', "RLaaSLimit 3M\nRLaaSStrategy fixed\nRLaaSCost bytes\nRLaaSZone by-fixed\nRLaaSKeyBy header:X-User\n"]) {
+    my $p = catfile($DIR, 'tenant', $f->[0]);
+    open my $fh, '>', $p or die "$p: $!";
+    print $fh $f->[1];
+    close $fh or die "$p: $!";
+}
+
+# ... and one over RLaaSLimitMax (10^9 by default) in bytes
+make_path(catfile($DIR, 'tenant-big'));
+{
+    my $p = catfile($DIR, 'tenant-big', '.htaccess');
+    open my $fh, '>', $p or die "$p: $!";
+    print $fh "RLaaSLimit 1G\nRLaaSCost bytes\n";
+    close $fh or die "$p: $!";
+}
+
+my @BACKENDS = (['redis', undef], ['local', 'rlaas_by_local']);
+
+sub get {
+    my ($path, $u, $vh, %o) = @_;
+    return req($path, h => { 'X-User' => $u, %{ $o{h} || {} } },
+        ($vh ? (vhost => $vh) : ()), ($o{method} ? (method => $o{method}) : ()));
+}
+# what RateLimit says is left
+sub left { ($_[0]->header('RateLimit') // '') =~ /;r=(\d+)/ ? $1 : 'none' }
+# what is left once the response before was charged: the charge follows
+# the response (log_transaction), so ask until it shows
+sub left_after {
+    my ($path, $u, $vh, $want) = @_;
+    my $got;
+    wait_for(sub { $got = left(get($path, $u, $vh, method => 'HEAD')); $got eq $want }, 5);
+    return $got;
+}
+
+for my $be (@BACKENDS) {
+    my ($name, $vh) = @$be;
+    for my $s (qw(fixed sliding log)) {
+        subtest "$name, $s: 1 MiB against 3M an hour: served 3 times, the fourth refused" => sub {
+            wait_fixed_window(3_600_000, 10_000) if $s eq 'fixed';
+            my ($u, $v) = (uid("by-$name-$s"), uid("by-$name-$s-other"));
+            my $url = "/by/$s/1m.bin";
+            my @left;
+            for my $i (1 .. 3) {
+                my $res = get($url, $u, $vh);
+                is $res->code, 200, "download $i: 200";
+                is length($res->content), $MIB, "  all of it";
+                push @left, left($res);
+                # the next check must see this charge
+                wait_for(sub { left(get($url, $u, $vh, method => 'HEAD')) == 3 * $MIB - $i * $MIB }, 5)
+                    if $i < 3;
+            }
+            is "@left", join(' ', map { 3 * $MIB - $_ * $MIB } 0 .. 2),
+                'RateLimit r= before each download: 3M, 2M, 1M';
+            my $res;
+            ok wait_for(sub { ($res = get($url, $u, $vh))->code == 429 }, 5), 'the fourth: 429';
+            like $res->header('Retry-After') // '', qr/^\d+$/, '  with Retry-After';
+            like $res->header('RateLimit-Policy') // '',
+                qr/^"by-\Q$s\E";q=3145728;w=3600;qu="content-bytes"$/, '  RateLimit-Policy: in bytes';
+            is left($res), 0, '  nothing left';
+            my $other = get($url, $v, $vh);
+            is $other->code, 200, 'another identity: served';
+            is left($other), 3 * $MIB, '  its quota untouched';
+        };
+    }
+
+    subtest "$name: HEAD, 304 and a range are charged what they sent" => sub {
+        my $u = uid("by-$name-small");
+        my $url = '/by/log/1m.bin';
+        my $full = 3 * $MIB;
+        my $res = get($url, $u, $vh, method => 'HEAD');
+        is $res->code, 200, 'HEAD: 200';
+        is left($res), $full, '  checked';
+        is left_after($url, $u, $vh, $full), $full, '  no body: nothing charged';
+        my $etag = $res->header('ETag');
+        ok $etag, 'an ETag';
+        $res = get($url, $u, $vh, h => { 'If-None-Match' => $etag });
+        is $res->code, 304, 'If-None-Match: 304';
+        is left_after($url, $u, $vh, $full), $full, '  no body: nothing charged';
+        $res = get($url, $u, $vh, h => { Range => 'bytes=0-99' });
+        is $res->code, 206, 'a range: 206';
+        is length($res->content), 100, '  100 bytes';
+        is left_after($url, $u, $vh, $full - 100), $full - 100, '  100 bytes charged';
+        $res = get('/by/log/small.txt', $u, $vh);
+        is $res->code, 200, 'a small file';
+        is left_after($url, $u, $vh, $full - 1100), $full - 1100, '  its 1000 bytes charged';
+    };
+
+    subtest "$name: RLaaSCountIf: only the responses it counts are charged" => sub {
+        my $u = uid("by-$name-ci");
+        my $url = '/by/countif/1m.bin';
+        is get($url, $u, $vh, h => { Range => 'bytes=0-99' })->code, 206, 'a range: 206';
+        is left_after($url, $u, $vh, 3 * $MIB), 3 * $MIB, '  not counted: nothing charged';
+        is get($url, $u, $vh)->code, 200, 'a download: 200';
+        is left_after($url, $u, $vh, 2 * $MIB), 2 * $MIB, '  counted: its bytes charged';
+    };
+
+    subtest "$name: a policy the section applies counts requests, not bytes" => sub {
+        my $u = uid("by-$name-applied");
+        my $url = '/by/applied/small.txt';
+        is join(' ', map { get($url, $u, $vh)->code } 1 .. 5), '200 200 200 200 200',
+            'five requests of 1000 bytes under a policy of 5 requests';
+        my $res = get($url, $u, $vh);
+        is $res->code, 429, 'the sixth: 429 (the policy)';
+        like $res->header('RateLimit-Policy') // '', qr/"by-requests";q=5;w=3600(?:,|$)/,
+            '  the policy in requests';
+        like $res->header('RateLimit-Policy') // '', qr/"by-applied";q=3145728;w=3600;qu="content-bytes"/,
+            '  the section in bytes';
+        like $res->header('RateLimit') // '', qr/^"by-requests";r=0;/, '  the policy refused';
+    };
+
+    subtest "$name: 10G a day: counted in KiB, shown in bytes" => sub {
+        my $u = uid("by-$name-big");
+        my $url = '/by/big/1m.bin';
+        my $res = get($url, $u, $vh);
+        is $res->code, 200, 'a download';
+        like $res->header('RateLimit-Policy') // '', qr/^"by-big";q=10737418240;w=86400;qu="content-bytes"$/,
+            'RateLimit-Policy: q in bytes';
+        is left($res), 10 * 1024 * $MIB, '  all left before';
+        is left_after($url, $u, $vh, 10 * 1024 * $MIB - $MIB), 10 * 1024 * $MIB - $MIB, '  1 MiB charged';
+        get('/by/big/small.txt', $u, $vh);
+        is left_after($url, $u, $vh, 10 * 1024 * $MIB - $MIB - 1024), 10 * 1024 * $MIB - $MIB - 1024,
+            '  1000 bytes: one KiB charged (rounded up)';
+    };
+
+    subtest "$name: a client that goes away mid-download" => sub {
+        my $u = uid("by-$name-abort");
+        my $url = '/by/log/1m.bin';
+        my $hp = Apache::TestRLaaS::hostport($vh);
+        my $sock = IO::Socket::INET->new(PeerAddr => $hp, Timeout => 10) or die "connect $hp: $!";
+        setsockopt($sock, SOL_SOCKET, SO_RCVBUF, 4096);
+        my ($host) = $hp =~ /^([^:]+)/;
+        print $sock "GET $url HTTP/1.1\r\nHost: $host\r\nX-User: $u\r\nConnection: close\r\n\r\n";
+        my $got = '';
+        while (length($got) < 65536) {
+            my $n = sysread($sock, $got, 65536, length $got);
+            last unless $n;
+        }
+        like $got, qr/^HTTP\/1\.1 200/, 'the download started';
+        close $sock;
+        my $left;
+        ok wait_for(sub { $left = left(get($url, $u, $vh, method => 'HEAD')); $left ne 'none' && $left < 3 * $MIB }, 10),
+            'charged once httpd is done with it';
+        # r->bytes_sent: the body httpd handed to the connection, which
+        # for a static file is all of it, however little the client read
+        is $left, 2 * $MIB, '  the whole file (the body httpd handed over)';
+    };
+
+    subtest "$name: a tenant's byte quota never lands on the operator's counter" => sub {
+        wait_fixed_window(3_600_000, 10_000);
+        my $u = uid("by-$name-tenant");
+        is get('/bytes/tenant/1m.bin', $u, $vh)->code, 200, "the tenant's download";
+        is left_after('/bytes/tenant/1m.bin', $u, $vh, 2 * $MIB), 2 * $MIB, '  charged to the tenant';
+        is left(get('/by/fixed/1m.bin', $u, $vh, method => 'HEAD')), 3 * $MIB,
+            "the operator's zone of the same name: untouched";
+        my $mark = error_log_mark();
+        is get('/bytes/tenant-big/x', $u, $vh)->code, 500, 'RLaaSLimit 1G in a .htaccess: 500';
+        ok wait_for(sub {
+                get('/bytes/tenant-big/x', $u, $vh);
+                error_log_since($mark) =~ /RLaaSLimit: invalid value '1G' in \.htaccess/
+            }, 10, 0.3),
+            '  the error log names directive and value';
+    };
+
+    subtest "$name: a bucket inherited by a section counting bytes: 500, logged" => sub {
+        my $u = uid("by-$name-bucket");
+        my $mark = error_log_mark();
+        is get('/by/bucket/bytes/1m.bin', $u, $vh)->code, 500, 'refused with 500';
+        # at most one such line a second per child: ask until one is told
+        ok wait_for(sub {
+                get('/by/bucket/bytes/1m.bin', $u, $vh);
+                error_log_since($mark) =~ /RLaaSCost bytes counts with the fixed, sliding or sliding_log strategy, not gcra/
+            }, 10, 0.3),
+            'the error log says why';
+    };
+}
+
+subtest 'apachectl -t' => sub {
+    my $loc = sub { "<Location /x>\n" . join('', map { "    $_\n" } @_) . "</Location>\n" };
+    config_accepted($loc->('RLaaSLimit 10G', 'RLaaSWindow 1d', 'RLaaSCost bytes'), '10G a day');
+    config_accepted($loc->('RLaaSLimit 3M', 'RLaaSStrategy fixed', 'RLaaSCost bytes'), '3M, fixed');
+    config_accepted($loc->('RLaaSCost BYTES', 'RLaaSLimit 500'), 'a plain number of bytes, keyword in capitals');
+    config_accepted($loc->('RLaaSLimit 5', 'RLaaSCost 2'), 'requests as before');
+    for my $st (qw(token leaky gcra)) {
+        config_refused($loc->('RLaaSLimit 3M', 'RLaaSCost bytes', "RLaaSStrategy $st"),
+            qr/RLaaSStrategy: invalid value '\Q$st\E': RLaaSCost bytes counts with the fixed, sliding or sliding_log strategy/,
+            "bytes, then $st");
+        config_refused($loc->("RLaaSStrategy $st", 'RLaaSLimit 3M', 'RLaaSCost bytes'),
+            qr/RLaaSCost: invalid value 'bytes': RLaaSCost bytes counts with .* not \Q$st\E/, "$st, then bytes");
+    }
+    config_refused($loc->('RLaaSCost 2', 'RLaaSLimit 3M'),
+        qr/RLaaSLimit: invalid value '3M': RLaaSLimit is a size .* needs RLaaSCost bytes/, 'a size counting requests');
+    config_refused($loc->('RLaaSLimit 3M', 'RLaaSCost 2'),
+        qr/RLaaSCost: invalid value '2': RLaaSLimit is a size/, 'the same, the other way round');
+    config_refused($loc->('RLaaSLimit 2000G', 'RLaaSCost bytes'),
+        qr/RLaaSLimit: invalid value '2000G': expected a size from 1K to 953G/, 'too big');
+    config_refused($loc->('RLaaSLimit 3X', 'RLaaSCost bytes'),
+        qr/RLaaSLimit: invalid value '3X'/, 'no such suffix');
+    config_refused($loc->('RLaaSLimit 3M', 'RLaaSCost byte'),
+        qr/RLaaSCost: invalid value 'byte': expected .*bytes/, 'RLaaSCost byte');
+};
+
+done_testing();
