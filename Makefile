@@ -51,6 +51,7 @@ CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
            src/core/rlaas_policy.c src/core/rlaas_tally.c \
            src/core/rlaas_ban.c src/core/rlaas_troot.c \
            src/core/rlaas_siphash.c $(ALGO_SRC) $(LOCAL_SRC) \
+           src/core/rlaas_tz.c src/core/rlaas_cal.c \
            src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
            src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \
            src/redis/rlaas_gate.c src/redis/rlaas_rerr.c \
