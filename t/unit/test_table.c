@@ -269,7 +269,7 @@ static void *worker(void *arg)
 {
     worker_t *w = arg;
     rlaas_local_call_t call = {
-        RLAAS_STRATEGY_FIXED, "rlaas:hot", 9, 5000, 3600000, 1, 0};
+        RLAAS_STRATEGY_FIXED, "rlaas:hot", 9, 5000, 3600000, 1, 0, NULL};
     int i;
 
     for (i = 0; i < w->n; i++) {
@@ -323,9 +323,10 @@ static void *pair_worker(void *arg)
 {
     pair_worker_t *w = arg;
     rlaas_local_call_t c[2] = {
-        {RLAAS_STRATEGY_FIXED, "rlaas:per-minute:ip", 19, 100, 60000, 1, 0},
+        {RLAAS_STRATEGY_FIXED, "rlaas:per-minute:ip", 19, 100, 60000, 1, 0,
+         NULL},
         {RLAAS_STRATEGY_GCRA, "rlaas:per-hour:ip:gcra", 22, 150, 3600000, 1,
-         0}};
+         0, NULL}};
     int i;
 
     if (w->reverse) {
@@ -350,7 +351,8 @@ static void two_policies_all_or_nothing(void **state)
     void *mem = shared(bytes);
     rlaas_table_t *t = rlaas_table_init(mem, bytes, seed);
     rlaas_local_call_t check = {
-        RLAAS_STRATEGY_GCRA, "rlaas:per-hour:ip:gcra", 22, 150, 3600000, 0, 0};
+        RLAAS_STRATEGY_GCRA, "rlaas:per-hour:ip:gcra", 22, 150, 3600000, 0, 0,
+        NULL};
     rlaas_local_call_t twice[2] = {check, check};
     pthread_t th[16];
     pair_worker_t w[16];
