@@ -58,7 +58,7 @@ CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
            src/redis/rlaas_conn.c src/redis/rlaas_exchange.c \
            src/redis/rlaas_pool.c src/redis/rlaas_resolve.c \
            src/redis/rlaas_tls.c src/redis/rlaas_redis.c \
-           src/redis/rlaas_cluster.c
+           src/redis/rlaas_cluster.c src/redis/rlaas_nodes.c
 HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_limit.c src/http/rlaas_metrics.c \
             src/http/rlaas_remote.c src/http/rlaas_unit.c \

@@ -57,6 +57,8 @@ static void rlaas_register_hooks(apr_pool_t *p)
     rlaas_limit_register_filters();
     ap_hook_child_init(rlaas_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_pre_config(rlaas_config_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_check_config(rlaas_remote_check_config, NULL, NULL,
+                         APR_HOOK_MIDDLE);
     ap_hook_post_config(rlaas_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(rlaas_backend_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(rlaas_scope_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);

@@ -6,8 +6,12 @@
  * table (one stripe, full and evicting after a few hundred identities).
  * Costs from 0 (a check) to the limit, the limit kept per request or not,
  * and requests of two policies decided all or nothing (the second a dry
- * run now and then). After every call:
- *   - the call succeeds, and each verdict is consistent: remaining within
+ * run now and then), identities of a few zones (a key's first 0 to 2
+ * bytes). After every call:
+ *   - the call succeeds, or finds no room (other zones' state fills the
+ *     table) and then charged nothing: asked again, it finds none again;
+ *   - the table's structure is whole (rlaas_table_verify);
+ *   - each verdict is consistent: remaining within
  *     0..limit (limit - cost after a charge); a denial exactly when fewer
  *     units remain than the call needs, with a retry time of at least 1 ms
  *     then and only then; no negative times;
@@ -73,8 +77,7 @@ static int64_t cost_of(unsigned kind, uint8_t x, int64_t limit)
  * if it allowed): remaining within 0..limit (limit - cost after a
  * charge); a denial exactly when fewer than the units needed remain, with
  * a retry time of at least 1 ms then and only then; no negative times. */
-static void check(const rlaas_local_call_t *c, const rlaas_verdict_t *v,
-                  int go)
+static void check(const rlaas_local_call_t *c, const rlaas_verdict_t *v, int go)
 {
     int64_t need = c->cost > 1 ? c->cost : 1;
 
@@ -102,8 +105,7 @@ static int all_allowed(const rlaas_local_call_t *c, const rlaas_verdict_t *v,
 }
 
 /* Whether the call charged anything. */
-static int charged(const rlaas_local_call_t *c, const rlaas_verdict_t *v,
-                   int n)
+static int charged(const rlaas_local_call_t *c, const rlaas_verdict_t *v, int n)
 {
     int i, any = 0;
 
@@ -135,6 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rlaas_verdict_t v[2], again[2];
         rlaas_table_report_t rep, rep2;
         rlaas_table_stats_t st;
+        rlaas_lerr_e e;
         int shared = (data[7] & 7) == 0, n = 1 + ((data[7] >> 6) & 1), i;
         rlaas_local_call_t *call = &calls[0];
         size_t len;
@@ -167,6 +170,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         call->key = key;
         call->key_len = len;
+        call->zone_len = data[5] % 3;
         /* a second policy of the request: another strategy, a limit of
          * its own, a dry run now and then */
         calls[1] = calls[0];
@@ -175,14 +179,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         calls[1].cost = calls[1].cost < calls[1].limit ? calls[1].cost : 1;
         calls[1].mode = data[6] & 1 ? RLAAS_ALGO_DRY_RUN : 0;
         calls[1].key = key2;
-        calls[1].key_len = (size_t)snprintf(
-            key2, sizeof(key2), "q%u:%d:%lld:%lld", data[5],
-            (int)calls[1].strategy, (long long)calls[1].limit,
-            (long long)calls[1].window_ms);
-        CHECK(rlaas_local_eval_n(lc, calls, n, now, v, &rep, NULL) ==
-              RLAAS_LERR_NONE);
+        calls[1].key_len =
+            (size_t)snprintf(key2, sizeof(key2), "q%u:%d:%lld:%lld", data[5],
+                             (int)calls[1].strategy, (long long)calls[1].limit,
+                             (long long)calls[1].window_ms);
+        e = rlaas_local_eval_n(lc, calls, n, now, v, &rep, NULL);
+        CHECK(e == RLAAS_LERR_NONE || e == RLAAS_LERR_FULL);
         rlaas_table_stats(lc, &st);
         CHECK(st.used <= st.chunks && st.records <= st.used);
+        CHECK(rlaas_table_verify(lc) == 0);
+        if (e == RLAAS_LERR_FULL) {
+            /* nothing charged: the same again */
+            CHECK(rep.full > 0);
+            CHECK(rlaas_local_eval_n(lc, calls, n, now, again, &rep2, NULL) ==
+                  RLAAS_LERR_FULL);
+            continue;
+        }
         if (shared)
             continue;
         for (i = 0; i < n; i++)

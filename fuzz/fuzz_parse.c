@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rlaas_headers.h"
 #include "rlaas_parse.h"
@@ -177,12 +178,13 @@ static void check_source(const char *s)
     case RLAAS_SRC_USER:
     case RLAAS_SRC_API_KEY:
         CHECK(src.name == NULL && src.name_len == 0);
-        CHECK(strcmp(s, "ip") == 0 || strcmp(s, "user") == 0 ||
-              strcmp(s, "api_key") == 0);
+        /* keywords, case-insensitive as httpd's own */
+        CHECK(strcasecmp(s, "ip") == 0 || strcasecmp(s, "user") == 0 ||
+              strcasecmp(s, "api_key") == 0);
         CHECK(src.credential == (src.type == RLAAS_SRC_API_KEY));
         break;
     case RLAAS_SRC_EXPR:
-        CHECK(strncmp(s, "expr=", 5) == 0);
+        CHECK(strncasecmp(s, "expr=", 5) == 0);
         CHECK(src.name == s + 5 && src.name_len == len - 5 && len > 5);
         break;
     default:
@@ -214,7 +216,7 @@ static void check_redis_addr(const char *s)
         CHECK(hl >= 1 && hl <= len);
         if (is_unix) {
             CHECK(is_unix == 1 && port == 0);
-            CHECK(strncmp(s, "unix:", 5) == 0 && strcmp(host, s + 5) == 0);
+            CHECK(strncasecmp(s, "unix:", 5) == 0 && strcmp(host, s + 5) == 0);
             CHECK(host[0] == '/');
         }
         else {
@@ -236,8 +238,9 @@ static void check_headers_mode(const char *s)
 {
     rlaas_headers_e m = RLAAS_HEADERS_UNSET;
     const char *err = rlaas_parse_headers_mode(s, &m);
-    int known = strcmp(s, "draft") == 0 || strcmp(s, "legacy") == 0 ||
-                strcmp(s, "both") == 0 || strcmp(s, "off") == 0;
+    /* keywords are case-insensitive, as httpd's own */
+    int known = strcasecmp(s, "draft") == 0 || strcasecmp(s, "legacy") == 0 ||
+                strcasecmp(s, "both") == 0 || strcasecmp(s, "off") == 0;
 
     CHECK((err == NULL) == known);
     if (known)

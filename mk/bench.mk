@@ -9,3 +9,8 @@ bench-profile: all
 # limit_req and nginx + lua-resty-redis (bench/peers.sh).
 bench-peers: all
 	bash bench/peers.sh
+# make bench-local: instructions per decision of the local engine under
+# callgrind (bench/local_ir.sh); BASE=main beside it to compare.
+.PHONY: bench-local
+bench-local:
+	sh bench/local_ir.sh

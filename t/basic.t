@@ -31,10 +31,10 @@ plan skip_all => 'mod_rlaas is not loaded' unless have_module();
     my $good = 0;
     for (my $i = 0; $i < @$m; $i += 2) {
         my ($member, $score) = @$m[$i, $i + 1];
-        $good++ if $member eq sprintf('%016d-1', $i / 2 + 1)
+        $good++ if $member eq sprintf('%d-%016d:1:%d', $score, $i / 2 + 1, $i / 2 + 1)
             && $score <= $now && $score > $now - 60_000;
     }
-    is($good, 3, 'sliding log members are "<running total, 16 digits>-<units>" scored by Redis time in ms');
+    is($good, 3, 'sliding log members are "<ms>-<running total, 16 digits>:<units>:<count>" scored by Redis time in ms');
 }
 
 # ---------------------------------------------------------------- 429

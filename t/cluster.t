@@ -2,7 +2,10 @@
 # identity is the key's hash tag, so one identity's keys are on one node;
 # calls go to the node of their slot, follow MOVED and ASK; every strategy
 # stays exact across identities on different nodes; a slot moved by hand
-# (CLUSTER SETSLOT, MIGRATE) under load gives no wrong decision.
+# (CLUSTER SETSLOT, MIGRATE) under load gives no wrong decision. Nodes
+# that join, take a slot and leave, 70 times (more than the 64 nodes a
+# child knows at once): the child follows every one and forgets those
+# that left, closing its connections to them.
 use strict;
 use warnings;
 use FindBin;
@@ -24,10 +27,16 @@ plan skip_all => 'redis-cli is not installed' unless $cli;
 
 require RLaaS::Redis;
 # three masters on the ports httpd knows, then a replica for each
-sub node { RLaaS::Redis->start(port => $_[0], extra => [
-    '--cluster-enabled', 'yes', '--cluster-port', free_port(),
-    '--cluster-node-timeout', 1500, '--repl-diskless-sync-delay', 0,
-    '--cluster-config-file', "nodes-$_[0].conf"]) }
+my %BUS;    # a node's cluster bus port, by its port
+sub node {
+    my $bus = free_port();
+    my $r = RLaaS::Redis->start(port => $_[0], extra => [
+        '--cluster-enabled', 'yes', '--cluster-port', $bus,
+        '--cluster-node-timeout', 1500, '--repl-diskless-sync-delay', 0,
+        '--cluster-config-file', "nodes-$_[0].conf"]);
+    $BUS{ $r->port } = $bus;
+    return $r;
+}
 my @N = map { node($_) } @CP;
 my $out = `$cli --cluster create @{[ map { "127.0.0.1:" . $_->port } @N ]} --cluster-yes 2>&1`;
 is($?, 0, 'redis-cli --cluster create: three masters') or diag($out);
@@ -181,6 +190,40 @@ migrate_under_load('/cl/move-fixed/x');
         "the API key's counter, on its own slot's node");
 }
 
+# ---- a slot half moved: one identity's two keys on two nodes. Redis
+# answers TRYAGAIN (nothing ran); the module tries again within its
+# budget (500ms here) instead of refusing the request (found by make soak)
+{
+    my $u = uid('pcl-half');
+    my $s = slot_of_user($u);
+    my ($from) = grep { $_->port == owner($s) } @N;
+    my ($to) = grep { $_->port != $from->port } @N;
+    my $r0;
+    for (1 .. 50) {
+        $r0 = req('/pcl/one', vhost => 'rlaas_pol_cluster', h => { 'X-User' => $u });
+        last if $r0->code == 200;
+        sleep 0.1;
+    }
+    is($r0->code, 200, 'half moved: the identity has its two keys');
+    my @k = sort grep { /\Q$u\E/ } @{ $from->cmd('CLUSTER', 'GETKEYSINSLOT', $s, 100) };
+    is(scalar(@k), 2, 'half moved: two keys in the slot, pcl-big and pcl-small');
+    my $again0 = stat_of($from, 'errorstats', 'errorstat_TRYAGAIN');
+    $to->cmd('CLUSTER', 'SETSLOT', $s, 'IMPORTING', $ID{ $from->port });
+    $from->cmd('CLUSTER', 'SETSLOT', $s, 'MIGRATING', $ID{ $to->port });
+    $from->cmd('MIGRATE', '127.0.0.1', $to->port, '', 0, 5000, 'KEYS', $k[0]);
+    my $h = start_clients(tag => uid('pcl-half-t'), clients => [
+        [{ path => '/pcl/one', vhost => 'rlaas_pol_cluster', h => { 'X-User' => $u }, at => time, n => 1 }] ]);
+    sleep 0.25;    # the request meets the half-moved slot, and waits
+    $from->cmd('MIGRATE', '127.0.0.1', $to->port, '', 0, 5000, 'KEYS', $k[1]);
+    $_->cmd('CLUSTER', 'SETSLOT', $s, 'NODE', $ID{ $to->port }) for $to, $from, grep { $_ != $to && $_ != $from } @N;
+    my @r = wait_clients($h);
+    cmp_ok(stat_of($from, 'errorstats', 'errorstat_TRYAGAIN') - $again0, '>', 0,
+        'half moved: the old owner answered TRYAGAIN');
+    is(join(' ', map { "$_->{code} " . ($_->{status} // '-') } @r), '200 allowed',
+        'half moved: the request is decided once the move went on, within its budget (not 500)');
+    is($to->cmd('ZCARD', prefix() . "pcl-big:{h.x-user=$u}"), 2, 'half moved: counted once, on the new owner');
+}
+
 # ---- a master dies: its replica takes over
 {
     @N = masters();
@@ -211,6 +254,97 @@ migrate_under_load('/cl/move-fixed/x');
     is(scalar(grep { ($_->{status} // '') ne 'allowed' } @after), 0, '... are decided by the promoted replica');
     is(scalar(grep { $_->{code} != 200 } @open), 0, 'fail open: no 500 at all (' . scalar(@open) . ' requests)');
     diag(sprintf 'cluster failover: errors for %.1fs after the master was killed', $last - $tk) if @err;
+}
+
+# ---- nodes come and go, more of them than a child knows at once (64):
+# in each round a new node joins, takes a slot (MOVED leads the module
+# there), then leaves the cluster; a private httpd of one child sees all
+# of them, and keeps deciding
+{
+    my @live = grep { my $n = $_; eval { $n->cmd('PING') } } @ALL;
+    my @M = do { my %m = map { ($_->[2][1] => 1) } @{ $live[0]->cmd('CLUSTER', 'SLOTS') };
+                 grep { $m{ $_->port } } @live };
+    is(scalar(@M), 3, 'three masters before nodes come and go');
+    my $h = private_httpd(<<"EOC");
+RLaaSRedisCluster @{[ join ' ', map { '127.0.0.1:' . $_->port } @M[0, 1] ]}
+RLaaSRedisTimeout 500ms
+RLaaSCircuitBreaker off
+<Location /churn>
+    RLaaSLimit 1000
+    RLaaSWindow 1h
+    RLaaSStrategy fixed
+    RLaaSKeyBy header:X-User
+    RLaaSZone churn
+</Location>
+EOC
+    my $owner_of = sub {
+        my ($slot) = @_;
+        for my $r (@{ $M[0]->cmd('CLUSTER', 'SLOTS') }) {
+            return $r->[2][1] if $slot >= $r->[0] && $slot <= $r->[1];
+        }
+        return 0;
+    };
+    my $mod_conns = sub { my $l = eval { $_[0]->cmd('CLIENT', 'LIST') } // '';
+                          scalar(() = $l =~ /name=mod_rlaas-\d+/g) };
+    my ($rounds, $decided, $first_try, $forgot, $prev) = (70, 0, 0, 0);
+    my @fail;
+    # A node joins a few rounds ahead, as a master without slots (which no
+    # CLUSTER SLOTS names): one just started serves after 2 s at the
+    # earliest.
+    my @spare;
+    my $join = sub {
+        my $n = node(free_port());
+        $_->cmd('CLUSTER', 'MEET', '127.0.0.1', $n->port, $BUS{ $n->port }) for @M;
+        return $n;
+    };
+    for my $k (1 .. $rounds) {
+        push @spare, $join->() while @spare < 3;
+        my $z = shift @spare;
+        my $zid = $z->cmd('CLUSTER', 'MYID');
+        wait_for(sub { !grep { ($_->cmd('CLUSTER', 'NODES') // '') !~ /^\Q$zid\E (?![^\n]*handshake)/m } @M }, 10, 0.05)
+            or do { push @fail, "round $k: the masters did not meet the new node"; last };
+        wait_for(sub { ($z->cmd('CLUSTER', 'INFO') // '') =~ /cluster_state:ok/ }, 10, 0.05)
+            or do { push @fail, "round $k: the new node's cluster_state is not ok"; last };
+        # an identity whose slot holds no key yet moves to it
+        my ($u, $slot, $from);
+        do { $u = uid('churn'); $slot = $M[0]->cmd('CLUSTER', 'KEYSLOT', "h.x-user=$u");
+             $from = $owner_of->($slot) }
+            while !$from || (grep { $_->port == $from } @M)[0]->cmd('CLUSTER', 'COUNTKEYSINSLOT', $slot);
+        $_->cmd('CLUSTER', 'SETSLOT', $slot, 'NODE', $zid) for $z, @M;
+        my @codes;
+        for (1 .. 3) {
+            push @codes, scalar $h->get('/churn', { 'X-User' => $u });
+            last if $codes[-1] == 200;
+            sleep 0.3;
+        }
+        if ($codes[-1] == 200 && $z->cmd('CLUSTER', 'COUNTKEYSINSLOT', $slot) >= 1) {
+            $decided++;
+            $first_try++ if @codes == 1;
+        }
+        else {
+            push @fail, "round $k: @codes";
+        }
+        # the node that left last round: forgotten, its connections closed
+        if ($prev) {
+            $forgot++ if wait_for(sub { $mod_conns->($prev) == 0 }, 5, 0.05);
+            $prev->stop;
+        }
+        # this one leaves: its slot goes back, every node forgets it
+        $z->cmd('FLUSHALL');
+        my ($back) = grep { $_->port == $from } @M;
+        $_->cmd('CLUSTER', 'SETSLOT', $slot, 'NODE', $back->cmd('CLUSTER', 'MYID')) for $z, @M;
+        for my $n (grep { $_ != $z } @live) {
+            my $r = $n->cmd('CLUSTER', 'FORGET', $zid);
+            push @fail, "round $k: CLUSTER FORGET on :" . $n->port . ": $r" if ref $r;
+        }
+        $prev = $z;
+    }
+    is($decided, $rounds, "$rounds nodes joined, took a slot and left: every round decided on the new node")
+        or diag(join '; ', @fail[0 .. ($#fail < 9 ? $#fail : 9)]);
+    diag("decided at the first request in $first_try of $rounds rounds");
+    is($forgot, $rounds - 1, 'each node that left was forgotten: the module closed its connections to it');
+    unlike($h->log, qr/not followed: no room for another node/, 'never a MOVED left unfollowed for want of room');
+    $_->stop for grep { defined } $prev, @spare;
 }
 
 done_testing();

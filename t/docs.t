@@ -12,7 +12,9 @@
 #   apache block of its page. No directive line carries a trailing
 #   comment (httpd has none). Absolute paths under /etc/, /srv/ and
 #   /var/www/ become placeholders in a temporary directory (a directory
-#   after DocumentRoot or <Directory, or ending in /, else an empty file);
+#   after DocumentRoot or <Directory, or ending in /, a file of 32 bytes
+#   readable by its owner only for a name ending in .secret, as
+#   RLaaSKeySecret wants, else an empty file);
 #   APACHE_LOG_DIR, RLAAS_KIT_REDIS and RLAAS_KIT_PREFIX are set.
 # - every directive the built module registers (`apache2 -L` with the
 #   module loaded) has its entry in docs/directives.md, in alphabetical
@@ -220,7 +222,11 @@ sub placeholders {
             else {
                 make_path(dirname($p));
                 open my $fh, '>>', $p or die "$p: $!";
+                # RLaaSKeySecret refuses an empty file, and warns about one
+                # others can read
+                print $fh 'x' x 32 if $p =~ /\.secret\z/ && -z $p;
                 close $fh;
+                chmod 0600, $p if $p =~ /\.secret\z/;
             }
             $p
         }ge;

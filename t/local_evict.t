@@ -27,6 +27,7 @@ RLaaSRedis 127.0.0.1:1
 </Location>
 <Location /metrics>
     RLaaSEngine off
+    RLaaSMetrics on
     SetHandler rlaas-metrics
     RLaaSMetrics on
 </Location>
@@ -42,11 +43,7 @@ sub get {
     return "$res->{status} r=" . ($r // '-');
 }
 
-sub metric {
-    my ($name) = @_;
-    my $c = HTTP::Tiny->new->get("$base/metrics")->{content} // '';
-    return $c =~ /^\Q$name\E (\d+)$/m ? $1 : undef;
-}
+sub metric { $h->metric($_[0]) }
 
 is(get('hot') . ', ' . get('hot') . ', ' . get('hot'), '200 r=1, 200 r=0, 429 r=0', 'hot: 2 of 3 allowed (limit 2)');
 is(get('cold-1'), '200 r=1', 'cold-1: one of 2 used');

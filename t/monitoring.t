@@ -64,8 +64,8 @@ for my $e (@dexpr, @rexpr) {
 }
 ok(keys(%used) >= 10, 'the files use ' . keys(%used) . ' metrics');
 
-# What rlaas_metrics.c writes: each help() names a series; a histogram
-# is exposed as _bucket, _sum and _count.
+# What rlaas_metrics.c writes: each help() (or local_counter()) names a
+# series; a histogram is exposed as _bucket, _sum and _count.
 sub with_histograms {
     my (%t) = @_;
     return map { $t{$_} eq 'histogram' ? ("${_}_bucket", "${_}_sum", "${_}_count") : $_ } keys %t;
@@ -73,6 +73,8 @@ sub with_histograms {
 my $src = slurp(catfile($top, 'src', 'http', 'rlaas_metrics.c'));
 my %static;
 $static{$1} = $2 while $src =~ /help\(r,\s*"([a-z_]+)",\s*"([a-z]+)"/g;
+# the local table's counters go through local_counter(r, "name", ...)
+$static{$1} = 'counter' while $src =~ /local_counter\(r,\s*"([a-z_]+)"/g;
 my %exported = map { $_ => 1 } with_histograms(%static);
 ok(keys(%exported) >= 15, 'rlaas_metrics.c exposes ' . keys(%exported) . ' series');
 for my $m (sort keys %used) {

@@ -52,9 +52,10 @@ sources() {
     key) echo src/core/rlaas_key.c src/core/rlaas_keybuild.c \
         src/core/rlaas_keyhash.c src/core/rlaas_ip.c ;;
     reply) echo src/redis/rlaas_reply.c src/core/rlaas_headers.c \
-        src/core/rlaas_verdict.c ;;
+        src/core/rlaas_verdict.c src/core/rlaas_parse.c ;;
     resp) echo src/redis/rlaas_resp.c src/core/rlaas_verdict.c ;;
-    headers) echo src/core/rlaas_headers.c src/core/rlaas_verdict.c ;;
+    headers) echo src/core/rlaas_headers.c src/core/rlaas_verdict.c \
+        src/core/rlaas_parse.c ;;
     cookie) echo src/core/rlaas_cookie.c ;;
     local) echo src/core/rlaas_algo*.c src/core/rlaas_siphash.c \
         src/core/rlaas_clock.c src/core/rlaas_verdict.c \

@@ -46,6 +46,21 @@ size_t rlaas_algo_suffix(const rlaas_algo_call_t *c, char *buf)
     return n;
 }
 
+size_t rlaas_algo_first_len(rlaas_strategy_e st)
+{
+    /* fixed: the count; the log: its run count and one run {ms, hits,
+     * units}; sliding: {window, previous, current}; the buckets: a pair;
+     * a ban: {until, length} */
+    static const size_t len[RLAAS_STRATEGY_COUNT + 1] = {
+        sizeof(int64_t),           4 * sizeof(int64_t),
+        3 * sizeof(int64_t),       sizeof(rlaas_algo_pair_t),
+        sizeof(rlaas_algo_pair_t), sizeof(rlaas_algo_pair_t),
+        2 * sizeof(int64_t)};
+
+    return st >= 0 && st <= RLAAS_STRATEGY_COUNT ? len[st]
+                                                 : RLAAS_ALGO_STATE_MAX;
+}
+
 int rlaas_algo_hit(const rlaas_algo_call_t *c, void *state, size_t *len,
                    int64_t *ttl_ms, rlaas_verdict_t *v)
 {
@@ -68,8 +83,8 @@ int rlaas_algo_credit(const rlaas_algo_call_t *c, int64_t at_ms, void *state,
     /* the units may exceed the limit: checked as a cost of 1 */
     k.cost = 1;
     if (!rlaas_algo_call_ok(&k) || c->cost < 1 ||
-        c->cost > rlaas_algo_limit_max(c->strategy) ||
-        at_ms < 0 || at_ms > c->now_ms)
+        c->cost > rlaas_algo_limit_max(c->strategy) || at_ms < 0 ||
+        at_ms > c->now_ms)
         return -1;
     return credits[c->strategy](c, at_ms, state, len, ttl_ms, given);
 }

@@ -84,6 +84,10 @@ int rlaas_algo_call_ok(const rlaas_algo_call_t *c);
  * into buf (RLAAS_ALGO_SUFFIX_MAX bytes); returns its length. */
 size_t rlaas_algo_suffix(const rlaas_algo_call_t *c, char *buf);
 
+/* The size of a strategy's state after its first charge: the room a new
+ * record needs (a ban's strategy, RLAAS_STRATEGY_COUNT: its record's). */
+size_t rlaas_algo_first_len(rlaas_strategy_e st);
+
 /* What a hit does to the record (rlaas_algo_hit's return value). */
 #define RLAAS_ALGO_STORE 0 /* the new state: *len bytes, *ttl_ms */
 #define RLAAS_ALGO_LEAVE 1 /* the record as it was, TTL and all */

@@ -37,7 +37,7 @@ int rlaas_algo_fixed(const rlaas_algo_call_t *c, void *state, size_t *len,
         *len = sizeof(n);
         /* the window's first charge sets the TTL (a window's length, a
          * calendar period's end); later ones keep it */
-        *ttl_ms = n != cost            ? RLAAS_ALGO_TTL_KEEP
+        *ttl_ms = n != cost        ? RLAAS_ALGO_TTL_KEEP
                   : c->cal != NULL ? to - now
                                    : c->window_ms;
         rc = RLAAS_ALGO_STORE;

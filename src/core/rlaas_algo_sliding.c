@@ -42,8 +42,11 @@ static int64_t distance(const sw_state_t *st, int64_t i, int64_t W, int64_t now,
         return d;
     }
     d = st->i - i;
-    /* stamped at the start of window st->i: the clock rule */
-    if (d > 0 && rlaas_clock_at(st->i * W, now, W) < 0)
+    /* stamped at the start of window st->i: the clock rule (a window far
+     * ahead, e.g. numbered under a much shorter window before the
+     * configuration changed, is none) */
+    if (d > 0 &&
+        (st->i > INT64_MAX / W || rlaas_clock_at(st->i * W, now, W) < 0))
         *none = 1;
     return d;
 }

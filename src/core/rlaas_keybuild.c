@@ -172,3 +172,17 @@ size_t rlaas_key_build(char *out, const rlaas_key_spec_t *k)
     out[n] = '\0';
     return n;
 }
+
+size_t rlaas_key_zone_len(const rlaas_key_spec_t *k)
+{
+    size_t n = k->prefix_len;
+
+    /* as rlaas_key_build writes them */
+    if (k->zone != NULL)
+        n += k->zone_len;
+    if (k->ns != NULL)
+        n += 1 + k->ns_len;
+    if (k->zone != NULL || k->ns != NULL)
+        n++;
+    return n;
+}

@@ -113,4 +113,10 @@ typedef struct {
  * write, too many parts, an unknown strategy) or the keyed hash failed. */
 size_t rlaas_key_build(char *out, const rlaas_key_spec_t *k);
 
+/* The length of the part of that key naming its zone, P [Z ":"]: what
+ * every identity of one zone (and one tenant) shares, and the local
+ * engine keeps zones apart by. Only the prefix, zone and namespace of k
+ * are read. */
+size_t rlaas_key_zone_len(const rlaas_key_spec_t *k);
+
 #endif

@@ -23,7 +23,10 @@ static rlaas_local_t *table;
 
 static rlaas_log_gate_t gate_evicted;
 static rlaas_log_gate_t gate_reset;
+static rlaas_log_gate_t gate_full;
 static volatile apr_uint32_t evicted_unlogged;
+static volatile apr_uint32_t limiting_unlogged;
+static volatile apr_uint32_t full_unlogged;
 
 /* About how many identities of one small record each the table holds. */
 static apr_uint64_t room(const rlaas_table_stats_t *st)
@@ -84,19 +87,28 @@ int rlaas_backend_post_config(apr_pool_t *pconf, apr_pool_t *plog,
      * all, and the new children inherit it. */
     apr_pool_userdata_get((void **)&shm, SHM_KEY, keep);
     if (shm != NULL) {
-        table = apr_shm_size_get(shm) == size
-                    ? rlaas_table_attach(apr_shm_baseaddr_get(shm), size)
-                    : NULL;
+        int other = 0;
+
+        table =
+            apr_shm_size_get(shm) == size
+                ? rlaas_table_attach(apr_shm_baseaddr_get(shm), size, &other)
+                : NULL;
         if (table != NULL) {
             log_table(s, "kept across the restart");
             return OK;
         }
-        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
-                     "RLAAS0064: " RLAAS_D_LOCAL_SIZE
-                     " changed (%" APR_SIZE_T_FMT " bytes, was %" APR_SIZE_T_FMT
-                     "): a new local engine "
-                     "table; its identities start afresh",
-                     size, apr_shm_size_get(shm));
+        if (other)
+            ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                         "RLAAS0171: the local engine's table was laid out "
+                         "by another version of mod_rlaas: a new table; its "
+                         "identities start afresh");
+        else
+            ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s,
+                         "RLAAS0064: " RLAAS_D_LOCAL_SIZE
+                         " changed (%" APR_SIZE_T_FMT
+                         " bytes, was %" APR_SIZE_T_FMT "): a new local engine "
+                         "table; its identities start afresh",
+                         size, apr_shm_size_get(shm));
         /* children of the last generation keep their own mapping */
         apr_shm_destroy(shm);
         apr_pool_userdata_set(NULL, SHM_KEY, apr_pool_cleanup_null, keep);
@@ -109,45 +121,70 @@ int rlaas_backend_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     return OK;
 }
 
-static void log_evicted(request_rec *r, unsigned n)
+static void log_evicted(request_rec *r, const rlaas_table_report_t *rep)
 {
     long dropped;
 
-    apr_atomic_add32(&evicted_unlogged, n);
+    apr_atomic_add32(&evicted_unlogged, rep->evicted);
+    apr_atomic_add32(&limiting_unlogged, rep->limiting);
     dropped = rlaas_log_gate_pass(&gate_evicted, rlaas_clock_us(),
                                   EVICT_LOG_INTERVAL_S);
     if (dropped < 0)
         return;
     ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
                   "RLAAS0061: the local engine's table is full: %u "
-                  "identities evicted, least recently used first, by this "
+                  "identities evicted for newcomers of their own zone (%u of "
+                  "them still limited), least recently used first, by this "
                   "child since its last such line; a larger " RLAAS_D_LOCAL_SIZE
                   " keeps them longer",
-                  apr_atomic_xchg32(&evicted_unlogged, 0));
+                  apr_atomic_xchg32(&evicted_unlogged, 0),
+                  apr_atomic_xchg32(&limiting_unlogged, 0));
 }
 
-static void log_reset(request_rec *r)
+/* A newcomer (or a ban) found no room: what the table must keep (live
+ * bans, other zones' state that still limits) fills its stripe. At most
+ * once a second per child, with how many since the line before. */
+static void log_full(request_rec *r, unsigned n)
+{
+    apr_atomic_add32(&full_unlogged, n);
+    if (rlaas_log_gate_pass(&gate_full, rlaas_clock_us(), 1) < 0)
+        return;
+    ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                  "RLAAS0170: the local engine's table had no room for %u "
+                  "new identities or bans (this child, since its last such "
+                  "line): live bans and other zones' state that still "
+                  "limits fill their part of the table and are kept; each "
+                  "such request gets its section's " RLAAS_D_FAIL_OPEN
+                  " policy, a ban is not started. A larger " RLAAS_D_LOCAL_SIZE
+                  " makes room",
+                  apr_atomic_xchg32(&full_unlogged, 0));
+}
+
+static void log_reset(request_rec *r, unsigned lost)
 {
     if (rlaas_log_gate_pass(&gate_reset, rlaas_clock_us(), 1) < 0)
         return;
     ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
                   "RLAAS0062: a process died while changing the local "
-                  "engine's table: one stripe of it was emptied, and the "
-                  "identities it held start afresh");
+                  "engine's table: one stripe of it was checked and "
+                  "repaired; %u identities in it start afresh",
+                  lost);
 }
 
 rlaas_lerr_e rlaas_backend_eval(request_rec *r, const rlaas_local_call_t *calls,
                                 int n, rlaas_verdict_t *v)
 {
-    rlaas_table_report_t rep = {0, 0, 0, 0};
+    rlaas_table_report_t rep;
     rlaas_lerr_e e;
 
     e = rlaas_local_eval_n(table, calls, n, rlaas_local_now_ms(), v, &rep,
                            NULL);
     if (rep.evicted > 0)
-        log_evicted(r, rep.evicted);
+        log_evicted(r, &rep);
+    if (rep.full > 0)
+        log_full(r, rep.full);
     if (rep.reset)
-        log_reset(r);
+        log_reset(r, rep.lost);
     return e;
 }
 
@@ -155,15 +192,15 @@ rlaas_lerr_e rlaas_backend_credit(request_rec *r,
                                   const rlaas_local_call_t *calls, int n,
                                   int64_t age_ms, int64_t *given)
 {
-    rlaas_table_report_t rep = {0, 0, 0, 0};
+    rlaas_table_report_t rep;
     rlaas_lerr_e e;
 
     e = rlaas_local_credit_n(table, calls, n, age_ms, rlaas_local_now_ms(),
                              given, &rep, NULL);
     if (r != NULL && rep.evicted > 0)
-        log_evicted(r, rep.evicted);
+        log_evicted(r, &rep);
     if (r != NULL && rep.reset)
-        log_reset(r);
+        log_reset(r, rep.lost);
     return e;
 }
 

@@ -63,6 +63,7 @@ static rlaas_target_t *new_target(apr_pool_t *p)
     t->circuit_cooldown_ms = -1;
     t->pipeline = -1;
     t->tls = -1;
+    t->tls_announced = -1;
     return t;
 }
 
@@ -117,6 +118,8 @@ static rlaas_target_t *merge_target(apr_pool_t *p, const rlaas_target_t *base,
     t->tls = PICK(tls, -1);
     t->tls_ca = PICK(tls_ca, NULL);
     t->tls_server_name = PICK(tls_server_name, NULL);
+    t->sentinel_tls_name = PICK(sentinel_tls_name, NULL);
+    t->tls_announced = PICK(tls_announced, -1);
     /* the sentinels of a master, and their credentials, travel together */
     if (add->sentinel_master != NULL) {
         t->sentinel_master = add->sentinel_master;
@@ -361,13 +364,34 @@ static const char *set_redis_tls_key(cmd_parms *cmd, void *dummy,
     return tls_file(cmd, arg, &target_for(cmd)->tls_key);
 }
 
+/* A name a certificate is checked against: RLaaSRedisTLSServerName,
+ * RLaaSRedisSentinelTLSServerName. */
+static const char *tls_name(cmd_parms *cmd, const char *arg, const char **out)
+{
+    if (*arg == '\0' || strlen(arg) > 253 || strpbrk(arg, " /\t") != NULL)
+        return bad_value(cmd, arg, "a host name or address");
+    *out = arg;
+    return NULL;
+}
+
 static const char *set_redis_tls_name(cmd_parms *cmd, void *dummy,
                                       const char *arg)
 {
     (void)dummy;
-    if (*arg == '\0' || strlen(arg) > 253 || strpbrk(arg, " /\t") != NULL)
-        return bad_value(cmd, arg, "a host name or address");
-    target_for(cmd)->tls_server_name = arg;
+    return tls_name(cmd, arg, &target_for(cmd)->tls_server_name);
+}
+
+static const char *set_sentinel_tls_name(cmd_parms *cmd, void *dummy,
+                                         const char *arg)
+{
+    (void)dummy;
+    return tls_name(cmd, arg, &target_for(cmd)->sentinel_tls_name);
+}
+
+static const char *set_tls_announced(cmd_parms *cmd, void *dummy, int on)
+{
+    (void)dummy;
+    target_for(cmd)->tls_announced = on;
     return NULL;
 }
 
@@ -1447,6 +1471,15 @@ const command_rec rlaas_cmds[] = {
                  "On: SetHandler rlaas-metrics serves the server-wide "
                  "metrics here (inside <Location>, <Directory> or <Files> "
                  "only)"),
+    /* TLS to the sentinels and the name of the master they announce */
+    AP_INIT_TAKE1(RLAAS_D_SENTINEL_TLS_NAME, set_sentinel_tls_name, NULL,
+                  RSRC_CONF,
+                  "Name every sentinel's certificate must carry (default: "
+                  "each sentinel's host as RLaaSRedisSentinel names it)"),
+    AP_INIT_FLAG(RLAAS_D_TLS_ANNOUNCED, set_tls_announced, NULL, RSRC_CONF,
+                 "On: with Sentinel and TLS, check the master's certificate "
+                 "against the address the sentinels announce (default Off: "
+                 "RLaaSRedisTLSServerName is required)"),
     {NULL}};
 
 /* ---- accessors ---- */

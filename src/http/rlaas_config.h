@@ -48,6 +48,8 @@
 #define RLAAS_D_REDIS_SENTINEL    "RLaaSRedisSentinel"
 #define RLAAS_D_SENTINEL_USER     "RLaaSRedisSentinelUsername"
 #define RLAAS_D_SENTINEL_PASS     "RLaaSRedisSentinelPassword"
+#define RLAAS_D_SENTINEL_TLS_NAME "RLaaSRedisSentinelTLSServerName"
+#define RLAAS_D_TLS_ANNOUNCED     "RLaaSRedisTLSAnnouncedName"
 #define RLAAS_SENTINELS_MAX       16
 #define RLAAS_D_REDIS_CLUSTER     "RLaaSRedisCluster"
 #define RLAAS_D_POLICY            "RLaaSPolicy"
@@ -117,9 +119,13 @@ typedef struct {
     const char **sentinel_hosts; /* sentinel_n of them */
     int *sentinel_ports;
     int sentinel_n;
-    const char *sentinel_user;  /* Sentinel's own AUTH; NULL: none */
-    const char *sentinel_pass;  /* never logged */
-    const char **cluster_hosts; /* seed nodes of a Redis Cluster */
+    const char *sentinel_user;     /* Sentinel's own AUTH; NULL: none */
+    const char *sentinel_pass;     /* never logged */
+    const char *sentinel_tls_name; /* NULL: each sentinel's host */
+    int tls_announced;             /* -1: unset (off): with Sentinel, check the
+                                      master's certificate against its announced
+                                      address instead of tls_server_name */
+    const char **cluster_hosts;    /* seed nodes of a Redis Cluster */
     int *cluster_ports;
     int cluster_n;               /* 0: not a cluster */
     struct rlaas_redis_t *redis; /* the engine, made in each child */

@@ -168,3 +168,15 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
     }
     return key;
 }
+
+size_t rlaas_identity_zone_len(const rlaas_identity_spec_t *spec)
+{
+    rlaas_key_spec_t k;
+
+    k.prefix_len = strlen(spec->prefix);
+    k.zone = spec->zone;
+    k.zone_len = spec->zone != NULL ? strlen(spec->zone) : 0;
+    k.ns = spec->ns;
+    k.ns_len = spec->ns != NULL ? strlen(spec->ns) : 0;
+    return rlaas_key_zone_len(&k);
+}

@@ -31,4 +31,8 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
                                const rlaas_identity_spec_t *spec, size_t *len,
                                size_t *window_at);
 
+/* How many of that key's first bytes name its zone (rlaas_key_zone_len):
+ * the local engine keeps zones apart by them. */
+size_t rlaas_identity_zone_len(const rlaas_identity_spec_t *spec);
+
 #endif

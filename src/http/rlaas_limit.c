@@ -602,7 +602,12 @@ static rlaas_lerr_e decide_local(decision_t *dc, int divisor)
         c->window_ms = dc->ban.max_ms;
         c->cost = dc->ban.factor;
         c->mode = dc->ban_own;
+        /* the ban's record is of its section's zone */
+        c->zone_len = dc->it[dc->ban_own - 1].zone_len;
     }
+    /* each record's zone: newcomers of one never evict another's state */
+    for (i = 0; i < dc->n; i++)
+        calls[i].zone_len = dc->it[i].zone_len;
     e = rlaas_backend_eval(dc->r, calls, dc->n + (dc->ban_key != NULL), v);
     if (e != RLAAS_LERR_NONE)
         rlaas_metrics_local_error(e);

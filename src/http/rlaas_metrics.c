@@ -644,6 +644,14 @@ static void write_redis(request_rec *r, rlaas_counters_t *c)
                rd(&c->circuit_opened));
 }
 
+/* One of the local engine's table's counters. */
+static void local_counter(request_rec *r, const char *name, const char *text,
+                          apr_uint64_t v)
+{
+    help(r, name, "counter", text);
+    ap_rprintf(r, "%s %" APR_UINT64_T_FMT "\n", name, v);
+}
+
 /* The local engine's table, read without its locks. */
 static void write_local(request_rec *r, rlaas_counters_t *c)
 {
@@ -669,17 +677,32 @@ static void write_local(request_rec *r, rlaas_counters_t *c)
          "less its headers).");
     ap_rprintf(r, "rlaas_local_capacity_bytes %" APR_UINT64_T_FMT "\n",
                st.chunks * 64);
-    help(r, "rlaas_local_evictions_total", "counter",
-         "Live records evicted, least recently used first, to make room.");
-    ap_rprintf(r, "rlaas_local_evictions_total %" APR_UINT64_T_FMT "\n",
-               st.evictions);
-    help(r, "rlaas_local_expired_total", "counter", "Expired records dropped.");
-    ap_rprintf(r, "rlaas_local_expired_total %" APR_UINT64_T_FMT "\n",
-               st.expired);
-    help(r, "rlaas_local_resets_total", "counter",
-         "Stripes emptied because a process died while changing them.");
-    ap_rprintf(r, "rlaas_local_resets_total %" APR_UINT64_T_FMT "\n",
-               st.resets);
+    local_counter(r, "rlaas_local_evictions_total",
+                  "Live records evicted to make room for newcomers of their "
+                  "own zone, partly used ones first, least recently used "
+                  "first.",
+                  st.evictions);
+    local_counter(r, "rlaas_local_evicted_limiting_total",
+                  "Of those, records that still refused their identity (an "
+                  "exhausted counter, an empty bucket): evicted only when "
+                  "nothing else of their zone could go.",
+                  st.limiting);
+    local_counter(r, "rlaas_local_full_total",
+                  "New identities and bans the table had no room for: live "
+                  "bans and other zones' state that still limits filled their "
+                  "stripe; each got its section's failure policy (a ban: not "
+                  "started).",
+                  st.full);
+    local_counter(r, "rlaas_local_expired_total", "Expired records dropped.",
+                  st.expired);
+    local_counter(r, "rlaas_local_resets_total",
+                  "Stripes checked and repaired because a process died "
+                  "holding their lock.",
+                  st.resets);
+    local_counter(r, "rlaas_local_repair_lost_total",
+                  "Records those repairs dropped (the one the dead process "
+                  "was writing): their identities start afresh.",
+                  st.lost);
 }
 
 static void write_build(request_rec *r)

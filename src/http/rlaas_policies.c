@@ -208,6 +208,7 @@ static void key_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it)
     }
     it->call.key = rlaas_identity_key(r, sc, &spec, &it->call.key_len,
                                       &it->call.window_at);
+    it->zone_len = rlaas_identity_zone_len(&spec);
 }
 
 static int64_t cost_value(const rlaas_item_t *it)

@@ -26,6 +26,7 @@ typedef struct {
     int64_t limit;
     int64_t window_ms;
     rlaas_call_t call; /* strategy, key, limit, window, cost, mode */
+    size_t zone_len;   /* the key's zone part (rlaas_key_zone_len) */
     rlaas_verdict_t v;
 } rlaas_item_t;
 

@@ -2,6 +2,7 @@
 
 #include "http_log.h"
 #include "ap_mpm.h"
+#include "apr_strings.h"
 
 #include "rlaas_clock.h"
 #include "rlaas_config.h"
@@ -14,6 +15,12 @@ APLOG_USE_MODULE(rlaas);
 /* Failover lines: at most one a second per child, however many groups
  * meet the old master before every connection has moved. */
 static rlaas_log_gate_t gate_failover;
+
+/* What the sentinels' answers did: a line per kind every few seconds per
+ * child at most, whatever the sentinels keep saying (they are asked every
+ * second). */
+#define SENTINEL_LOG_INTERVAL_S 10
+static rlaas_log_gate_t gate_sentinel[3];
 
 int rlaas_remote_threads(void)
 {
@@ -110,6 +117,7 @@ static const rlaas_sentinel_conf_t *sentinel_conf(apr_pool_t *p,
     sc->n = t->sentinel_n;
     sc->username = t->sentinel_user;
     sc->password = t->sentinel_pass;
+    sc->tls_name = t->sentinel_tls_name;
     /* asked in the background: no request waits for it */
     sc->timeout_ms =
         rlaas_target_timeout_ms(t) < 500 ? 500 : rlaas_target_timeout_ms(t);
@@ -120,6 +128,31 @@ static void on_group(void *baton, const char *node, rlaas_rerr_e e, int calls)
 {
     (void)baton;
     rlaas_metrics_node(node, e, calls);
+}
+
+/* From the resolver's thread. A disagreement or a master refused keeps
+ * the module on the master it verified last: a warning; a new master is
+ * news. */
+static void on_sentinel(void *baton, rlaas_sentinel_note_e what,
+                        const char *text)
+{
+    static const char *const tag[] = {"RLAAS0180", "RLAAS0181", "RLAAS0182"};
+    int level = what == RLAAS_SENTINEL_MOVED ? APLOG_NOTICE : APLOG_WARNING;
+    char more[48] = "";
+    long dropped;
+
+    if ((unsigned)what >= sizeof(tag) / sizeof(tag[0]))
+        return;
+    dropped = rlaas_log_gate_pass(
+        &gate_sentinel[what], rlaas_clock_us(),
+        what == RLAAS_SENTINEL_MOVED ? 1 : SENTINEL_LOG_INTERVAL_S);
+    if (dropped < 0)
+        return;
+    if (dropped > 0)
+        apr_snprintf(more, sizeof(more), " (%ld more since the last line)",
+                     dropped);
+    ap_log_error(APLOG_MARK, level, 0, baton, "%s: Sentinel: %s%s", tag[what],
+                 text, more);
 }
 
 static rlaas_redis_conf_t resolved(apr_pool_t *p, const rlaas_target_t *t)
@@ -157,7 +190,7 @@ void rlaas_remote_child_init(apr_pool_t *pchild, server_rec *s)
         rlaas_redis_conf_t c;
         rlaas_redis_events_t ev = {NULL,           on_connection, on_latency,
                                    on_script_load, on_circuit,    on_failover,
-                                   on_group};
+                                   on_group,       on_sentinel};
 
         if (t->redis != NULL)
             continue; /* shared with the main server */
@@ -169,4 +202,54 @@ void rlaas_remote_child_init(apr_pool_t *pchild, server_rec *s)
                          "RLAAS0001: cannot create the Redis connection "
                          "pool");
     }
+}
+
+/* Sentinel with TLS: the master's certificate is checked against a name
+ * the operator gives, or (said explicitly) the address the sentinels
+ * announce; never a default such as 127.0.0.1 that no master carries. */
+static const char *sentinel_tls_error(apr_pool_t *p, const rlaas_target_t *t)
+{
+    if (t->sentinel_n == 0 || t->tls != 1)
+        return NULL;
+    if (t->tls_announced == 1 && t->tls_server_name != NULL)
+        return apr_psprintf(p,
+                            RLAAS_D_TLS_ANNOUNCED
+                            " on and " RLAAS_D_REDIS_TLS_NAME
+                            " '%s' (master %s): choose one name to check the "
+                            "master's certificate against",
+                            t->tls_server_name, t->sentinel_master);
+    if (t->tls_announced != 1 && t->tls_server_name == NULL)
+        return apr_psprintf(
+            p,
+            RLAAS_D_REDIS_TLS_NAME
+            " is required with " RLAAS_D_REDIS_SENTINEL
+            " %s and " RLAAS_D_REDIS_TLS " on: the name every master's "
+            "certificate carries (or " RLAAS_D_TLS_ANNOUNCED " on, to check "
+            "the address the sentinels announce)",
+            t->sentinel_master);
+    return NULL;
+}
+
+int rlaas_remote_check_config(apr_pool_t *pconf, apr_pool_t *plog,
+                              apr_pool_t *ptemp, server_rec *s)
+{
+    (void)pconf;
+    (void)plog;
+    for (; s != NULL; s = s->next) {
+        const char *err =
+            sentinel_tls_error(ptemp, rlaas_server_conf(s)->target);
+
+        if (err != NULL) {
+            const char *where =
+                s->is_virtual && s->defn_name != NULL
+                    ? apr_psprintf(ptemp, "the virtual host at %s:%u",
+                                   s->defn_name, s->defn_line_number)
+                    : "the main server";
+
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                         "RLAAS0183: %s (%s)", err, where);
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+    return OK;
 }

@@ -158,7 +158,8 @@ typedef struct {
     const rlaas_verdict_t *pv;
 } turn_t;
 
-static int spend_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
+static int spend_fn(void *baton, void *val, size_t *len,
+                    rlaas_table_life_t *life)
 {
     turn_t *t = baton;
     rlaas_grant_rec_t g;
@@ -172,13 +173,14 @@ static int spend_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
         return 1; /* nothing changed */
     memcpy(val, &g, sizeof(g));
     *len = sizeof(g);
-    *ttl_ms = t->out == RLAAS_GRANT_SPENT && have
-                  ? RLAAS_TABLE_TTL_KEEP
-                  : RLAAS_GRANT_KEEP_MS + RLAAS_GRANT_FETCH_STALE_US / 1000;
+    life->ttl_ms =
+        t->out == RLAAS_GRANT_SPENT && have
+            ? RLAAS_TABLE_TTL_KEEP
+            : RLAAS_GRANT_KEEP_MS + RLAAS_GRANT_FETCH_STALE_US / 1000;
     return 0;
 }
 
-static int put_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
+static int put_fn(void *baton, void *val, size_t *len, rlaas_table_life_t *life)
 {
     turn_t *t = baton;
     rlaas_grant_rec_t g;
@@ -191,7 +193,7 @@ static int put_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
                       t->window_left_ms, t->pv);
     memcpy(val, &g, sizeof(g));
     *len = sizeof(g);
-    *ttl_ms = RLAAS_GRANT_KEEP_MS + t->lease_ms;
+    life->ttl_ms = RLAAS_GRANT_KEEP_MS + t->lease_ms;
     return 0;
 }
 

@@ -12,8 +12,8 @@ typedef char
 typedef char
     held_together[RLAAS_LOCAL_CALLS_MAX <= RLAAS_TABLE_HOLD_MAX ? 1 : -1];
 
-static const char *const names[RLAAS_LERR_COUNT] = {"none", "busy", "broken",
-                                                    "call", "no_table"};
+static const char *const names[RLAAS_LERR_COUNT] = {
+    "none", "busy", "broken", "call", "no_table", "full"};
 
 const char *rlaas_lerr_name(rlaas_lerr_e e)
 {
@@ -36,11 +36,16 @@ typedef struct {
     int rc;
 } hit_t;
 
-static int hit_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
+static int hit_fn(void *baton, void *val, size_t *len, rlaas_table_life_t *life)
 {
     hit_t *h = baton;
+    int64_t need = h->call->cost > 1 ? h->call->cost : 1;
 
-    h->rc = rlaas_algo_hit(h->call, val, len, ttl_ms, h->v);
+    h->rc = rlaas_algo_hit(h->call, val, len, &life->ttl_ms, h->v);
+    /* a record that refuses its identity's next such request is the last
+     * of its zone to evict, until it would allow again */
+    if (h->rc == RLAAS_ALGO_STORE && h->v->remaining < need)
+        life->refuse_ms = h->v->retry_ms > 1 ? h->v->retry_ms : 1;
     return h->rc != RLAAS_ALGO_STORE;
 }
 
@@ -50,6 +55,7 @@ typedef struct {
     rlaas_algo_call_t ac;
     char key[RLAAS_TABLE_KEY_MAX + 1];
     size_t len;
+    int known; /* the first pass found its record */
 } prepared_t;
 
 static int prepare(const rlaas_local_call_t *call, int64_t now_ms,
@@ -100,6 +106,8 @@ static rlaas_lerr_e lerr(rlaas_table_rc_e rc)
         return RLAAS_LERR_BUSY;
     case RLAAS_TABLE_BROKEN:
         return RLAAS_LERR_BROKEN;
+    case RLAAS_TABLE_FULL:
+        return RLAAS_LERR_FULL;
     default:
         return RLAAS_LERR_CALL;
     }
@@ -164,11 +172,32 @@ static rlaas_lerr_e first_pass(rlaas_table_hold_t *hd, prepared_t *p, int n,
                      recs != NULL ? &recs[i] : NULL);
         if (e != RLAAS_LERR_NONE)
             return e;
+        p[i].known = rep->vlen > 0;
         if (!v[i].allowed &&
             !(p[i].ac.mode & (RLAAS_ALGO_DRY_RUN | RLAAS_ALGO_FORCE)))
             *go = 0;
     }
     return RLAAS_LERR_NONE;
+}
+
+/* Before several policies are charged: room for the records of those
+ * that have none yet, so that all are charged or none (a record of each
+ * strategy is at most rlaas_algo_first_len bytes after its first charge;
+ * a log growing by a run on a full stripe is the one charge that may
+ * still find no room). */
+static rlaas_lerr_e make_room_for_all(rlaas_table_hold_t *hd, prepared_t *p,
+                                      int n, rlaas_table_report_t *rep)
+{
+    rlaas_lerr_e e = RLAAS_LERR_NONE;
+    int i;
+
+    for (i = 0; i < n && e == RLAAS_LERR_NONE; i++) {
+        if (p[i].ac.strategy != RLAAS_LOCAL_BAN && !p[i].known)
+            e = lerr(rlaas_table_reserve_held(
+                hd, i, p[i].key, p[i].len,
+                rlaas_algo_first_len(p[i].ac.strategy), rep));
+    }
+    return e;
 }
 
 /* A ban record, read (start 0) or started (start 1) inside the table's
@@ -179,7 +208,7 @@ typedef struct {
     int64_t left, last, length;
 } ban_t;
 
-static int ban_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
+static int ban_fn(void *baton, void *val, size_t *len, rlaas_table_life_t *life)
 {
     ban_t *b = baton;
     rlaas_ban_conf_t bc = {b->ac->limit, b->ac->window_ms, b->ac->cost};
@@ -188,7 +217,10 @@ static int ban_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
     if (!b->start)
         return 1;
     b->length = rlaas_ban_length(&bc, b->last);
-    *ttl_ms = rlaas_ban_store(val, len, b->ac->now_ms, b->length, &bc);
+    life->ttl_ms = rlaas_ban_store(val, len, b->ac->now_ms, b->length, &bc);
+    /* never evicted while it holds */
+    life->refuse_ms = b->length;
+    life->ban = 1;
     return 0;
 }
 
@@ -215,7 +247,7 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
 {
     prepared_t p[RLAAS_LOCAL_CALLS_MAX];
     const char *keys[RLAAS_LOCAL_CALLS_MAX];
-    size_t lens[RLAAS_LOCAL_CALLS_MAX];
+    size_t lens[RLAAS_LOCAL_CALLS_MAX], zlens[RLAAS_LOCAL_CALLS_MAX];
     rlaas_table_report_t dummy;
     rlaas_table_hold_t hd;
     rlaas_lerr_e e = RLAAS_LERR_NONE;
@@ -224,8 +256,7 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
 
     if (rep == NULL)
         rep = &dummy;
-    rep->evicted = 0;
-    rep->reset = 0;
+    memset(rep, 0, sizeof(*rep));
     if (lc == NULL)
         return RLAAS_LERR_NONE_HERE;
     if (n < 1 || n > RLAAS_LOCAL_CALLS_MAX)
@@ -244,7 +275,9 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
         if (!distinct(p, i))
             return RLAAS_LERR_CALL;
     }
-    e = lerr(rlaas_table_hold(lc, keys, lens, n, now_ms,
+    for (i = 0; i < n; i++)
+        zlens[i] = calls[i].zone_len;
+    e = lerr(rlaas_table_hold(lc, keys, lens, zlens, n, now_ms,
                               RLAAS_LOCAL_LOCK_WAIT_US, &hd, rep));
     if (e != RLAAS_LERR_NONE)
         return e;
@@ -270,8 +303,11 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
      * only if all allow (a dry run's denial charges nothing, and blocks
      * nothing; forced charges are made whatever they decide); else the
      * first pass's verdicts stand */
-    if (e == RLAAS_LERR_NONE && n - (ban >= 0) > 1)
+    if (e == RLAAS_LERR_NONE && n - (ban >= 0) > 1) {
         e = first_pass(&hd, p, n, v, rep, recs, &go);
+        if (e == RLAAS_LERR_NONE && go)
+            e = make_room_for_all(&hd, p, n, rep);
+    }
     for (i = 0; go && e == RLAAS_LERR_NONE && i < n; i++) {
         if (i == ban)
             continue;
@@ -289,9 +325,17 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
             b.start = 1;
             e = ban_held(&hd, ban, &p[ban], &b, rep,
                          recs != NULL ? &recs[ban] : NULL);
-            v[ban].allowed = 0;
-            v[ban].remaining = 2;
-            v[ban].reset_ms = v[ban].retry_ms = b.length;
+            /* no room to start it (counted in rep): the denial stands
+             * alone */
+            if (e == RLAAS_LERR_FULL) {
+                e = RLAAS_LERR_NONE;
+                b.start = 0;
+            }
+            if (b.start) {
+                v[ban].allowed = 0;
+                v[ban].remaining = 2;
+                v[ban].reset_ms = v[ban].retry_ms = b.length;
+            }
         }
     }
     rlaas_table_release(&hd);
@@ -330,14 +374,18 @@ typedef struct {
     int64_t given;
 } credit_t;
 
-static int credit_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
+/* A credit only lowers the state: the record is kept as a partly used
+ * one (it may have refused before; it is evicted sooner, never wrongly
+ * kept). */
+static int credit_fn(void *baton, void *val, size_t *len,
+                     rlaas_table_life_t *life)
 {
     credit_t *cr = baton;
 
     if (*len == 0)
         return 1; /* no state: none is made */
-    return rlaas_algo_credit(cr->call, cr->at, val, len, ttl_ms, &cr->given) !=
-           RLAAS_ALGO_STORE;
+    return rlaas_algo_credit(cr->call, cr->at, val, len, &life->ttl_ms,
+                             &cr->given) != RLAAS_ALGO_STORE;
 }
 
 /* A credit's key and arguments: fixed's record is its charge's window.
@@ -368,7 +416,7 @@ rlaas_lerr_e rlaas_local_credit_n(rlaas_local_t *lc,
 {
     prepared_t p[RLAAS_LOCAL_CALLS_MAX];
     const char *keys[RLAAS_LOCAL_CALLS_MAX];
-    size_t lens[RLAAS_LOCAL_CALLS_MAX];
+    size_t lens[RLAAS_LOCAL_CALLS_MAX], zlens[RLAAS_LOCAL_CALLS_MAX];
     int64_t at = now_ms - age_ms;
     rlaas_table_report_t dummy;
     rlaas_table_hold_t hd;
@@ -377,8 +425,7 @@ rlaas_lerr_e rlaas_local_credit_n(rlaas_local_t *lc,
 
     if (rep == NULL)
         rep = &dummy;
-    rep->evicted = 0;
-    rep->reset = 0;
+    memset(rep, 0, sizeof(*rep));
     if (lc == NULL)
         return RLAAS_LERR_NONE_HERE;
     if (n < 1 || n > RLAAS_LOCAL_CALLS_MAX || age_ms < 0)
@@ -390,10 +437,11 @@ rlaas_lerr_e rlaas_local_credit_n(rlaas_local_t *lc,
             return RLAAS_LERR_CALL;
         keys[i] = p[i].key;
         lens[i] = p[i].len;
+        zlens[i] = calls[i].zone_len;
         if (!distinct(p, i))
             return RLAAS_LERR_CALL;
     }
-    e = lerr(rlaas_table_hold(lc, keys, lens, n, now_ms,
+    e = lerr(rlaas_table_hold(lc, keys, lens, zlens, n, now_ms,
                               RLAAS_LOCAL_LOCK_WAIT_US, &hd, rep));
     for (i = 0; e == RLAAS_LERR_NONE && i < n; i++) {
         credit_t cr = {&p[i].ac, at, 0};
@@ -413,7 +461,8 @@ rlaas_lerr_e rlaas_local_credit_n(rlaas_local_t *lc,
 
 /* ---- the operator's console: forget a record ---- */
 
-static int forget_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
+static int forget_fn(void *baton, void *val, size_t *len,
+                     rlaas_table_life_t *life)
 {
     int *found = baton;
 
@@ -422,7 +471,7 @@ static int forget_fn(void *baton, void *val, size_t *len, int64_t *ttl_ms)
     if (*len == 0)
         return 1; /* nothing to forget: the table stays as it was */
     *len = 0;     /* no state: the strategies start afresh */
-    *ttl_ms = 0;
+    life->ttl_ms = 0;
     return 0;
 }
 

@@ -38,6 +38,11 @@ typedef struct {
     int64_t window_ms;
     int64_t cost; /* units, 0 .. limit (0: a check); 1 for a plain hit */
     int mode;     /* RLAAS_ALGO_LIMIT_VARIES, RLAAS_ALGO_DRY_RUN, _FORCE */
+    /* the key's first zone_len bytes name its zone (prefix, zone and
+     * namespace: rlaas_key_zone_len); 0: the zone of keys naming none.
+     * A flood of one zone's identities never evicts another zone's
+     * records that still limit anyone (rlaas_table.h). */
+    size_t zone_len;
     /* fixed with a calendar window: the periods around now (the call is
      * refused, RLAAS_LERR_CALL, when now is in none); NULL: none */
     const rlaas_cal_table_t *cal;
@@ -69,6 +74,8 @@ typedef enum {
     RLAAS_LERR_BROKEN,    /* a lock can't be used any more */
     RLAAS_LERR_CALL,      /* the call is out of range (key, limit, window) */
     RLAAS_LERR_NONE_HERE, /* no table in this process */
+    RLAAS_LERR_FULL,      /* no room for a new identity: what the table
+                             must keep fills its stripe */
     RLAAS_LERR_COUNT
 } rlaas_lerr_e;
 
@@ -79,7 +86,8 @@ const char *rlaas_lerr_name(rlaas_lerr_e e);
 int64_t rlaas_local_now_ms(void);
 
 /* Decides call at now_ms (rlaas_local_now_ms(), or a test's clock). rep
- * (may be NULL) tells of evictions and of a stripe emptied on the way. */
+ * (may be NULL) tells of evictions, of identities refused for want of
+ * room, and of a stripe repaired on the way. */
 rlaas_lerr_e rlaas_local_eval(rlaas_local_t *lc, const rlaas_local_call_t *call,
                               int64_t now_ms, rlaas_verdict_t *v,
                               rlaas_table_report_t *rep);
@@ -97,7 +105,10 @@ rlaas_lerr_e rlaas_local_eval_ex(rlaas_local_t *lc,
  * charging; only if every one that is not a dry run allows are they all
  * charged. One call (n = 1) is decided as rlaas_local_eval does. v gets n
  * verdicts; recs (may be NULL) n records. Two calls on one record are
- * refused (RLAAS_LERR_CALL): one key would be charged twice. */
+ * refused (RLAAS_LERR_CALL): one key would be charged twice. A new
+ * identity the table has no room for (RLAAS_LERR_FULL) is charged
+ * nothing: before charging several, room is made for all their records;
+ * a ban the table has no room for is not started, the denial stands. */
 rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
                                 const rlaas_local_call_t *calls, int n,
                                 int64_t now_ms, rlaas_verdict_t *v,

@@ -4,36 +4,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <hiredis/hiredis.h>
 
 #include "apr_strings.h"
 
 #include "rlaas_clock.h"
+#include "rlaas_nodes.h"
 #include "rlaas_slot.h"
 
 #define MAP_REFRESH_US  10000000
 #define MAP_POKE_GAP_US 200000
 #define REDIRECTS_MAX   2
+/* between tries of a call Redis answered TRYAGAIN */
+#define AGAIN_PAUSE_US  10000
 
+/* A node's engine, in a pool of its own: forgetting the node destroys the
+ * pool, and with it the engine's connections. */
 typedef struct {
-    char host[RLAAS_ADDR_MAX];
-    int port;
+    apr_pool_t *pool;
     rlaas_redis_t *rd;
-} node_t;
+} node_engine_t;
 
 struct rlaas_cluster_t {
-    apr_pool_t *pool;   /* the nodes' engines: allocated under mu only */
-    pthread_mutex_t mu; /* guards adding nodes and the thread's state */
+    pthread_mutex_t mu; /* guards the thread's state */
     pthread_cond_t cond;
     pthread_t thread;
     int has_thread, stop, poked;
+    int closing;             /* the child is going: nothing more to report */
     rlaas_redis_conf_t tmpl; /* each node's settings but host and port */
     rlaas_redis_events_t ev;
-    node_t nodes[RLAAS_CLUSTER_NODES_MAX];
-    int nnodes; /* published with release: nodes[0..nnodes) are whole */
-    /* the slot map: node index + 1, 0 while unknown */
-    unsigned short slot_node[RLAAS_SLOTS];
+    rlaas_nodes_t *nodes; /* the nodes and the slot map */
 };
 
 int rlaas_cluster_hostport(const char *s, char *host, size_t size, int *port)
@@ -58,53 +60,58 @@ int rlaas_cluster_hostport(const char *s, char *host, size_t size, int *port)
 
 /* ---- nodes ---- */
 
-static int find(rlaas_cluster_t *cl, const char *host, int port)
+static void *node_make(void *baton, const char *host, int port)
 {
-    int n = __atomic_load_n(&cl->nnodes, __ATOMIC_ACQUIRE), i;
+    rlaas_cluster_t *cl = baton;
+    rlaas_redis_conf_t c = cl->tmpl;
+    node_engine_t *ne;
+    apr_pool_t *p;
 
-    for (i = 0; i < n; i++) {
-        if (cl->nodes[i].port == port && strcmp(cl->nodes[i].host, host) == 0)
-            return i;
+    /* unmanaged: made and destroyed by any thread, sharing nothing */
+    if (apr_pool_create_unmanaged_ex(&p, NULL, NULL) != APR_SUCCESS)
+        return NULL;
+    ne = apr_pcalloc(p, sizeof(*ne));
+    ne->pool = p;
+    c.host = apr_pstrdup(p, host);
+    c.port = port;
+    c.is_unix = 0;
+    c.cluster_n = 0;
+    c.sentinel = NULL;
+    if ((ne->rd = rlaas_redis_create(p, &c, &cl->ev)) == NULL) {
+        apr_pool_destroy(p);
+        return NULL;
     }
-    return -1;
+    return ne;
 }
 
-/* The node's index, its engine made on first sight; -1 when the table is
- * full or the engine can't be made. */
-static int node_for(rlaas_cluster_t *cl, const char *host, int port)
+/* A node forgotten: its connections are closed, and counted so. */
+static void node_destroy(void *baton, void *engine)
 {
-    int i = find(cl, host, port);
-    rlaas_redis_conf_t c;
-    node_t *nd;
+    rlaas_cluster_t *cl = baton;
+    node_engine_t *ne = engine;
+    int open = rlaas_redis_connections(ne->rd);
 
-    if (i >= 0)
-        return i;
-    pthread_mutex_lock(&cl->mu);
-    if ((i = find(cl, host, port)) < 0 &&
-        cl->nnodes < RLAAS_CLUSTER_NODES_MAX && strlen(host) < RLAAS_ADDR_MAX) {
-        nd = &cl->nodes[cl->nnodes];
-        memcpy(nd->host, host, strlen(host) + 1);
-        nd->port = port;
-        c = cl->tmpl;
-        c.host = nd->host;
-        c.port = port;
-        c.is_unix = 0;
-        c.cluster_n = 0;
-        c.sentinel = NULL;
-        nd->rd = rlaas_redis_create(cl->pool, &c, &cl->ev);
-        if (nd->rd != NULL) {
-            i = cl->nnodes;
-            __atomic_store_n(&cl->nnodes, i + 1, __ATOMIC_RELEASE);
-        }
-    }
-    pthread_mutex_unlock(&cl->mu);
-    return i;
+    apr_pool_destroy(ne->pool);
+    if (open > 0 && !cl->closing && cl->ev.connection != NULL)
+        cl->ev.connection(cl->ev.baton, -open);
 }
 
-static void set_slot(rlaas_cluster_t *cl, int slot, int node)
+static rlaas_redis_t *rd_of(const rlaas_hold_t *h)
 {
-    __atomic_store_n(&cl->slot_node[slot], (unsigned short)(node + 1),
-                     __ATOMIC_RELAXED);
+    return ((node_engine_t *)h->engine)->rd;
+}
+
+/* Any node to start from when none is known (every one left): the seeds. */
+static int seed(rlaas_cluster_t *cl, rlaas_hold_t *h)
+{
+    int i;
+
+    for (i = 0; i < cl->tmpl.cluster_n; i++) {
+        if (rlaas_nodes_at(cl->nodes, cl->tmpl.cluster_hosts[i],
+                           cl->tmpl.cluster_ports[i], h))
+            return 1;
+    }
+    return 0;
 }
 
 /* ---- the slot map ---- */
@@ -118,14 +125,43 @@ static struct timeval tv_us(int64_t us)
     return tv;
 }
 
-/* One CLUSTER SLOTS reply (asked of node `from`) into the map. */
-static int apply_slots(rlaas_cluster_t *cl, const redisReply *rep,
-                       const node_t *from)
+/* The node of one CLUSTER SLOTS entry's master, held once in holds (of
+ * RLAAS_CLUSTER_NODES_MAX); -1 when it has no room. */
+static int entry_node(rlaas_cluster_t *cl, const redisReply *m,
+                      const char *from, rlaas_hold_t *holds, int *nh)
 {
+    rlaas_hold_t h;
+    int k;
+
+    /* an empty address: the node asked ("same host as you used") */
+    if (!rlaas_nodes_at(cl->nodes,
+                        m->element[0]->len > 0 ? m->element[0]->str : from,
+                        (int)m->element[1]->integer, &h))
+        return -1;
+    for (k = 0; k < *nh && holds[k].i != h.i; k++)
+        ;
+    if (k == *nh && *nh < RLAAS_CLUSTER_NODES_MAX) {
+        holds[(*nh)++] = h;
+        return h.i;
+    }
+    rlaas_nodes_release(cl->nodes, &h); /* held already, or no room */
+    return k < *nh ? holds[k].i : -1;
+}
+
+/* One CLUSTER SLOTS reply (asked of node `from`) becomes the whole map:
+ * the nodes it does not name are forgotten. */
+static int apply_slots(rlaas_cluster_t *cl, const redisReply *rep,
+                       const char *from)
+{
+    rlaas_hold_t holds[RLAAS_CLUSTER_NODES_MAX];
+    short *owner;
+    int nh = 0, ranges = 0, k;
     size_t i;
 
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements == 0)
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements == 0 ||
+        (owner = malloc(sizeof(short) * RLAAS_SLOTS)) == NULL)
         return 0;
+    memset(owner, 0xff, sizeof(short) * RLAAS_SLOTS); /* all -1 */
     for (i = 0; i < rep->elements; i++) {
         const redisReply *e = rep->element[i], *m;
         long long a, b, s;
@@ -142,21 +178,26 @@ static int apply_slots(rlaas_cluster_t *cl, const redisReply *rep,
             continue;
         a = e->element[0]->integer;
         b = e->element[1]->integer;
-        /* an empty address: the node asked ("same host as you used") */
-        nd = node_for(cl,
-                      m->element[0]->len > 0 ? m->element[0]->str : from->host,
-                      (int)m->element[1]->integer);
+        ranges++;
+        /* a node with no room (more masters than the table holds): its
+         * slots stay unknown, and a call there follows MOVED */
+        nd = entry_node(cl, m, from, holds, &nh);
         for (s = a; nd >= 0 && s <= b && s < RLAAS_SLOTS && s >= 0; s++)
-            set_slot(cl, (int)s, nd);
+            owner[s] = (short)nd;
     }
-    return 1;
+    if (ranges > 0)
+        rlaas_nodes_set_map(cl->nodes, owner);
+    for (k = 0; k < nh; k++)
+        rlaas_nodes_release(cl->nodes, &holds[k]);
+    free(owner);
+    return ranges > 0;
 }
 
-static void *user_conn(rlaas_cluster_t *cl, const node_t *nd)
+static void *user_conn(rlaas_cluster_t *cl, const char *host, int port)
 {
     int64_t t =
         (int64_t)(cl->tmpl.timeout_ms < 500 ? 500 : cl->tmpl.timeout_ms) * 1000;
-    redisContext *ctx = redisConnectWithTimeout(nd->host, nd->port, tv_us(t));
+    redisContext *ctx = redisConnectWithTimeout(host, port, tv_us(t));
     redisReply *rep = NULL;
 
     if (ctx == NULL || ctx->err || redisSetTimeout(ctx, tv_us(t)) != REDIS_OK)
@@ -179,16 +220,24 @@ fail:
     return NULL;
 }
 
-/* Asks the known nodes in turn, the seeds first. (TLS clusters: the map
- * is then learnt from MOVED alone.) */
+/* Asks the known nodes in turn, then the seeds (a child whose nodes all
+ * left finds the cluster again). (TLS clusters: the map is then learnt
+ * from MOVED alone.) */
 static void refresh(rlaas_cluster_t *cl)
 {
-    int n = __atomic_load_n(&cl->nnodes, __ATOMIC_ACQUIRE), i;
+    enum { ASKED_MAX = RLAAS_CLUSTER_NODES_MAX + 16 };
+    char hosts[ASKED_MAX][RLAAS_NODE_HOST_MAX];
+    int ports[ASKED_MAX], n, i;
 
     if (cl->tmpl.tls)
         return;
+    n = rlaas_nodes_addrs(cl->nodes, hosts, ports, RLAAS_CLUSTER_NODES_MAX);
+    for (i = 0; i < cl->tmpl.cluster_n && n < ASKED_MAX; i++) {
+        apr_cpystrn(hosts[n], cl->tmpl.cluster_hosts[i], RLAAS_NODE_HOST_MAX);
+        ports[n++] = cl->tmpl.cluster_ports[i];
+    }
     for (i = 0; i < n; i++) {
-        redisContext *ctx = user_conn(cl, &cl->nodes[i]);
+        redisContext *ctx = user_conn(cl, hosts[i], ports[i]);
         redisReply *rep;
         int ok = 0;
 
@@ -196,7 +245,7 @@ static void refresh(rlaas_cluster_t *cl)
             continue;
         rep = redisCommand(ctx, "CLUSTER SLOTS");
         if (rep != NULL) {
-            ok = apply_slots(cl, rep, &cl->nodes[i]);
+            ok = apply_slots(cl, rep, hosts[i]);
             freeReplyObject(rep);
         }
         redisFree(ctx);
@@ -254,6 +303,10 @@ static apr_status_t cluster_cleanup(void *data)
         pthread_cond_destroy(&cl->cond);
         cl->has_thread = 0;
     }
+    cl->closing = 1;
+    rlaas_nodes_destroy(cl->nodes);
+    cl->nodes = NULL;
+    pthread_mutex_destroy(&cl->mu);
     return APR_SUCCESS;
 }
 
@@ -262,17 +315,23 @@ rlaas_cluster_t *rlaas_cluster_create(apr_pool_t *p,
                                       const rlaas_redis_events_t *ev)
 {
     rlaas_cluster_t *cl = apr_pcalloc(p, sizeof(*cl));
+    rlaas_nodes_ops_t ops = {cl, node_make, node_destroy};
     pthread_condattr_t attr;
+    rlaas_hold_t h;
     int i;
 
-    if (apr_pool_create(&cl->pool, p) != APR_SUCCESS)
-        return NULL;
-    pthread_mutex_init(&cl->mu, NULL);
     cl->tmpl = *c;
     cl->ev = *ev;
-    for (i = 0; i < c->cluster_n; i++)
-        node_for(cl, c->cluster_hosts[i], c->cluster_ports[i]);
-    if (cl->nnodes == 0)
+    if ((cl->nodes = rlaas_nodes_create(RLAAS_CLUSTER_NODES_MAX, &ops)) == NULL)
+        return NULL;
+    pthread_mutex_init(&cl->mu, NULL);
+    apr_pool_cleanup_register(p, cl, cluster_cleanup, apr_pool_cleanup_null);
+    for (i = 0; i < c->cluster_n; i++) {
+        if (rlaas_nodes_at(cl->nodes, c->cluster_hosts[i], c->cluster_ports[i],
+                           &h))
+            rlaas_nodes_release(cl->nodes, &h);
+    }
+    if (rlaas_nodes_count(cl->nodes) == 0)
         return NULL;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -283,57 +342,99 @@ rlaas_cluster_t *rlaas_cluster_create(apr_pool_t *p,
             pthread_cond_destroy(&cl->cond);
     }
     pthread_condattr_destroy(&attr);
-    /* before the nodes' engines (made in the subpool) go */
-    apr_pool_pre_cleanup_register(p, cl, cluster_cleanup);
     return cl;
 }
 
 /* ---- a call ---- */
 
-/* The calls of one slot, following redirects. */
+/* Not followed: the detail says why, not only where to. */
+static void not_followed(rlaas_job_t *job)
+{
+    char to[RLAAS_HOSTPORT_MAX];
+
+    memcpy(to, job->redirect_to, sizeof(to));
+    snprintf(job->detail, RLAAS_DETAIL_MAX,
+             "%s to %.72s not followed: no room for another node (%d, the "
+             "slot map's, are known)",
+             job->redirect == RLAAS_REDIRECT_MOVED ? "MOVED" : "ASK", to,
+             RLAAS_CLUSTER_NODES_MAX);
+}
+
+/* TRYAGAIN: a short pause, if the budget leaves room for it and for the
+ * call after it. */
+static int pause_before_again(int64_t deadline)
+{
+    struct timespec ts = {0, AGAIN_PAUSE_US * 1000};
+
+    if (rlaas_clock_left_us(deadline) < 2 * AGAIN_PAUSE_US)
+        return 0;
+    nanosleep(&ts, NULL);
+    return 1;
+}
+
+/* The calls of one slot, following redirects; each node held while a
+ * call runs on it. */
 static rlaas_rerr_e one_slot(rlaas_cluster_t *cl, const rlaas_call_t *call,
                              int n, rlaas_verdict_t *v, char *detail)
 {
     int slot = rlaas_slot(call->key, call->key_len);
-    int nd = (int)__atomic_load_n(&cl->slot_node[slot], __ATOMIC_RELAXED) - 1;
     int64_t deadline;
     rlaas_call_t hop[RLAAS_CALL_POLICIES_MAX];
+    rlaas_hold_t h, to;
     rlaas_job_t job;
     int k;
 
     /* a slot not known yet: any node says where it is (MOVED) */
-    if (nd < 0)
-        nd = 0;
-    deadline = rlaas_redis_deadline(cl->nodes[nd].rd);
+    if (!rlaas_nodes_for_slot(cl->nodes, slot, &h) && !seed(cl, &h)) {
+        apr_cpystrn(detail, "no cluster node can be reached", RLAAS_DETAIL_MAX);
+        poke(cl);
+        return RLAAS_RERR_CONNECT;
+    }
+    deadline = rlaas_redis_deadline(rd_of(&h));
     memcpy(hop, call, sizeof(*call) * (size_t)n);
     job.v = v;
     job.n = n;
     for (k = 0;; k++) {
         char host[RLAAS_ADDR_MAX];
-        int port, to;
+        int port;
 
         job.calls = hop;
-        rlaas_redis_run(cl->nodes[nd].rd, &job, deadline);
+        rlaas_redis_run(rd_of(&h), &job, deadline);
         /* a node that fails (gone, its circuit open) may have been
          * replaced by its replica: ask for the map again soon */
         if (rlaas_rerr_is_redis_failure(job.e) || job.e == RLAAS_RERR_CIRCUIT)
             poke(cl);
+        if (job.redirect == RLAAS_REDIRECT_AGAIN) {
+            /* the same node, the same call (ASKING kept), while the
+             * budget lasts: a migration moves a slot's few keys in ms */
+            if (!pause_before_again(deadline))
+                break;
+            k--;
+            continue;
+        }
         if (job.redirect == RLAAS_REDIRECT_NONE || k == REDIRECTS_MAX)
             break;
-        if (!rlaas_cluster_hostport(job.redirect_to, host, sizeof(host),
-                                    &port) ||
-            (to = node_for(cl, host, port)) < 0)
+        if (!rlaas_cluster_hostport(job.redirect_to, host, sizeof(host), &port))
             break;
+        if (!rlaas_nodes_at(cl->nodes, host, port, &to)) {
+            not_followed(&job);
+            poke(cl); /* the new map forgets the nodes that left */
+            break;
+        }
         memcpy(hop, call, sizeof(*call) * (size_t)n);
         if (job.redirect == RLAAS_REDIRECT_MOVED) {
-            set_slot(cl, job.redirect_slot, to);
+            /* the map learns it at once; the whole map soon, and with it
+             * which nodes left */
+            rlaas_nodes_moved(cl->nodes, job.redirect_slot, &to);
             poke(cl);
         }
         else {
             hop[0].asking = 1;
         }
-        nd = to;
+        rlaas_nodes_release(cl->nodes, &h);
+        h = to;
     }
+    rlaas_nodes_release(cl->nodes, &h);
     detail[0] = '\0';
     if (job.e != RLAAS_RERR_NONE)
         memcpy(detail, job.detail, RLAAS_DETAIL_MAX);

@@ -8,7 +8,9 @@
  * carries the identity as a hash tag, rlaas_slot.h), follows MOVED (the
  * map learns it at once) and ASK (ASKING, this once), at most twice, all
  * within the request's one budget. A redirected call did not run: sending
- * it again is safe. No httpd headers.
+ * it again is safe. Nodes that leave the slot map are forgotten, their
+ * connections closed (rlaas_nodes.h): nodes may come and go for the
+ * child's whole life. No httpd headers.
  */
 #ifndef RLAAS_CLUSTER_H
 #define RLAAS_CLUSTER_H
@@ -17,7 +19,8 @@
 
 #include "rlaas_redis.h"
 
-/* Nodes one child talks to, at most. */
+/* Nodes one child knows at once, at most: the masters the slot map
+ * names (and nodes calls still hold). */
 #define RLAAS_CLUSTER_NODES_MAX 64
 
 /* c: the target's settings, cluster_hosts its seed nodes; every node's

@@ -199,12 +199,13 @@ static int make_nonblocking(redisContext *ctx)
 /* The TLS handshake, by the deadline. A certificate that does not verify
  * (wrong CA, wrong name) is a connect failure: Redis is unreachable as
  * far as the limiter is concerned, and the log says why. */
-static rlaas_rerr_e tls_start(rlaas_conn_t *c, rlaas_tls_t *tls,
+static rlaas_rerr_e tls_start(rlaas_conn_t *c, const rlaas_conn_params_t *p,
                               int64_t deadline, char *detail)
 {
     int rc;
 
-    if ((c->tls = rlaas_tls_session(tls, c->ctx->fd)) == NULL)
+    if ((c->tls = rlaas_tls_session(p->tls, c->ctx->fd, p->server_name)) ==
+        NULL)
         return broken(c, RLAAS_RERR_CONNECT, detail,
                       "TLS: cannot make a session");
     while ((rc = rlaas_tls_handshake(c->tls)) <= 0) {
@@ -289,7 +290,7 @@ rlaas_rerr_e rlaas_conn_open(rlaas_conn_t *c, const rlaas_conn_params_t *p,
     if (!make_nonblocking(c->ctx))
         return broken(c, RLAAS_RERR_CONNECT, detail, strerror(errno));
     if (p->tls != NULL) {
-        rlaas_rerr_e e = tls_start(c, p->tls, deadline, detail);
+        rlaas_rerr_e e = tls_start(c, p, deadline, detail);
 
         if (e != RLAAS_RERR_NONE)
             return e;

@@ -26,6 +26,8 @@ typedef struct {
     int database;            /* > 0: SELECT */
     const char *client_name; /* CLIENT SETNAME, so operators see us */
     rlaas_tls_t *tls;        /* NULL: plain TCP (or a unix socket) */
+    const char *server_name; /* with tls: the name the certificate must
+                                carry; NULL: the context's */
 } rlaas_conn_params_t;
 
 typedef struct {

@@ -51,8 +51,14 @@ int rlaas_job_script(const rlaas_job_t *j)
 /* Where Redis Cluster sent the call instead (it did not run). */
 static void redirected(rlaas_job_t *j, const char *err, size_t len)
 {
-    j->redirect = rlaas_reply_redirect(err, len, &j->redirect_slot,
-                                       j->redirect_to, sizeof(j->redirect_to));
+    static const char again[] = "TRYAGAIN";
+
+    if (len >= sizeof(again) - 1 && memcmp(err, again, sizeof(again) - 1) == 0)
+        j->redirect = RLAAS_REDIRECT_AGAIN;
+    else
+        j->redirect = rlaas_reply_redirect(err, len, &j->redirect_slot,
+                                           j->redirect_to,
+                                           sizeof(j->redirect_to));
 }
 
 static int declares_window(const rlaas_job_t *j)

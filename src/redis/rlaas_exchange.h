@@ -29,7 +29,10 @@
 typedef enum {
     RLAAS_REDIRECT_NONE = 0,
     RLAAS_REDIRECT_MOVED = 1, /* the slot lives there now */
-    RLAAS_REDIRECT_ASK = 2    /* this once, there (the slot is moving) */
+    RLAAS_REDIRECT_ASK = 2,   /* this once, there (the slot is moving) */
+    /* TRYAGAIN: the call's keys are half moved (some here, some on the
+     * slot's next node); nothing ran: here again, once the move went on */
+    RLAAS_REDIRECT_AGAIN = 3
 } rlaas_redirect_e;
 
 #define RLAAS_HOSTPORT_MAX 72

@@ -41,6 +41,7 @@ struct rlaas_redis_t {
     char client_name[32];               /* mod_rlaas-<pid> */
     char node[RLAAS_HOSTPORT_MAX + 16]; /* for labels and log lines */
     rlaas_cluster_t *cluster; /* a Redis Cluster: routed to node engines */
+    int open;                 /* connections open now (atomic) */
 };
 
 /* What the calls of a group share: the engine and the deadline of the
@@ -67,6 +68,23 @@ static void make_tls(rlaas_redis_t *rd)
     rd->tls = rlaas_tls_create(&tc, rd->tls_error, sizeof(rd->tls_error));
 }
 
+/* The sentinels are asked as the master is reached: the same TLS context
+ * (each sentinel checked against its own name), and the master they
+ * announce checked with the data connections' credentials and name. */
+static rlaas_resolver_t *make_sentinel_resolver(rlaas_redis_t *rd)
+{
+    rlaas_sentinel_conf_t sc = *rd->conf.sentinel;
+
+    sc.tls = rd->tls;
+    sc.master_username = rd->conf.username;
+    sc.master_password = rd->conf.password;
+    sc.master_tls_name = rd->conf.tls_server_name;
+    sc.client_name = rd->client_name;
+    sc.note = rd->ev.sentinel;
+    sc.baton = rd->ev.baton;
+    return rlaas_resolver_sentinel(&sc, SENTINEL_REFRESH_MS);
+}
+
 static apr_status_t engine_cleanup(void *data)
 {
     rlaas_redis_t *rd = data;
@@ -89,6 +107,7 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
     rlaas_redis_t *rd = apr_pcalloc(p, sizeof(*rd));
     int max = c->pool_max > 0 ? c->pool_max : 1;
     int64_t budget_us = (int64_t)c->timeout_ms * 1000;
+    int tls_broken;
 
     if (c->cluster_n > 0) {
         /* a router only: each node gets an engine of its own */
@@ -114,13 +133,15 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
     rlaas_breaker_init(&rd->breaker, (unsigned)c->circuit_failures,
                        (apr_interval_time_t)c->circuit_cooldown_ms * 1000);
     apr_pool_cleanup_register(p, rd, engine_cleanup, apr_pool_cleanup_null);
-    if (c->sentinel != NULL)
-        rd->resolver =
-            rlaas_resolver_sentinel(c->sentinel, SENTINEL_REFRESH_MS);
-    else if (!c->is_unix)
-        rd->resolver = rlaas_resolver_create(c->host, RESOLVE_REFRESH_S);
     if (c->tls)
         make_tls(rd);
+    /* without its TLS context, nothing is asked of the sentinels either
+     * (never in plain TCP): every request says why */
+    tls_broken = c->tls && rd->tls == NULL;
+    if (c->sentinel != NULL && !tls_broken)
+        rd->resolver = make_sentinel_resolver(rd);
+    else if (!c->is_unix && c->sentinel == NULL)
+        rd->resolver = rlaas_resolver_create(c->host, RESOLVE_REFRESH_S);
     /* Grouping needs threads that wait at the same time. One group in
      * flight is the rule; a far or slow Redis gets a few, each on its own
      * connection, never more than the pool holds. Without it, threads
@@ -130,7 +151,8 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
                                      PIPE_HOLD_US);
     rd->pool = rlaas_pool_create(p, max, rd->pipe == NULL && max < c->threads,
                                  budget_us);
-    if (rd->pool == NULL || (!c->is_unix && rd->resolver == NULL))
+    if (rd->pool == NULL ||
+        (!c->is_unix && rd->resolver == NULL && !tls_broken))
         return NULL;
     if (rd->resolver != NULL)
         rd->seen_version = rlaas_resolver_version(rd->resolver);
@@ -190,6 +212,7 @@ static void fail_all(rlaas_job_t **jobs, int n, rlaas_rerr_e e,
 
 static void closed(rlaas_redis_t *rd)
 {
+    __atomic_sub_fetch(&rd->open, 1, __ATOMIC_RELAXED);
     if (rd->ev.connection != NULL)
         rd->ev.connection(rd->ev.baton, -1);
 }
@@ -211,7 +234,9 @@ static rlaas_rerr_e open_conn(const group_t *g, rlaas_conn_t *c, char *detail)
     if (rd->resolver != NULL) {
         int port = 0;
 
-        if (!rlaas_resolver_get(rd->resolver, addr, sizeof(addr), &port)) {
+        if (!rlaas_resolver_get(rd->resolver, addr, sizeof(addr), &port) &&
+            !(rlaas_resolver_wait_first(rd->resolver, g->deadline) &&
+              rlaas_resolver_get(rd->resolver, addr, sizeof(addr), &port))) {
             rlaas_resolver_poke(rd->resolver);
             if (rd->conf.sentinel != NULL)
                 snprintf(detail, RLAAS_DETAIL_MAX,
@@ -231,14 +256,23 @@ static rlaas_rerr_e open_conn(const group_t *g, rlaas_conn_t *c, char *detail)
     p.database = rd->conf.database;
     p.client_name = rd->client_name;
     p.tls = rd->tls;
+    /* with Sentinel and no name given, the announced address is checked
+     * (RLaaSRedisTLSAnnouncedName on); else the context's name */
+    p.server_name =
+        rd->conf.sentinel != NULL && rd->conf.tls_server_name == NULL ? p.addr
+                                                                      : NULL;
     c->gen = rlaas_pool_generation(rd->pool);
     e = rlaas_conn_open(c, &p, g->deadline, detail);
     if (e == RLAAS_RERR_CONNECT && rd->resolver != NULL)
         rlaas_resolver_poke(rd->resolver);
-    if (c->ctx != NULL && rd->ev.connection != NULL)
-        rd->ev.connection(rd->ev.baton, 1);
-    else if (e == RLAAS_RERR_NONE)
+    if (c->ctx != NULL) {
+        __atomic_add_fetch(&rd->open, 1, __ATOMIC_RELAXED);
+        if (rd->ev.connection != NULL)
+            rd->ev.connection(rd->ev.baton, 1);
+    }
+    else if (e == RLAAS_RERR_NONE) {
         e = RLAAS_RERR_IO; /* cannot happen: open without a context */
+    }
     return e;
 }
 
@@ -410,6 +444,11 @@ void rlaas_redis_run(rlaas_redis_t *rd, rlaas_job_t *job, int64_t deadline)
 int64_t rlaas_redis_deadline(const rlaas_redis_t *rd)
 {
     return rlaas_clock_us() + (int64_t)rd->conf.timeout_ms * 1000;
+}
+
+int rlaas_redis_connections(const rlaas_redis_t *rd)
+{
+    return __atomic_load_n(&rd->open, __ATOMIC_RELAXED);
 }
 
 rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *calls,

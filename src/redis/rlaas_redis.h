@@ -41,9 +41,11 @@ typedef struct {
     const char *tls_ca;   /* NULL: the system's CAs */
     const char *tls_cert; /* client certificate, or NULL */
     const char *tls_key;
-    const char *tls_server_name; /* NULL: host */
+    const char *tls_server_name; /* NULL: host; with Sentinel, the address
+                                    the sentinels announce */
     /* Redis Sentinel: where the master is (host and port unused), or
-     * NULL */
+     * NULL. The engine adds what the sentinels' resolver shares with the
+     * data connections (TLS, credentials, the name checked, the log). */
     const rlaas_sentinel_conf_t *sentinel;
     /* Redis Cluster: seed nodes (host and port unused), or 0 of them */
     const char *const *cluster_hosts;
@@ -68,6 +70,8 @@ typedef struct {
     /* once per group of calls: what Redis did with them (NONE, or a
      * failure of Redis itself) */
     void (*group)(void *baton, const char *node, rlaas_rerr_e e, int calls);
+    /* what the sentinels' answers made the resolver do (its thread) */
+    void (*sentinel)(void *baton, rlaas_sentinel_note_e what, const char *text);
 } rlaas_redis_events_t;
 
 typedef struct rlaas_redis_t rlaas_redis_t;
@@ -101,6 +105,10 @@ rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *calls,
  * absolute deadline of rlaas_clock_us(); the job tells a redirect. */
 void rlaas_redis_run(rlaas_redis_t *rd, rlaas_job_t *job, int64_t deadline);
 int64_t rlaas_redis_deadline(const rlaas_redis_t *rd);
+
+/* Connections this engine holds open now (the cluster router reports them
+ * closed when it forgets a node). */
+int rlaas_redis_connections(const rlaas_redis_t *rd);
 
 /* The name this module gives its connections, followed by "-<pid>" of the
  * child holding them: CLIENT LIST shows whose they are. */

@@ -184,9 +184,11 @@ rlaas_errc_e rlaas_reply_error_class(const char *err, size_t len)
 {
     static const char *const failover[] = {"READONLY", "MASTERDOWN", "LOADING",
                                            NULL};
-    static const char *const server[] = {
-        "OOM",        "BUSY",        "NOAUTH",   "NOPERM", "MISCONF",
-        "NOREPLICAS", "CLUSTERDOWN", "TRYAGAIN", NULL};
+    /* TRYAGAIN is about one call's keys (a slot half moved), not the
+     * server: the call's alone, and the cluster client tries it again */
+    static const char *const server[] = {"OOM",        "BUSY",        "NOAUTH",
+                                         "NOPERM",     "MISCONF",
+                                         "NOREPLICAS", "CLUSTERDOWN", NULL};
     const char *code = err;
     size_t n = code_len(err, len);
 

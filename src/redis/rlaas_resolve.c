@@ -1,8 +1,11 @@
 #include "rlaas_resolve.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -10,6 +13,10 @@
 #include <hiredis/hiredis.h>
 
 #include "rlaas_clock.h"
+#include "rlaas_conn.h"
+
+/* Sentinels one resolver asks, at most (RLaaSRedisSentinel takes 16). */
+#define RLAAS_SENTINELS_ASKED_MAX 16
 
 typedef struct {
     char addr[RLAAS_ADDR_MAX];
@@ -18,9 +25,12 @@ typedef struct {
 
 struct rlaas_resolver_t {
     pthread_mutex_t mu;
-    pthread_cond_t cond; /* CLOCK_MONOTONIC */
+    pthread_cond_t cond;   /* CLOCK_MONOTONIC: the thread's */
+    pthread_cond_t looked; /* CLOCK_MONOTONIC: requests waiting for the
+                              first look (rlaas_resolver_wait_first) */
     pthread_t thread;
     int has_thread, stop, poked;
+    int looks; /* look-ups finished, found or not */
     int64_t refresh_us, poke_gap_us;
     found_t found; /* addr "" until a look-up succeeds */
     unsigned version;
@@ -28,8 +38,7 @@ struct rlaas_resolver_t {
     int (*look)(rlaas_resolver_t *r, found_t *out);
     char *host;
     rlaas_sentinel_conf_t sentinel; /* copies, owned */
-    int good;                       /* the sentinel that answered last */
-    redisContext *sctx;             /* kept open to it */
+    rlaas_conn_t *sconn;            /* one per sentinel, kept open */
 };
 
 static int is_numeric(const char *host)
@@ -66,84 +75,303 @@ static int look_dns(rlaas_resolver_t *r, found_t *out)
 
 /* ---- Sentinel ---- */
 
-static struct timeval tv_ms(int ms)
-{
-    struct timeval tv;
+/* One sentinel's answer: an address for the master, or why none. */
+typedef struct {
+    found_t f;
+    int ok;
+    char why[RLAAS_DETAIL_MAX];
+} answer_t;
 
-    tv.tv_sec = ms / 1000;
-    tv.tv_usec = (ms % 1000) * 1000;
-    return tv;
+/* A server's words, for the log: whatever a sentinel sends, no control
+ * character reaches it. */
+static void say(char *out, const char *text)
+{
+    char *c;
+
+    snprintf(out, RLAAS_DETAIL_MAX, "%s", text);
+    for (c = out; *c; c++) {
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    }
 }
 
-static redisContext *sentinel_connect(rlaas_resolver_t *r, int i)
+/* An address as Sentinel announces one: an IP address, or a host name
+ * with announce-hostnames. Anything else is not believed. */
+static int plausible(const char *a, size_t len)
 {
-    const rlaas_sentinel_conf_t *c = &r->sentinel;
-    redisContext *ctx =
-        redisConnectWithTimeout(c->hosts[i], c->ports[i], tv_ms(c->timeout_ms));
-    redisReply *rep = NULL;
+    return len > 0 && len < RLAAS_ADDR_MAX &&
+           strspn(a, "0123456789abcdefABCDEFghijklmnopqrstuvwxyz"
+                     "GHIJKLMNOPQRSTUVWXYZ.-_:%") == len;
+}
 
-    if (ctx == NULL || ctx->err ||
-        redisSetTimeout(ctx, tv_ms(c->timeout_ms)) != REDIS_OK)
-        goto fail;
-    if (c->password != NULL) {
-        rep = c->username != NULL
-                  ? redisCommand(ctx, "AUTH %s %s", c->username, c->password)
-                  : redisCommand(ctx, "AUTH %s", c->password);
-        if (rep == NULL || rep->type == REDIS_REPLY_ERROR)
-            goto fail;
-        freeReplyObject(rep);
+int rlaas_sentinel_quorum(int n)
+{
+    return n / 2 + 1;
+}
+
+static int same(const found_t *a, const found_t *b)
+{
+    return a->port == b->port && strcmp(a->addr, b->addr) == 0;
+}
+
+/* One command and its reply by the deadline; NULL when the connection
+ * failed (it is closed then, and why says so). */
+static redisReply *command(rlaas_conn_t *c, int64_t deadline, char *why,
+                           const char *fmt, ...)
+{
+    void *rep = NULL;
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = redisvAppendCommand(c->ctx, fmt, ap);
+    va_end(ap);
+    if (rc != REDIS_OK) {
+        say(why, "out of memory");
+        rlaas_conn_close(c);
+        return NULL;
     }
-    return ctx;
-fail:
-    if (rep != NULL)
-        freeReplyObject(rep);
-    if (ctx != NULL)
-        redisFree(ctx);
+    if (rlaas_conn_flush(c, deadline, why) != RLAAS_RERR_NONE ||
+        rlaas_conn_read(c, deadline, &rep, why) != RLAAS_RERR_NONE)
+        return NULL;
+    return rep;
+}
+
+static int64_t deadline_of(const rlaas_resolver_t *r)
+{
+    return rlaas_clock_us() + (int64_t)r->sentinel.timeout_ms * 1000;
+}
+
+/* "SENTINEL get-master-addr-by-name" on sentinel i, on the connection
+ * kept open to it (made again when the sentinel closed it). */
+static void ask(rlaas_resolver_t *r, int i, answer_t *a)
+{
+    const rlaas_sentinel_conf_t *sc = &r->sentinel;
+    rlaas_conn_t *c = &r->sconn[i];
+    int64_t deadline = deadline_of(r);
+    redisReply *rep;
+
+    memset(a, 0, sizeof(*a));
+    if (c->ctx != NULL && rlaas_conn_is_stale(c))
+        rlaas_conn_close(c);
+    if (c->ctx == NULL) {
+        rlaas_conn_params_t p;
+
+        memset(&p, 0, sizeof(p));
+        p.addr = sc->hosts[i];
+        p.port = sc->ports[i];
+        p.username = sc->username;
+        p.password = sc->password;
+        p.client_name = sc->client_name;
+        p.tls = sc->tls;
+        p.server_name = sc->tls_name != NULL ? sc->tls_name : sc->hosts[i];
+        if (rlaas_conn_open(c, &p, deadline, a->why) != RLAAS_RERR_NONE)
+            return;
+    }
+    rep = command(c, deadline, a->why, "SENTINEL get-master-addr-by-name %s",
+                  sc->master);
+    if (rep == NULL)
+        return;
+    if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+        rep->element[0]->type == REDIS_REPLY_STRING &&
+        rep->element[1]->type == REDIS_REPLY_STRING &&
+        plausible(rep->element[0]->str, rep->element[0]->len)) {
+        memcpy(a->f.addr, rep->element[0]->str, rep->element[0]->len + 1);
+        a->f.port = atoi(rep->element[1]->str);
+        a->ok = a->f.port > 0 && a->f.port < 65536;
+    }
+    if (!a->ok)
+        say(a->why, rep->type == REDIS_REPLY_ERROR ? rep->str
+                    : rep->type == REDIS_REPLY_NIL
+                        ? "does not know the master"
+                        : "an answer of the wrong shape");
+    if (rep->type == REDIS_REPLY_ERROR)
+        rlaas_conn_close(c); /* NOAUTH and the like: AUTH again next time */
+    freeReplyObject(rep);
+}
+
+/* The address most sentinels name (-1: none named), and how many do. */
+static int most_named(const answer_t *a, int n, int *votes)
+{
+    int best = -1, i, j;
+
+    *votes = 0;
+    for (i = 0; i < n; i++) {
+        int v = 0;
+
+        for (j = 0; j < n && a[i].ok; j++)
+            v += a[j].ok && same(&a[i].f, &a[j].f);
+        if (v > *votes) {
+            *votes = v;
+            best = i;
+        }
+    }
+    return best;
+}
+
+/* The field of a HELLO 2 reply (key, value, key, value...), or NULL. */
+static const char *hello_field(const redisReply *rep, const char *key)
+{
+    size_t i;
+
+    for (i = 0; i + 1 < rep->elements; i += 2) {
+        const redisReply *k = rep->element[i], *v = rep->element[i + 1];
+
+        if (k->type == REDIS_REPLY_STRING && strcmp(k->str, key) == 0 &&
+            v->type == REDIS_REPLY_STRING)
+            return v->str;
+    }
     return NULL;
 }
 
-/* "SENTINEL get-master-addr-by-name" on one sentinel: [ip, port]. */
-static int ask(redisContext *ctx, const char *master, found_t *out)
+/* 1 if rep says a master that is not a sentinel: HELLO's role and mode
+ * (which any ACL user may ask), or ROLE's first element. */
+static int says_master(const redisReply *rep, int hello, char *why)
 {
-    redisReply *rep =
-        redisCommand(ctx, "SENTINEL get-master-addr-by-name %s", master);
+    const char *role = NULL, *mode = "";
+
+    if (rep->type == REDIS_REPLY_ARRAY && hello) {
+        role = hello_field(rep, "role");
+        mode = hello_field(rep, "mode");
+        mode = mode != NULL ? mode : "";
+    }
+    else if (rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
+             rep->element[0]->type == REDIS_REPLY_STRING) {
+        role = rep->element[0]->str;
+    }
+    if (role != NULL && strcmp(role, "master") == 0 &&
+        strcmp(mode, "sentinel") != 0)
+        return 1;
+    if (rep->type == REDIS_REPLY_ERROR)
+        say(why, rep->str);
+    else
+        snprintf(why, RLAAS_DETAIL_MAX, "it says it is %s%s",
+                 role != NULL ? role : "no master",
+                 strcmp(mode, "sentinel") == 0 ? " (a sentinel)" : "");
+    return 0;
+}
+
+/* Connects to the address the sentinels agree on as a data connection
+ * would (TLS and its name, AUTH) and asks the server what it is. */
+static int verify(rlaas_resolver_t *r, const found_t *f, char *why)
+{
+    const rlaas_sentinel_conf_t *sc = &r->sentinel;
+    int64_t deadline = deadline_of(r);
+    rlaas_conn_params_t p;
+    rlaas_conn_t c = {NULL, NULL, 0};
+    redisReply *rep;
     int ok = 0;
 
-    if (rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
-        rep->element[0]->type == REDIS_REPLY_STRING &&
-        rep->element[1]->type == REDIS_REPLY_STRING &&
-        rep->element[0]->len < sizeof(out->addr)) {
-        memcpy(out->addr, rep->element[0]->str, rep->element[0]->len + 1);
-        out->port = atoi(rep->element[1]->str);
-        ok = out->port > 0 && out->port < 65536;
+    memset(&p, 0, sizeof(p));
+    p.addr = f->addr;
+    p.port = f->port;
+    p.username = sc->master_username;
+    p.password = sc->master_password;
+    p.client_name = sc->client_name;
+    p.tls = sc->tls;
+    p.server_name = sc->master_tls_name != NULL ? sc->master_tls_name : f->addr;
+    if (rlaas_conn_open(&c, &p, deadline, why) != RLAAS_RERR_NONE)
+        return 0;
+    if ((rep = command(&c, deadline, why, "HELLO 2")) != NULL &&
+        rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOAUTH", 6) != 0) {
+        /* a Redis before 6 has no HELLO */
+        freeReplyObject(rep);
+        rep = command(&c, deadline, why, "ROLE");
+        if (rep != NULL)
+            ok = says_master(rep, 0, why);
+    }
+    else if (rep != NULL) {
+        ok = says_master(rep, 1, why);
     }
     if (rep != NULL)
         freeReplyObject(rep);
+    rlaas_conn_close(&c);
     return ok;
 }
 
-/* The sentinel that answered last first, then the others in turn; the
- * connection to the one that answers is kept for the next time. */
+static void note(rlaas_resolver_t *r, rlaas_sentinel_note_e what,
+                 const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+
+    if (r->sentinel.note == NULL)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    r->sentinel.note(r->sentinel.baton, what, text);
+}
+
+/* "the master verified last, a:p" or "no master yet" */
+static void kept(const rlaas_resolver_t *r, char *out, size_t size)
+{
+    if (r->found.addr[0] == '\0')
+        snprintf(out, size, "no master is known yet");
+    else
+        snprintf(out, size, "%s:%d, verified before, stays the master",
+                 r->found.addr, r->found.port);
+}
+
+static void note_disagree(rlaas_resolver_t *r, const answer_t *a, int votes)
+{
+    char list[768], keep[RLAAS_ADDR_MAX + 64];
+    size_t at = 0;
+    int i;
+
+    list[0] = '\0';
+    for (i = 0; i < r->sentinel.n && at < sizeof(list); i++) {
+        int k = a[i].ok
+                    ? snprintf(list + at, sizeof(list) - at,
+                               "%s%.64s:%d names %s:%d", i ? "; " : "",
+                               r->sentinel.hosts[i], r->sentinel.ports[i],
+                               a[i].f.addr, a[i].f.port)
+                    : snprintf(list + at, sizeof(list) - at, "%s%.64s:%d: %s",
+                               i ? "; " : "", r->sentinel.hosts[i],
+                               r->sentinel.ports[i], a[i].why);
+
+        at += k > 0 ? (size_t)k : 0;
+    }
+    kept(r, keep, sizeof(keep));
+    note(r, RLAAS_SENTINEL_DISAGREE,
+         "no address for master %s has the agreement of %d of the %d "
+         "sentinels (at most %d agree): %s; %s",
+         r->sentinel.master, rlaas_sentinel_quorum(r->sentinel.n),
+         r->sentinel.n, votes, list, keep);
+}
+
+/* Every sentinel asked; the address a majority names, checked. Only the
+ * resolver's thread writes r->found: it reads it here without the lock. */
 static int look_sentinel(rlaas_resolver_t *r, found_t *out)
 {
-    int k;
+    answer_t a[RLAAS_SENTINELS_ASKED_MAX];
+    char why[RLAAS_DETAIL_MAX], keep[RLAAS_ADDR_MAX + 64];
+    int i, best, votes;
 
-    for (k = 0; k < r->sentinel.n; k++) {
-        int i = (r->good + k) % r->sentinel.n;
-
-        if (r->sctx == NULL || i != r->good) {
-            if (r->sctx != NULL)
-                redisFree(r->sctx);
-            r->good = i;
-            if ((r->sctx = sentinel_connect(r, i)) == NULL)
-                continue;
-        }
-        if (ask(r->sctx, r->sentinel.master, out))
-            return 1;
-        redisFree(r->sctx);
-        r->sctx = NULL;
+    for (i = 0; i < r->sentinel.n; i++)
+        ask(r, i, &a[i]);
+    best = most_named(a, r->sentinel.n, &votes);
+    if (best < 0 || votes < rlaas_sentinel_quorum(r->sentinel.n)) {
+        note_disagree(r, a, votes);
+        return 0;
     }
-    return 0;
+    *out = a[best].f;
+    if (same(out, &r->found))
+        return 1; /* checked when it was adopted */
+    if (!verify(r, out, why)) {
+        kept(r, keep, sizeof(keep));
+        note(r, RLAAS_SENTINEL_UNVERIFIED,
+             "%d of the %d sentinels name %s:%d the master %s, but it is "
+             "not used: %s; %s",
+             votes, r->sentinel.n, out->addr, out->port, r->sentinel.master,
+             why, keep);
+        return 0;
+    }
+    note(r, RLAAS_SENTINEL_MOVED,
+         "the master %s is %s:%d (%d of the %d sentinels agree, and it says "
+         "it is the master)",
+         r->sentinel.master, out->addr, out->port, votes, r->sentinel.n);
+    return 1;
 }
 
 /* ---- the thread ---- */
@@ -151,16 +379,19 @@ static int look_sentinel(rlaas_resolver_t *r, found_t *out)
 static void refresh(rlaas_resolver_t *r)
 {
     found_t f;
+    int ok;
 
     memset(&f, 0, sizeof(f));
     /* without the lock: DNS or a sentinel may take seconds */
-    if (!r->look(r, &f))
-        return; /* keep the last good address */
+    ok = r->look(r, &f);
     pthread_mutex_lock(&r->mu);
-    if (strcmp(f.addr, r->found.addr) != 0 || f.port != r->found.port) {
+    /* else: keep the last good address */
+    if (ok && (strcmp(f.addr, r->found.addr) != 0 || f.port != r->found.port)) {
         r->found = f;
         __atomic_add_fetch(&r->version, 1, __ATOMIC_RELEASE);
     }
+    if (r->looks++ == 0 && r->has_thread)
+        pthread_cond_broadcast(&r->looked);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -203,11 +434,16 @@ static int start_thread(rlaas_resolver_t *r)
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     ok = pthread_cond_init(&r->cond, &attr) == 0;
+    if (ok && pthread_cond_init(&r->looked, &attr) != 0) {
+        pthread_cond_destroy(&r->cond);
+        ok = 0;
+    }
     pthread_condattr_destroy(&attr);
     if (!ok)
         return 0;
     if (pthread_create(&r->thread, NULL, run, r) != 0) {
         pthread_cond_destroy(&r->cond);
+        pthread_cond_destroy(&r->looked);
         return 0;
     }
     r->has_thread = 1;
@@ -249,34 +485,46 @@ rlaas_resolver_t *rlaas_resolver_create(const char *host, int refresh_s)
     return r;
 }
 
-static char *dup_or_null(const char *s)
+/* The strings of the sentinels' settings, copied (or freed: copy 0). */
+static int own_strings(rlaas_sentinel_conf_t *c, int copy)
 {
-    return s != NULL ? strdup(s) : NULL;
+    const char **f[] = {&c->master,          &c->username,
+                        &c->password,        &c->tls_name,
+                        &c->master_username, &c->master_password,
+                        &c->master_tls_name, &c->client_name};
+    size_t i;
+    int ok = 1;
+
+    for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+        if (!copy)
+            free((char *)*f[i]);
+        else if (*f[i] != NULL && (*f[i] = strdup(*f[i])) == NULL)
+            ok = 0;
+    }
+    return ok;
 }
 
 rlaas_resolver_t *rlaas_resolver_sentinel(const rlaas_sentinel_conf_t *c,
                                           int refresh_ms)
 {
-    rlaas_resolver_t *r = make();
+    rlaas_resolver_t *r;
     char **hosts;
-    int *ports, i;
+    int *ports, i, ok;
 
-    if (r == NULL)
+    if (c->n < 1 || c->n > RLAAS_SENTINELS_ASKED_MAX || c->master == NULL ||
+        (r = make()) == NULL)
         return NULL;
-    hosts = calloc((size_t)c->n, sizeof(*hosts));
-    ports = calloc((size_t)c->n, sizeof(*ports));
     r->sentinel = *c;
-    r->sentinel.hosts = (const char *const *)hosts;
-    r->sentinel.ports = ports;
-    r->sentinel.master = dup_or_null(c->master);
-    r->sentinel.username = dup_or_null(c->username);
-    r->sentinel.password = dup_or_null(c->password);
+    ok = own_strings(&r->sentinel, 1);
+    r->sentinel.hosts =
+        (const char *const *)(hosts = calloc((size_t)c->n, sizeof(*hosts)));
+    r->sentinel.ports = ports = calloc((size_t)c->n, sizeof(*ports));
+    r->sconn = calloc((size_t)c->n, sizeof(*r->sconn));
     for (i = 0; hosts != NULL && ports != NULL && i < c->n; i++) {
-        hosts[i] = strdup(c->hosts[i]);
+        ok = ok && (hosts[i] = strdup(c->hosts[i])) != NULL;
         ports[i] = c->ports[i];
     }
-    if (hosts == NULL || ports == NULL || r->sentinel.master == NULL) {
-        r->sentinel.n = hosts == NULL ? 0 : c->n;
+    if (!ok || hosts == NULL || ports == NULL || r->sconn == NULL) {
         rlaas_resolver_destroy(r);
         return NULL;
     }
@@ -302,16 +550,16 @@ void rlaas_resolver_destroy(rlaas_resolver_t *r)
         pthread_mutex_unlock(&r->mu);
         pthread_join(r->thread, NULL);
         pthread_cond_destroy(&r->cond);
+        pthread_cond_destroy(&r->looked);
     }
-    if (r->sctx != NULL)
-        redisFree(r->sctx);
+    for (i = 0; r->sconn != NULL && i < r->sentinel.n; i++)
+        rlaas_conn_close(&r->sconn[i]);
+    free(r->sconn);
     for (i = 0; r->sentinel.hosts != NULL && i < r->sentinel.n; i++)
         free((char *)r->sentinel.hosts[i]);
     free((char **)r->sentinel.hosts);
     free((int *)r->sentinel.ports);
-    free((char *)r->sentinel.master);
-    free((char *)r->sentinel.username);
-    free((char *)r->sentinel.password);
+    own_strings(&r->sentinel, 0); /* all NULL for a host name */
     pthread_mutex_destroy(&r->mu);
     free(r->host);
     free(r);
@@ -330,6 +578,23 @@ int rlaas_resolver_get(rlaas_resolver_t *r, char *buf, size_t size, int *port)
     }
     pthread_mutex_unlock(&r->mu);
     return ok;
+}
+
+int rlaas_resolver_wait_first(rlaas_resolver_t *r, int64_t deadline_us)
+{
+    struct timespec ts;
+    int looked;
+
+    if (!r->has_thread)
+        return 0;
+    rlaas_clock_timespec(deadline_us, &ts);
+    pthread_mutex_lock(&r->mu);
+    while (r->looks == 0 && !r->stop && rlaas_clock_left_us(deadline_us) > 0)
+        if (pthread_cond_timedwait(&r->looked, &r->mu, &ts) == ETIMEDOUT)
+            break;
+    looked = r->looks > 0 && r->found.addr[0] != '\0';
+    pthread_mutex_unlock(&r->mu);
+    return looked;
 }
 
 /* Read once per group of calls: no lock. */

@@ -74,7 +74,7 @@ void rlaas_tls_destroy(rlaas_tls_t *t)
     free(t);
 }
 
-void *rlaas_tls_session(rlaas_tls_t *t, int fd)
+void *rlaas_tls_session(rlaas_tls_t *t, int fd, const char *name)
 {
     SSL *ssl = SSL_new(t->ctx);
 
@@ -84,11 +84,14 @@ void *rlaas_tls_session(rlaas_tls_t *t, int fd)
         SSL_free(ssl);
         return NULL;
     }
-    if (t->server_name != NULL) {
+    if (name == NULL)
+        name = t->server_name;
+    if (name != NULL) {
         /* SNI only for names: RFC 6066 forbids addresses there */
-        if (strspn(t->server_name, "0123456789.:") != strlen(t->server_name))
-            SSL_set_tlsext_host_name(ssl, t->server_name);
-        if (SSL_set1_host(ssl, t->server_name) != 1) {
+        if (strspn(name, "0123456789.:") != strlen(name))
+            SSL_set_tlsext_host_name(ssl, name);
+        /* an address is checked against the certificate's IP entries */
+        if (SSL_set1_host(ssl, name) != 1) {
             SSL_free(ssl);
             return NULL;
         }

@@ -25,8 +25,11 @@ rlaas_tls_t *rlaas_tls_create(const rlaas_tls_conf_t *c, char *err,
                               size_t size);
 void rlaas_tls_destroy(rlaas_tls_t *t);
 
-/* For rlaas_conn.c: a new session on fd (an SSL *), or NULL. */
-void *rlaas_tls_session(rlaas_tls_t *t, int fd);
+/* For rlaas_conn.c: a new session on fd (an SSL *), or NULL. The name
+ * checked is name, or the context's server_name when name is NULL (one
+ * context serves a master and its sentinels, each with a name of its
+ * own). */
+void *rlaas_tls_session(rlaas_tls_t *t, int fd, const char *name);
 void rlaas_tls_session_free(void *session);
 
 /* One step of the handshake, a write or a read on a session:

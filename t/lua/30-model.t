@@ -190,6 +190,72 @@ for my $e (qw(lua c)) {
     }
 }
 
+# The sliding log sharing its key with a service that runs the seeds' own
+# script (RLaaS::Seeds, seeds/003 as written, its clock the same fake
+# time): the model's one log holds both, the seeds' entries of one unit
+# each, and the seeds' decisions (fewer entries than L, whatever their
+# units) are checked as well as every field of ours. Mostly the seeds' or
+# mostly ours; costs; forced charges; refunds (ours alone given back). Lua only: the local engine never
+# meets another writer's members.
+sub mixed_timeline {
+    my ($L, $W, $p, $pick) = @_;
+    my $K = 'rlaas:rate_limit:mix' . $kn++;
+    my $m = Model->new('sliding_log', $L, $W);
+    my ($now, $bad, $want) = (T0 + int(rand($W)), 0, [1, $L, 0, 0]);
+    for my $step (1 .. $STEPS) {
+        if (rand() < $p) {
+            my $x = $h->run_seeds($K, $L, $W, $now);
+            my $ok = $m->seeds_hit($now, $L);
+            if ($x->[0] != $ok) {
+                $bad++;
+                diag "seeds L=$L W=$W step $step t=" . ($now - T0) . ": got $x->[0], want $ok";
+            }
+        } else {
+            my ($c, $force) = $pick->();
+            my $got = $h->run('sliding_log', $K, $L, $W, $now, 0, cost => $c, mode => $force ? 4 : 0);
+            my $allowed = $m->hit($now, $L, $c, 1, $force);
+            $want = $m->expect($now, $allowed, $L, $c);
+            if (!ref $got || "@$got" ne "@$want") {
+                $bad++;
+                diag "lua sliding_log mixed L=$L W=$W cost=$c force=" . ($force ? 1 : 0) . " step $step t="
+                    . ($now - T0) . ": got @{[ref $got ? qq(@$got) : $got]}, want @$want";
+            }
+        }
+        if (rand() < 0.1) {
+            # a refund (RLaaSCountIf): ours given back, never the seeds'
+            my ($n, $age) = (1 + int(rand(3)), int(rand($W / 2)));
+            my $got = $h->run_credit($now, $age, ['sliding_log', $K, $L, $W, $n, 0]);
+            my $give = [1, $m->credit($now, $now - $age, $L, $n), 0, 0];
+            if (!ref $got || "@$got" ne "@$give") {
+                $bad++;
+                diag "lua sliding_log mixed credit $n age $age step $step t=" . ($now - T0)
+                    . ": got @{[ref $got ? qq(@$got) : $got]}, want @$give";
+            }
+        }
+        last if $bad > 5;
+        my $x = rand;
+        $now += $x < 0.2 ? 0
+            : $x < 0.3 ? ($want->[3] ? $want->[3] - 1 : 0)
+            : $x < 0.4 ? $want->[3]
+            : $x < 0.8 ? int(rand(2 * $W / $L + 2))
+            : $x < 0.95 ? int(rand($W + 1))
+            : int(rand(3 * $W + 1));
+    }
+    return $bad;
+}
+for my $cf ([1, 1000], [3, 1000], [5, 5000], [10, 1000], [12, 2000], [50, 60000], [3, 86400000], [120, 60000]) {
+    my ($L, $W) = @$cf;
+    # 0.95: runs of the seeds' members longer than the scans reach
+    for my $p (0.3, 0.7, 0.95) {
+        srand(5000 * $L + $W + 10 * $p);
+        is mixed_timeline($L, $W, $p, sub { (1, 0) }), 0,
+            "lua: sliding_log L=$L W=$W with the seeds' script ($p of the calls), cost 1: $STEPS steps match the model";
+        srand(6000 * $L + $W + 10 * $p);
+        is mixed_timeline($L, $W, $p, sub { (cost_of($L), rand() < 0.2) }), 0,
+            "lua: sliding_log L=$L W=$W with the seeds' script ($p of the calls), costs, forced charges: $STEPS steps match the model";
+    }
+}
+
 is_deeply [$h->no_ttl], [], 'every key written had a TTL';
 diag "calls replayed (TTL read straddled a ms): $h->{ambiguous}" if $h->{ambiguous};
 done_testing;

@@ -19,8 +19,9 @@ my $n = 0;
 sub K { 'rlaas:rate_limit:credit-' . $n++ }
 sub hit { my ($s, $K, $L, $W, $t, $c) = @_; $h->run($s, $K, $L, $W, $t, 0, cost => $c // 1) }
 sub credit { my ($t, $age, @p) = @_; $h->run_credit($t, $age, @p) }
-sub members { [map { s/-.*//r } @{ $r->cmd('ZRANGE', $_[0], 0, -1) }] }
-sub scores { $r->cmd('ZRANGE', $_[0], 0, -1, 'WITHSCORES') }
+sub members { [map { s/^\d+-//r } @{ $r->cmd('ZRANGE', $_[0], 0, -1) }] }
+# [T:u:C, score] of each member (ours: <ms>-<T, 16 digits>:<u>:<C>)
+sub scores { my $z = $r->cmd('ZRANGE', $_[0], 0, -1, 'WITHSCORES'); [map { $_ % 2 ? $z->[$_] : $z->[$_] =~ s/^\d+-//r } 0 .. $#$z] }
 
 subtest 'no state: nothing given, nothing made' => sub {
     for my $s (STRATEGIES) {
@@ -59,21 +60,21 @@ subtest 'sliding log: the charge\'s own hit goes, the ones after are renumbered'
     hit('sliding_log', $K, 10, 10000, T0 + 200);
     hit('sliding_log', $K, 10, 10000, T0 + 300);
     is_deeply credit(T0 + 400, 300, ['sliding_log', $K, 10, 10000, 2]), [1, 2, 0, 0], 'its 2 units given back';
-    is_deeply scores($K), ['0000000000000001-1', T0, '0000000000000002-1', T0 + 200,
-        '0000000000000003-1', T0 + 300], 'the hit of t=100 gone, those after it renumbered';
+    is_deeply scores($K), ['0000000000000001:1:1', T0, '0000000000000002:1:2', T0 + 200,
+        '0000000000000003:1:3', T0 + 300], 'the hit of t=100 gone, those after it renumbered';
     is hit('sliding_log', $K, 10, 10000, T0 + 10_000, 0)->[1], 8, 't=10000: the first hit left, 2 remain counted';
     is hit('sliding_log', $K, 10, 10000, T0 + 10_200, 0)->[1], 9, 't=10200: as if t=100 never was';
     my $B = K();
     hit('sliding_log', $B, 10, 10000, T0 + 0, 3);
     is_deeply credit(T0 + 50, 50, ['sliding_log', $B, 10, 10000, 1]), [1, 1, 0, 0], 'one unit of a hit of 3';
-    is_deeply $r->cmd('ZRANGE', $B, 0, -1), ['0000000000000002-2'], 'the hit keeps 2 units';
+    is_deeply members($B), ['0000000000000002:2:1'], 'the hit keeps 2 units';
 };
 
 subtest 'sliding log: a charge made just before another of its moment: either goes (the same time)' => sub {
     my $K = K();
     hit('sliding_log', $K, 10, 10000, T0 + 100) for 1 .. 3;
     is_deeply credit(T0 + 300, 200, ['sliding_log', $K, 10, 10000, 1]), [1, 1, 0, 0], 'one given back';
-    is_deeply scores($K), ['0000000000000001-1', T0 + 100, '0000000000000002-1', T0 + 100], 'two hits of t=100 left';
+    is_deeply scores($K), ['0000000000000001:1:1', T0 + 100, '0000000000000002:1:2', T0 + 100], 'two hits of t=100 left';
 };
 
 subtest 'sliding log: more than 256 hits after the charge: the newest units go instead' => sub {
@@ -83,27 +84,44 @@ subtest 'sliding log: more than 256 hits after the charge: the newest units go i
     is_deeply credit(T0 + 10, 9, ['sliding_log', $K, 1000, 60000, 1]), [1, 1, 0, 0], 'one given back';
     my $s = scores($K);
     is scalar(@$s), 600, '300 hits left';
-    is_deeply [@{$s}[0, 1]], ['0000000000000001-1', T0 + 1], 'the first hit kept';
-    is_deeply [@{$s}[-2, -1]], ['0000000000000300-1', T0 + 2], 'the newest gone: no renumbering';
+    is_deeply [@{$s}[0, 1]], ['0000000000000001:1:1', T0 + 1], 'the first hit kept';
+    is_deeply [@{$s}[-2, -1]], ['0000000000000300:1:300', T0 + 2], 'the newest gone: no renumbering';
     # at most 256 after: exact
     my $B = K();
     hit('sliding_log', $B, 1000, 60000, T0 + 1);
     hit('sliding_log', $B, 1000, 60000, T0 + 2) for 1 .. 255;
     credit(T0 + 10, 9, ['sliding_log', $B, 1000, 60000, 1]);
-    is_deeply [@{ scores($B) }[0, 1]], ['0000000000000001-1', T0 + 2], '255 after: the charge\'s own hit went';
+    is_deeply [@{ scores($B) }[0, 1]], ['0000000000000001:1:1', T0 + 2], '255 after: the charge\'s own hit went';
 };
 
 subtest 'sliding log: not enough at or after the charge: the newest' => sub {
     my $K = K();
     hit('sliding_log', $K, 10, 10000, T0 + $_ * 10) for 1 .. 4;
     is_deeply credit(T0 + 50, 15, ['sliding_log', $K, 10, 10000, 3]), [1, 3, 0, 0], '3 given back (only 1 hit after t=35)';
-    is_deeply members($K), ['0000000000000001'], 'the three newest went';
+    is_deeply members($K), ['0000000000000001:1:1'], 'the three newest went';
     # the console's credit (age 0): the newest
     my $B = K();
     hit('sliding_log', $B, 10, 10000, T0 + $_ * 10) for 1 .. 4;
     credit(T0 + 50, 0, ['sliding_log', $B, 10, 10000, 1]);
-    is_deeply scores($B), ['0000000000000001-1', T0 + 10, '0000000000000002-1', T0 + 20,
-        '0000000000000003-1', T0 + 30], 'now: the newest hit goes';
+    is_deeply scores($B), ['0000000000000001:1:1', T0 + 10, '0000000000000002:1:2', T0 + 20,
+        '0000000000000003:1:3', T0 + 30], 'now: the newest hit goes';
+};
+
+subtest 'sliding log: a seeds service\'s members are never given back, ours around them are' => sub {
+    my $K = K();
+    hit('sliding_log', $K, 10, 10000, T0 + 10);
+    $h->run_seeds($K, 10, 10000, T0 + 20);
+    hit('sliding_log', $K, 10, 10000, T0 + 30, 2);
+    $h->run_seeds($K, 10, 10000, T0 + 40);
+    hit('sliding_log', $K, 10, 10000, T0 + 50);
+    is_deeply credit(T0 + 60, 30, ['sliding_log', $K, 10, 10000, 2]), [1, 2, 0, 0], 'the charge of t=30 given back';
+    my @ours = grep { /:/ } @{ members($K) };
+    is_deeply \@ours, ['0000000000000001:1:1', '0000000000000002:1:2'], 'ours after it renumbered';
+    is scalar(grep { !/:/ } @{ members($K) }), 2, 'the two seeds\' members kept';
+    is_deeply credit(T0 + 70, 0, ['sliding_log', $K, 10, 10000, 100]), [1, 2, 0, 0], 'a credit of 100: our 2 units, no more';
+    is_deeply [grep { /:/ } @{ members($K) }], [], 'none of ours left';
+    is scalar(@{ members($K) }), 2, 'the seeds\' members still there';
+    is hit('sliding_log', $K, 10, 10000, T0 + 80)->[1], 7, 'the next request counts the seeds\' 2 and its own';
 };
 
 subtest 'fixed: the charge\'s window only' => sub {

@@ -112,9 +112,10 @@ sub hit {
 # A credit (lua/credit.lua) at $now of $n units charged at $at (<= $now)
 # under limit $L: the units given back. fixed: the window of $at if it is
 # now's; sliding: that window, then (it being now's) the previous one; the
-# sliding log: the first live hits at or after $at, if the log holds
-# enough units there and at most 256 hits (the script renumbers those),
-# else the newest hits; token: tokens back up to full; leaky, gcra: water
+# sliding log: our first live hits at or after $at, if ours there hold
+# enough units and at most 256 members follow $at (the script renumbers
+# those), else our newest (a seeds' member is never given back);
+# token: tokens back up to full; leaky, gcra: water
 # out down to empty. Never below the fresh state.
 sub credit {
     my ($self, $now, $at, $L, $n) = @_;
@@ -143,28 +144,25 @@ sub credit {
         return $g;
     }
     if ($s eq 'sliding_log') {
+        # ours only (a seeds' member, [ms, 1, 1], is never given back);
+        # at most 256 members from at on, foreign ones counted
         my @in = grep { $_->[0] > $now - $W } @{ $st->{log} || [] };
         my ($live, $after, $hits) = (0, 0, 0);
         for (@in) {
+            $hits++ if $_->[0] >= $at;
+            next if $_->[2];
             $live += $_->[1];
-            next if $_->[0] < $at;
-            $after += $_->[1];
-            $hits++;
+            $after += $_->[1] if $_->[0] >= $at;
         }
         my $t = $live < $n ? $live : $n;
         my $left = $t;
-        if ($hits && $after >= $t && $hits <= 256) {
-            for my $e (grep { $_->[0] >= $at } @in) {
-                my $x = $e->[1] < $left ? $e->[1] : $left;
-                $e->[1] -= $x;
-                $left -= $x;
-            }
-        } else {
-            for my $e (reverse @in) {
-                my $x = $e->[1] < $left ? $e->[1] : $left;
-                $e->[1] -= $x;
-                $left -= $x;
-            }
+        my @ours = grep { !$_->[2] } @in;
+        my @order = $after >= $t && $hits <= 256
+            ? grep { $_->[0] >= $at } @ours : reverse @ours;
+        for my $e (@order) {
+            my $x = $e->[1] < $left ? $e->[1] : $left;
+            $e->[1] -= $x;
+            $left -= $x;
         }
         $st->{log} = [grep { $_->[1] > 0 } @in];
         return $t;
@@ -188,6 +186,21 @@ sub credit {
     $lvl -= $n * $W;
     if ($lvl <= 0) { %$st = () } else { @{$st}{qw(lvl ts L)} = ($lvl, $now, $L) }
     return $g;
+}
+
+# sliding_log only: a request of a service running the seeds' own script
+# (seeds/003) on the same key at $now with limit $L: it counts the
+# entries in the window, whatever their units (ZCARD), and adds one of one
+# unit when fewer than $L. Returns 1 allowed, 0 denied.
+sub seeds_hit {
+    my ($self, $now, $L) = @_;
+    die "seeds_hit: sliding_log only\n" unless $self->{s} eq 'sliding_log';
+    my $W = $self->{W};
+    my @in = grep { $_->[0] > $now - $W } @{ $self->{st}{log} || [] };
+    $self->{st}{log} = \@in;
+    return 0 unless @in < $L;
+    push @{ $self->{st}{log} }, [$now, 1, 1];
+    return 1;
 }
 
 # What the reply should be after a request at $now (limit $L, cost $c)

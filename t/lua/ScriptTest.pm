@@ -19,6 +19,7 @@ use Exporter 'import';
 use File::Basename qw(dirname);
 use File::Spec;
 use RLaaS::Redis;
+use RLaaS::Seeds ();
 use Time::HiRes ();
 use Scalar::Util ();
 
@@ -252,15 +253,22 @@ sub run_credit {
         $self->{fake}{credit}, scalar(@k), @k, @a);
 }
 
-sub _run {
-    my ($self, $pols, $multi, $ms, $us, @call) = @_;
-    my $Ks = [ map { $_->[1] } @$pols ];
+# Keys whose fake expiry has passed at $ms go.
+sub _expire {
+    my ($self, $ms) = @_;
     my $exp = $self->{exp} ||= {};
     for my $k (sort keys %$exp) {
         next unless defined $exp->{$k} && $exp->{$k} < $ms;
         $self->{r}->cmd('DEL', $k);
         delete $exp->{$k};
     }
+    return $exp;
+}
+
+sub _run {
+    my ($self, $pols, $multi, $ms, $us, @call) = @_;
+    my $Ks = [ map { $_->[1] } @$pols ];
+    my $exp = $self->_expire($ms);
     my $sec = int($ms / 1000);
     my $usec = ($ms - $sec * 1000) * 1000 + ($us || 0);
     my ($snap, $t1, $rep, $kt, $late);
@@ -296,6 +304,28 @@ sub _run {
     }
     $self->{now} = $ms;
     $self->_shadow($multi, $pols, $ms, $rep, \%ttl, $late);
+    return $rep;
+}
+
+# The seeds' own sliding-window script (RLaaS::Seeds, seeds/003 as
+# written) on the sliding log's key K at fake time $ms, its clock in
+# ARGV[1] as a service built from the seeds passes it; window $W in ms (a
+# whole number of seconds), limit $L. Its reply {allowed, count, window
+# s}. The TTL it sets (PEXPIRE 2*W) is kept in fake time like the scripts'
+# (see run()); K is left out of the comparison with the local engine,
+# which has no such neighbour.
+sub run_seeds {
+    my ($self, $K, $L, $W, $ms) = @_;
+    die "run_seeds: window $W is not whole seconds" if $W % 1000;
+    $self->_expire($ms);
+    $self->{taint}{$K} = 1;
+    my ($rep, $pttl) = $self->{r}->pipeline(
+        ['EVAL', RLaaS::Seeds::SEEDS_SLIDING_WINDOW(), 1, $K, $ms, $W / 1000, $L],
+        ['PTTL', $K], ['PERSIST', $K]);
+    die "seeds' script: $rep" if RLaaS::Redis::is_error($rep);
+    die "seeds' script: PTTL $pttl, not about 2*W" unless $pttl > 2 * $W - 1000 && $pttl <= 2 * $W;
+    $self->{exp}{$K} = $ms + 2 * $W;
+    $self->{now} = $ms;
     return $rep;
 }
 

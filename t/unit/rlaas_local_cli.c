@@ -70,8 +70,8 @@ static int policy(char **arg, int n, rlaas_local_call_t *call,
     call->key = arg[1];
     call->key_len = strlen(arg[1]);
     call->limit = num(arg[2], &ok);
-    call->window_ms = call->cal != NULL ? cal->b[2] - cal->b[1]
-                                        : num(arg[3], &ok);
+    call->window_ms =
+        call->cal != NULL ? cal->b[2] - cal->b[1] : num(arg[3], &ok);
     call->cost = n > 4 ? num(arg[4], &ok) : 1;
     call->mode = n > 5 ? (int)num(arg[5], &ok) : 0;
     return ok;

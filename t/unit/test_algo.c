@@ -171,6 +171,27 @@ static void largest_values(void **state)
     }
 }
 
+/* Found by make fuzz: a sliding window's counts stored under a 1 ms
+ * window (its number about T0), read under a 30-day one: the stored
+ * window, far ahead, is none (its start overflowed int64 before). */
+static void sliding_window_numbered_far_ahead_is_none(void **state)
+{
+    rlaas_algo_call_t big = call(RLAAS_STRATEGY_SLIDING, 1000000000, 1, T0);
+    rlaas_algo_call_t month =
+        call(RLAAS_STRATEGY_SLIDING, 1000000000, 2592000000LL, T0 + 1);
+    rlaas_verdict_t v;
+    int64_t ttl = 0;
+    size_t len = 0;
+
+    (void)state;
+    big.cost = 20000000; /* beyond the packed form's counts */
+    assert_int_equal(hit(&big, st, &len, &ttl, &v), RLAAS_ALGO_STORE);
+    assert_true(v.allowed);
+    assert_int_equal(hit(&month, st, &len, &ttl, &v), RLAAS_ALGO_STORE);
+    assert_true(v.allowed);
+    assert_int_equal(v.remaining, 1000000000 - 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -179,6 +200,7 @@ int main(void)
         cmocka_unit_test(malformed_state_is_none),
         cmocka_unit_test(sliding_log_past_its_size),
         cmocka_unit_test(largest_values),
+        cmocka_unit_test(sliding_window_numbered_far_ahead_is_none),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

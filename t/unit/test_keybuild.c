@@ -50,6 +50,17 @@ static void tuple(tuple_t *t, const char *zone, rlaas_strategy_e st,
     t->ip = ip;
 }
 
+/* The prefix, zone and namespace of a tuple's key. */
+static void zone_of(const tuple_t *t, rlaas_key_spec_t *k)
+{
+    k->prefix = P;
+    k->prefix_len = strlen(P);
+    k->zone = t->zone;
+    k->zone_len = t->zone ? strlen(t->zone) : 0;
+    k->ns = t->ns;
+    k->ns_len = t->ns ? strlen(t->ns) : 0;
+}
+
 /* The key of a tuple as Redis sees it: for fixed, with the window number
  * the script appends. Returns its length. */
 static size_t final_key(char *out, const tuple_t *t)
@@ -67,12 +78,7 @@ static size_t final_key(char *out, const tuple_t *t)
         parts[i].value = t->val[i];
         parts[i].value_len = t->val_len[i];
     }
-    k.prefix = P;
-    k.prefix_len = strlen(P);
-    k.zone = t->zone;
-    k.zone_len = t->zone ? strlen(t->zone) : 0;
-    k.ns = t->ns;
-    k.ns_len = t->ns ? strlen(t->ns) : 0;
+    zone_of(t, &k);
     k.ip = t->ip;
     k.ip_len = t->ip ? strlen(t->ip) : 0;
     k.strategy = t->st;
@@ -159,6 +165,47 @@ static void namespaced_zones(void **state)
     source(&t, "header:X-User", "alice");
     snprintf(want, sizeof(want), P "login@~0123456789abcdef:h.x-user=alice:7");
     assert_string_equal(key_of(&t), want);
+}
+
+/* The zone part, what the local engine keeps zones apart by: the key's
+ * prefix, zone and namespace, the same for every identity of the zone,
+ * different for another zone or tenant. */
+static size_t zone_len_of(const tuple_t *t)
+{
+    rlaas_key_spec_t k;
+
+    zone_of(t, &k);
+    return rlaas_key_zone_len(&k);
+}
+
+static void zone_part(void **state)
+{
+    static const struct {
+        const char *zone, *ns, *part;
+    } cases[] = {{"login", NULL, P "login:"},
+                 {"login", "a.example", P "login@a.example:"},
+                 {"login", "b.example", P "login@b.example:"},
+                 {NULL, "a.example", P "@a.example:"},
+                 {NULL, NULL, P}};
+    char first[RLAAS_KEY_MAX + 32];
+    size_t i, n;
+    tuple_t t;
+
+    (void)state;
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tuple(&t, cases[i].zone, RLAAS_STRATEGY_TOKEN, "203.0.113.9");
+        t.ns = cases[i].ns;
+        source(&t, "header:X-Key", "alice");
+        n = zone_len_of(&t);
+        assert_int_equal(n, strlen(cases[i].part));
+        strcpy(first, key_of(&t));
+        assert_memory_equal(first, cases[i].part, n);
+        /* another identity: the same zone part */
+        t.val[0] = "bob";
+        assert_memory_equal(key_of(&t), first, n);
+        t.val[0] = NULL;
+        assert_memory_equal(key_of(&t), first, n);
+    }
 }
 
 static void namespace_text(void **state)
@@ -826,6 +873,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(default_forms_keep_the_seeds_layout),
         cmocka_unit_test(namespaced_zones),
+        cmocka_unit_test(zone_part),
         cmocka_unit_test(namespace_text),
         cmocka_unit_test(tenant_namespace_text),
         cmocka_unit_test(tenant_never_meets_its_host),

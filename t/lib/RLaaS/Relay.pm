@@ -11,43 +11,25 @@ package RLaaS::Relay;
 #   $relay->mode('cut');          # requests pass, then the connection is
 #                                 # closed instead of passing the reply:
 #                                 # the command ran, its answer is lost
+#   $relay->mode('delay', 300);   # every chunk held 300 ms, both ways
+#                                 # (a far or congested network)
 #   $relay->mode('pass');         # back to normal
 #   $relay->stop;
 #
-# One process with one select() loop, started with fork; it reads its
-# orders from a small file whenever the file changes, and exits when the
-# test process goes away.
+# One process with one select() loop, started with fork and steered
+# through RLaaS::Orders.
 use strict;
 use warnings;
-use File::Temp qw(tempdir);
-use File::Spec::Functions qw(catfile);
 use IO::Select ();
 use IO::Socket::INET ();
 use POSIX ();
-use Time::HiRes qw(time sleep);
+use Time::HiRes qw(time);
+use parent 'RLaaS::Orders';
 
 sub start {
     my ($class, %o) = @_;
-    my $dir = tempdir('rlaas-relay-XXXXXX', TMPDIR => 1, CLEANUP => 1);
-    my $self = bless { port => $o{port}, dir => $dir,
-                       ctl => catfile($dir, 'ctl'), ready => catfile($dir, 'ready'),
-                       target => $o{target}, mode => 'pass', arg => 0 }, $class;
-    $self->_write;
-    my $parent = $$;
-    my $pid = fork;
-    die "fork: $!" unless defined $pid;
-    if (!$pid) {
-        eval { $self->_run($parent) };
-        if ($@ && open my $e, ">", "$self->{dir}/error") { print $e $@; close $e }
-        POSIX::_exit(0);
-    }
-    $self->{pid} = $pid;
-    for (1 .. 200) {
-        last if -e $self->{ready};
-        sleep 0.025;
-    }
-    die "relay on port $o{port} did not start\n" unless -e $self->{ready};
-    return $self;
+    return $class->spawn('relay', port => $o{port}, target => $o{target},
+                         mode => 'pass', arg => 0);
 }
 
 sub port { $_[0]{port} }
@@ -55,52 +37,17 @@ sub port { $_[0]{port} }
 sub target {
     my ($self, $t) = @_;
     $self->{target} = $t;
-    $self->_write;
-    $self->_wait_seen;
+    $self->orders;
 }
 
 sub mode {
     my ($self, $m, $arg) = @_;
     $self->{mode} = $m;
     $self->{arg} = $arg // 0;
-    $self->_write;
-    $self->_wait_seen;
+    $self->orders;
 }
 
-sub stop {
-    my $self = shift;
-    return unless $self->{pid};
-    kill 'TERM', $self->{pid};
-    waitpid $self->{pid}, 0;
-    delete $self->{pid};
-}
-
-sub DESTROY { local ($?, $@); $_[0]->stop if $_[0]{pid} }
-
-my $seq = 0;
-sub _write {
-    my $self = shift;
-    $self->{seq} = ++$seq;
-    my $tmp = "$self->{ctl}.tmp";
-    open my $fh, '>', $tmp or die "$tmp: $!";
-    print $fh join(' ', $self->{seq}, $self->{target}, $self->{mode}, $self->{arg}), "\n";
-    close $fh;
-    rename $tmp, $self->{ctl} or die "rename: $!";
-}
-
-# until the relay has read the orders (it writes their number back)
-sub _wait_seen {
-    my $self = shift;
-    my $f = "$self->{ready}";
-    for (1 .. 400) {
-        if (open my $fh, '<', $f) {
-            my $l = <$fh> // '';
-            return if $l =~ /^(\d+)/ && $1 >= $self->{seq};
-        }
-        sleep 0.005;
-    }
-    die "relay did not take its orders\n";
-}
+sub _orders { @{ $_[0] }{qw(target mode arg)} }
 
 # ------------------------------------------------------------ the relay
 
@@ -114,21 +61,13 @@ sub _run {
         ReuseAddr => 1, Proto => 'tcp') or die "listen on $self->{port}: $!\n";
     my $sel = IO::Select->new($listen);
     my (%peer, %side, %out, %sock);    # by fileno
-    my ($target, $mode, $arg, $mtime, $seen) = ($self->{target}, 'pass', 0, 0, 0);
+    my @held;    # delay: [due time, destination fd, bytes], oldest first
+    my ($target, $mode, $arg) = ($self->{target}, 'pass', 0);
     my $next_drip = 0;
 
     my $read_ctl = sub {
-        my $m = (stat $self->{ctl})[9] // 0;
-        open my $fh, '<', $self->{ctl} or return;
-        my $l = <$fh> // '';
-        close $fh;
-        my ($s, $t, $md, $a) = split ' ', $l;
-        return unless defined $a && $s != $seen;
-        ($seen, $target, $mode, $arg) = ($s, $t, $md, $a);
-        open my $r, '>', "$self->{ready}.tmp" or return;
-        print $r "$seen\n";
-        close $r;
-        rename "$self->{ready}.tmp", $self->{ready};
+        my @o = $self->take_orders;
+        ($target, $mode, $arg) = @o if @o == 3;
     };
     my $close_pair = sub {
         my ($fd) = @_;
@@ -137,6 +76,7 @@ sub _run {
             my $s = delete $sock{$x} or next;
             $sel->remove($s);
             delete @{$_}{$x} for \%peer, \%side, \%out;
+            @held = grep { $_->[1] != $x } @held;
             close $s;
         }
     };
@@ -145,7 +85,12 @@ sub _run {
     while (1) {
         POSIX::_exit(0) if getppid() != $parent;
         $read_ctl->();
-        my $timeout = 0.02;
+        # no longer delaying: what is held goes first, before what comes
+        while (@held && $mode ne 'delay') {
+            my $h = shift @held;
+            syswrite $sock{ $h->[1] }, $h->[2] if $sock{ $h->[1] };
+        }
+        my $timeout = @held ? 0.002 : 0.02;
         # by number: closing a pair frees sockets still in the ready list
         my @ready = map { fileno $_ } $sel->can_read($timeout);
         for my $fd (@ready) {
@@ -170,7 +115,9 @@ sub _run {
                 next;
             }
             my $to = $peer{$fd};
-            if ($side{$fd} eq 'server' && $mode eq 'trickle') {
+            if ($mode eq 'delay') {
+                push @held, [time + $arg / 1000, $to, $buf];
+            } elsif ($side{$fd} eq 'server' && $mode eq 'trickle') {
                 $out{$to} .= $buf;
             } else {
                 syswrite $sock{$to}, $buf if $sock{$to};
@@ -184,6 +131,12 @@ sub _run {
                 delete $out{$to} unless length $out{$to};
             }
             $next_drip = time + $arg / 1000;
+        }
+        # delay: what is due goes out, in the order it came; a mode that
+        # no longer delays lets the rest go at once
+        while (@held && ($mode ne 'delay' || $held[0][0] <= time)) {
+            my $h = shift @held;
+            syswrite $sock{ $h->[1] }, $h->[2] if $sock{ $h->[1] };
         }
         # a mode that no longer trickles lets the rest go at once
         if ($mode ne 'trickle') {

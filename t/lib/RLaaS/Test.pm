@@ -633,4 +633,14 @@ sub log {
     return scalar <$f>;
 }
 
+# metric(NAME, PATH): the value of one series of the rlaas-metrics page at
+# PATH (default /metrics), or undef
+sub metric {
+    my ($self, $name, $path) = @_;
+    require HTTP::Tiny;
+    my $c = HTTP::Tiny->new(timeout => 10)
+        ->get("http://127.0.0.1:$self->{port}" . ($path // '/metrics'))->{content} // '';
+    return $c =~ /^\Q$name\E (\d+)$/m ? $1 : undef;
+}
+
 1;
