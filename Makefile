@@ -67,6 +67,8 @@ HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_outcome.c src/http/rlaas_keysecret.c
 # tenants: roots, bounds, where their settings count
 HTTPD_SRC += src/http/rlaas_tenant.c
+# calendar windows: RLaaSTimeZone, the periods a request is counted in
+HTTPD_SRC += src/http/rlaas_calendar.c
 # the operator's console
 HTTPD_SRC += src/http/rlaas_admin.c src/http/rlaas_admin_zones.c \
              src/http/rlaas_admin_act.c src/http/rlaas_admin_render.c

@@ -477,6 +477,7 @@ static void ban_prepare(decision_t *dc)
     spec.sources = dc->d->sources;
     spec.strategy = RLAAS_KEY_BAN;
     spec.window_ms = 0;
+    spec.periods = NULL;
     dc->ban_key =
         rlaas_identity_key(r, sc, &spec, &dc->ban_key_len, &window_at);
     if (dc->ban_key_len == 0)
@@ -578,6 +579,9 @@ static void to_local(const rlaas_item_t *it, int divisor, rlaas_local_call_t *c)
         cost = 1;
     c->cost = cost < c->limit ? cost : c->limit;
     c->mode = it->call.mode;
+    c->zone_len = it->zone_len;
+    /* a calendar's periods: the engine picks the one holding its time */
+    c->cal = it->periods;
 }
 
 /* The local engine decides every policy of the decision together, each
