@@ -88,6 +88,11 @@ RLaaSPolicy monthly 5 1M calendar key=header:X-User
 <Location /inh/gcra>
     RLaaSStrategy gcra
 </Location>
+<Location /console>
+    SetHandler rlaas-admin
+    RLaaSConsole on
+    Require all granted
+</Location>
 EOC
 my $rport = $redis->port;
 my %env = (RLAAS_CLOCK_SHIFT_FILE => $clock);
@@ -208,6 +213,34 @@ for my $case (['two servers sharing Redis', $A, $B], ['the local engine', $L, $L
         'a calendar window inherited under RLaaSStrategy gcra: undecided (500)');
     like(substr($A->log, $m), qr/RLAAS0190: cal-inh: a calendar window .* gcra/, '  RLAAS0190 says why');
     is(get($A, '/inh', uid('cal-inh'))->{code}, 200, '  the section above, fixed: decided');
+}
+
+# ---------------------------------------------------------------- the console
+# post(SERVER, FIELDS): a console action, as its form sends it: the code and
+# the body
+sub post {
+    my ($h, $f) = @_;
+    my $body = join '&', map { "$_=$f->{$_}" } sort keys %$f;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1:' . $h->port, Timeout => 10) or return 599;
+    print $s "POST /console HTTP/1.1\r\nHost: localhost\r\nOrigin: http://localhost\r\n"
+        . "Accept: application/json\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+        . "Content-Length: " . length($body) . "\r\nConnection: close\r\n\r\n$body";
+    local $/;
+    my $res = <$s> // '';
+    return ($res =~ m{^HTTP/1\.\d (\d+)} ? $1 : 599, $res);
+}
+for my $case (['Redis', $A, $B], ['the local engine', $L, $L]) {
+    my ($name, $x, $y) = @$case;
+    at($T);
+    my $u = uid('cal-console');
+    is(seq(map { [$x, '/day', $u] } 1 .. 4), '200 200 200 429', "console ($name): a client uses up its day");
+    my ($code, $body) = post($x, { action => 'credit', zone => 'cal-day', id => $u, n => 1 });
+    is($code, 200, '  credit 1: 200') or diag $body;
+    is(seq([$y, '/day', $u], [$y, '/day', $u]), '200 429', '  one more request, in this period');
+    ($code, $body) = post($x, { action => 'reset', zone => 'cal-day', id => $u });
+    is($code, 200, '  reset: 200') or diag $body;
+    like($body, qr/"changed":\s*1/, '  one key: the period\'s') or diag $body;
+    is(seq(map { [$y, '/day', $u] } 1 .. 4), '200 200 200 429', '  the client has its day again');
 }
 
 # ---------------------------------------------------------------- hostile values
