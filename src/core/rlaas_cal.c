@@ -6,18 +6,6 @@
 
 #define DAY_S 86400
 
-static int64_t floor_div(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-
-    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-static int64_t floor_mod(int64_t a, int64_t b)
-{
-    return a - floor_div(a, b) * b;
-}
-
 const char *rlaas_cal_parse(const char *s, rlaas_cal_t *out)
 {
     static const char accepted[] =
@@ -76,15 +64,16 @@ static int64_t start_day(const rlaas_cal_t *c, int64_t d)
     switch (c->unit) {
     case 'w':
         /* weeks from Monday 1970-01-05, day 4 */
-        k = floor_div(d - 4, 7);
-        return 4 + 7 * (k - floor_mod(k, c->n));
+        k = rlaas_floor_div(d - 4, 7);
+        return 4 + 7 * (k - rlaas_floor_mod(k, c->n));
     case 'M':
         rlaas_tz_civil(d, &y, &m, &dd);
         k = y * 12 + (m - 1);
-        k -= floor_mod(k, c->n);
-        return rlaas_tz_days(floor_div(k, 12), (int)floor_mod(k, 12) + 1, 1);
+        k -= rlaas_floor_mod(k, c->n);
+        return rlaas_tz_days(rlaas_floor_div(k, 12),
+                             (int)rlaas_floor_mod(k, 12) + 1, 1);
     default:
-        return d - floor_mod(d, c->n);
+        return d - rlaas_floor_mod(d, c->n);
     }
 }
 
@@ -99,7 +88,8 @@ static int64_t next_day(const rlaas_cal_t *c, int64_t start)
     case 'M':
         rlaas_tz_civil(start, &y, &m, &dd);
         k = y * 12 + (m - 1) + c->n;
-        return rlaas_tz_days(floor_div(k, 12), (int)floor_mod(k, 12) + 1, 1);
+        return rlaas_tz_days(rlaas_floor_div(k, 12),
+                             (int)rlaas_floor_mod(k, 12) + 1, 1);
     default:
         return start + c->n;
     }
@@ -117,7 +107,7 @@ static int64_t day_at(const rlaas_cal_t *c, int64_t d)
  * t's is found from its local date, moved by at most a period or two. */
 static void period_s(const rlaas_cal_t *c, int64_t t, int64_t *s, int64_t *e)
 {
-    int64_t d = start_day(c, floor_div(rlaas_tz_local(c->tz, t), DAY_S));
+    int64_t d = start_day(c, rlaas_floor_div(rlaas_tz_local(c->tz, t), DAY_S));
     int i;
 
     for (i = 0; i < 4; i++) {
@@ -137,7 +127,7 @@ void rlaas_cal_period(const rlaas_cal_t *c, int64_t t, int64_t *start,
 {
     int64_t s, e;
 
-    period_s(c, floor_div(t, 1000), &s, &e);
+    period_s(c, rlaas_floor_div(t, 1000), &s, &e);
     *start = s * 1000;
     *end = e * 1000;
 }
@@ -147,7 +137,7 @@ void rlaas_cal_table(const rlaas_cal_t *c, int64_t t, rlaas_cal_table_t *tb)
     int64_t s, e, s0, e0;
 
     rlaas_cal_tag(c, tb->tag);
-    period_s(c, floor_div(t, 1000), &s, &e);
+    period_s(c, rlaas_floor_div(t, 1000), &s, &e);
     period_s(c, s - 1, &s0, &e0);
     tb->b[0] = s0 * 1000;
     tb->b[1] = s * 1000;

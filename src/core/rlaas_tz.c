@@ -5,16 +5,16 @@
 
 #define DAY 86400
 
-static int64_t floor_div(int64_t a, int64_t b)
+int64_t rlaas_floor_div(int64_t a, int64_t b)
 {
     int64_t q = a / b;
 
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-static int64_t floor_mod(int64_t a, int64_t b)
+int64_t rlaas_floor_mod(int64_t a, int64_t b)
 {
-    return a - floor_div(a, b) * b;
+    return a - rlaas_floor_div(a, b) * b;
 }
 
 /* ---- the civil calendar (proleptic Gregorian; H. Hinnant's algorithms) */
@@ -24,7 +24,7 @@ int64_t rlaas_tz_days(int64_t y, int m, int d)
     int64_t era, yoe, doy, doe;
 
     y -= m <= 2;
-    era = floor_div(y, 400);
+    era = rlaas_floor_div(y, 400);
     yoe = y - era * 400;
     doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
     doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
@@ -36,7 +36,7 @@ void rlaas_tz_civil(int64_t z, int64_t *y, int *m, int *d)
     int64_t era, doe, yoe, doy, mp;
 
     z += 719468;
-    era = floor_div(z, 146097);
+    era = rlaas_floor_div(z, 146097);
     doe = z - era * 146097;
     yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
     doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
@@ -73,7 +73,8 @@ static int64_t date_day(const rlaas_tz_date_t *dt, int64_t y)
     default:
         first = rlaas_tz_days(y, dt->m, 1);
         /* 1970-01-01 was a Thursday (4) */
-        day = first + floor_mod(dt->d - floor_mod(first + 4, 7), 7) +
+        day = first +
+              rlaas_floor_mod(dt->d - rlaas_floor_mod(first + 4, 7), 7) +
               7 * (dt->w - 1);
         while (day - first >= month_days(y, dt->m))
             day -= 7;
@@ -94,7 +95,7 @@ static int64_t year_of(int64_t t, int32_t off)
     int64_t y;
     int m, d;
 
-    rlaas_tz_civil(floor_div(t + off, DAY), &y, &m, &d);
+    rlaas_tz_civil(rlaas_floor_div(t + off, DAY), &y, &m, &d);
     return y;
 }
 

@@ -85,6 +85,11 @@ int64_t rlaas_tz_local(const rlaas_tz_t *tz, int64_t t);
  * twice (the first time). */
 int64_t rlaas_tz_first_at(const rlaas_tz_t *tz, int64_t l);
 
+/* Division rounded towards minus infinity, and its remainder (of b's
+ * sign): days and periods before 1970 count as after. b != 0. */
+int64_t rlaas_floor_div(int64_t a, int64_t b);
+int64_t rlaas_floor_mod(int64_t a, int64_t b);
+
 /* Days since 1970-01-01 of a date in the proleptic Gregorian calendar,
  * and back (month 1..12). */
 int64_t rlaas_tz_days(int64_t y, int m, int d);
