@@ -55,6 +55,7 @@ CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
            src/core/rlaas_policy.c src/core/rlaas_tally.c \
            src/core/rlaas_ban.c src/core/rlaas_troot.c \
            src/core/rlaas_siphash.c src/core/rlaas_conc.c \
+           src/core/rlaas_tz.c src/core/rlaas_cal.c \
            $(ALGO_SRC) $(LOCAL_SRC) \
            src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
            src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \
@@ -73,6 +74,8 @@ HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
 HTTPD_SRC += src/http/rlaas_tenant.c
 # requests in flight: RLaaSConcurrency, slots given back
 HTTPD_SRC += src/http/rlaas_concurrency.c
+# calendar windows: RLaaSTimeZone, the periods a request is counted in
+HTTPD_SRC += src/http/rlaas_calendar.c
 # the operator's console
 HTTPD_SRC += src/http/rlaas_admin.c src/http/rlaas_admin_zones.c \
              src/http/rlaas_admin_act.c src/http/rlaas_admin_render.c

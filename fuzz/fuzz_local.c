@@ -148,6 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             windows[data[2] % (sizeof(windows) / sizeof(windows[0]))];
         call->cost = cost_of((data[7] >> 3) & 3, data[5], call->limit);
         call->mode = (data[7] >> 5) & 1 ? RLAAS_ALGO_LIMIT_VARIES : 0;
+        call->cal = NULL;
         now += step(data[3], data[4]);
         if (now < 0)
             now = 0;

@@ -13,9 +13,11 @@
 local run = {[0] = rlaas_fixed, false, rlaas_sliding, rlaas_token,
   rlaas_leaky, rlaas_gcra}
 local f = run[tonumber(ARGV[1])]
-local L, W, c, m = args(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+local L, W, c, m = args(f, ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 local want = int(ARGV[6], 1, 1e9)
-if not (f and L and want) or m ~= 0 or c < 1 or #KEYS ~= 1 then
+-- a calendar's periods, a limit over 1e9: never leased (the module asks none)
+if not (f and L and want) or m ~= 0 or c < 1 or #KEYS ~= 1 or
+    type(W) == 'table' or L > 1e9 then
   return redis.error_reply('ERR rlaas: bad lease')
 end
 local K = KEYS[1]

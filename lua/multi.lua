@@ -37,7 +37,7 @@ for i = 1, #KEYS do
     P[#P + 1] = {rlaas_concurrency, KEYS[i], N, T, tok, m, i}
   else
     local f = run[tonumber(ARGV[j])]
-    local L, W, c, m = args(ARGV[j + 1], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4])
+    local L, W, c, m = args(f, ARGV[j + 1], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4])
     if not (f and L) then
       return redis.error_reply('ERR rlaas: bad policy ' .. i)
     end

@@ -1,7 +1,7 @@
 -- rlaas: prelude + a strategy's body + a call, or + all six + multi.lua.
--- KEYS[1] = K, built in C; ARGV = limit, window ms, cost (1; 0: a check),
--- mode (0; bit 1: limit varies per request, bit 2: dry run, bit 4: forced,
--- RLaaSCountIf: charged even if denied, buckets at most to capacity);
+-- KEYS[1] = K, built in C; ARGV = limit, window ms (or calendar below),
+-- cost (1; 0: a check), mode (0; bit 1: limit varies per request, bit 2:
+-- dry run, bit 4: forced, charged even if denied, buckets at most full);
 -- reply {ok, remaining, reset, retry}. A denial never charges.
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME') -- rlaas:clock
@@ -11,9 +11,26 @@ local function int(x, lo, hi)
   x = tonumber(x)
   if x and x >= lo and x <= hi and x % 1 == 0 then return x end
 end
+-- bodies taking limits up to 2^50 (BIG), calendars (CAL)
+local BIG, CAL = {}, {}
+-- "<tag>/<b0>/<b1>/<b2>/<b3>": periods [b0, b1), [b1, b2), [b2, b3)
+local function calendar(W)
+  local t = {}
+  t.tag, t[1], t[2], t[3], t[4] = string.match(W or '',
+    '^(%d%d?[dwM])/(%d+)/(%d+)/(%d+)/(%d+)$')
+  if not t.tag then return end
+  for i = 1, 4 do
+    if #t[i] > 16 then return end
+    t[i] = tonumber(t[i])
+    if t[i] >= 2^52 or (i > 1 and (t[i] <= t[i - 1] or t[i] - t[i - 1] > 2^35)) then return end
+  end
+  return t
+end
 -- one policy's arguments, or nothing
-local function args(L, W, c, m)
-  L, W, c, m = int(L, 1, 1e9), int(W, 1, 2^35), int(c or 1, 0, 1e9), int(m or 0, 0, 7)
+local function args(f, L, W, c, m)
+  local top = BIG[f] and 2^50 or 1e9
+  L, c, m = int(L, 1, top), int(c or 1, 0, top), int(m or 0, 0, 7)
+  W = int(W, 1, 2^35) or (CAL[f] and calendar(W))
   if L and W and c and m and c <= L then return L, W, c, m end
 end
 -- exact a*b = q*m + x, 0 <= x < m (a, m < 2^36, b and q < 2^53): directly
@@ -88,7 +105,7 @@ local function charges(ok, commit, cost, m)
 end
 -- a single policy
 local function one(f)
-  local L, W, c, m = args(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+  local L, W, c, m = args(f, ARGV[1], ARGV[2], ARGV[3], ARGV[4])
   if not L then
     return redis.error_reply('ERR rlaas: bad limit, window, cost or mode')
   end

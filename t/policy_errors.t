@@ -85,7 +85,7 @@ config_refused("<Location /x>\n    RLaaSLimit 5 7\n</Location>\n",
     'a fallback without expr=');
 config_refused("RLaaSPolicy p 0 1m\n", qr/RLaaSPolicy p: invalid limit '0': expected an integer from 1 to 1000000000/, 'limit 0');
 config_refused("RLaaSPolicy p 5 1w\n", qr/RLaaSPolicy p: invalid window '1w': expected a positive duration/, 'a bad window');
-config_refused("RLaaSPolicy p 5\n", qr/RLaaSPolicy: expected NAME LIMIT WINDOW \[strategy=STRATEGY\] \[key="SOURCES"\] \[cost=N\], got 'p 5'/,
+config_refused("RLaaSPolicy p 5\n", qr/RLaaSPolicy: expected NAME LIMIT WINDOW \[calendar\] \[strategy=STRATEGY\] \[key="SOURCES"\] \[cost=N\], got 'p 5'/,
     'too few words');
 config_refused("RLaaSPolicy a:b 5 1m\n", qr/RLaaSPolicy: invalid name 'a:b': expected a name of 1 to 64/, 'a name that is no zone name');
 config_refused("RLaaSPolicy a\@b 5 1m\n", qr/RLaaSPolicy: invalid name 'a\@b'/, "a name with '\@' (a tenant's namespace)");

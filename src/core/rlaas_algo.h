@@ -18,12 +18,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rlaas_cal.h"
 #include "rlaas_parse.h"
 #include "rlaas_verdict.h"
 
 /* The scripts' bounds on their arguments ("bad limit or window"). */
 #define RLAAS_ALGO_WINDOW_MAX ((int64_t)1 << 35)
 #define RLAAS_ALGO_NOW_MAX    ((int64_t)1 << 52)
+/* fixed keeps one integer per window: limits (and costs) up to 2^50, for
+ * quotas of bytes; the others up to RLAAS_LIMIT_MAX (lua/prelude.lua's
+ * BIG). */
+#define RLAAS_ALGO_LIMIT_BIG ((int64_t)1 << 50)
 
 /* The sliding log keeps runs of charged hits: hits of one millisecond and
  * one cost share a run. Past this many runs, two neighbouring ones merge
@@ -52,22 +57,31 @@
 
 typedef struct {
     rlaas_strategy_e strategy;
-    int64_t limit;     /* 1 .. RLAAS_LIMIT_MAX */
+    int64_t limit;     /* 1 .. RLAAS_LIMIT_MAX (fixed: RLAAS_ALGO_LIMIT_BIG) */
     int64_t window_ms; /* 1 .. RLAAS_ALGO_WINDOW_MAX */
     int64_t now_ms;    /* ms since the epoch, as Redis' TIME gives it */
     int64_t cost;      /* units a hit takes, 0 .. limit; 0: a check */
     int mode;          /* RLAAS_ALGO_* bits */
     /* 0: decide only, charge nothing (the multi call's first pass) */
     int commit;
+    /* fixed: a calendar window (rlaas_cal.h), the periods around the
+     * module's time, as the script gets them (window_ms is then not
+     * read); NULL: windows of window_ms */
+    const rlaas_cal_table_t *cal;
 } rlaas_algo_call_t;
 
-/* 1 if the call's limit, window, cost, mode and time are in range. */
+/* The highest limit strategy st takes. */
+int64_t rlaas_algo_limit_max(rlaas_strategy_e st);
+
+/* 1 if the call's limit, window, cost, mode and time are in range (and
+ * with a calendar window, the time in one of its periods: else the
+ * script answers RLAASWINDOW). */
 int rlaas_algo_call_ok(const rlaas_algo_call_t *c);
 
 /* Writes what the script adds to its key, the whole key the module builds
- * (KEYS[1], the strategy's suffix included): fixed's window number, nothing
- * for the others. NUL terminated, into buf (RLAAS_ALGO_SUFFIX_MAX bytes);
- * returns its length. */
+ * (KEYS[1], the strategy's suffix included): fixed's window number, or
+ * its calendar period's name; nothing for the others. NUL terminated,
+ * into buf (RLAAS_ALGO_SUFFIX_MAX bytes); returns its length. */
 size_t rlaas_algo_suffix(const rlaas_algo_call_t *c, char *buf);
 
 /* The size of a strategy's state after its first charge: the room a new

@@ -17,8 +17,10 @@
  * record, RLAAS_KEY_BAN, in place of a strategy), "conc" (a concurrency
  * limit's slots, RLAAS_KEY_CONC, likewise); none for the
  * sliding log (a ZSET at the key itself). For fixed the key ends in ":" and
- * the script appends the window number it computes from Redis TIME; that
- * is the one thing a script appends, and no client chooses it.
+ * the script appends the window number it computes from Redis TIME, or,
+ * with a calendar window, the period's name "<tag>+<start ms>" (rlaas_cal.h:
+ * '+' is in no segment, zone, namespace or suffix); that is the one thing a
+ * script appends, and no client chooses it.
  *
  * I, with V(v) and the fallback as in rlaas_key.h:
  *   default forms, exactly one source and it is ip or user (the seeds'

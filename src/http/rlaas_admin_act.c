@@ -10,6 +10,7 @@
 
 #include "rlaas_admin_zones.h"
 #include "rlaas_backend.h"
+#include "rlaas_calendar.h"
 #include "rlaas_clock.h"
 #include "rlaas_config.h"
 #include "rlaas_conn.h"
@@ -235,17 +236,25 @@ static const char *credit_one(request_rec *r, admin_redis_t *a,
     apr_array_header_t *cmd;
     const apr_array_header_t *cmds[1];
     rlaas_local_call_t lc;
+    const rlaas_cal_table_t *periods = NULL;
+    const char *window = NULL;
     redisReply *rep;
     const char *why;
     rlaas_lerr_e e;
 
+    /* a calendar's periods around now: the credit goes to now's */
+    if (z->cal != NULL)
+        periods = rlaas_calendar_table(
+            r->pool, z->cal, z->tz, apr_time_as_msec(apr_time_now()), &window);
     if (a == NULL) {
         memset(&lc, 0, sizeof(lc));
         lc.strategy = z->strategy;
         lc.key = key;
         lc.key_len = strlen(key);
         lc.limit = z->limit;
-        lc.window_ms = z->window_ms;
+        lc.window_ms =
+            periods != NULL ? periods->b[2] - periods->b[1] : z->window_ms;
+        lc.cal = periods;
         lc.cost = units;
         e = rlaas_backend_credit(r, &lc, 1, 0, given);
         return e == RLAAS_LERR_NONE
@@ -263,7 +272,9 @@ static const char *credit_one(request_rec *r, admin_redis_t *a,
     APR_ARRAY_PUSH(cmd, const char *) =
         apr_psprintf(r->pool, "%" APR_INT64_T_FMT, z->limit);
     APR_ARRAY_PUSH(cmd, const char *) =
-        apr_psprintf(r->pool, "%" APR_INT64_T_FMT, z->window_ms);
+        window != NULL
+            ? window
+            : apr_psprintf(r->pool, "%" APR_INT64_T_FMT, z->window_ms);
     APR_ARRAY_PUSH(cmd, const char *) =
         apr_psprintf(r->pool, "%" APR_INT64_T_FMT, units);
     APR_ARRAY_PUSH(cmd, const char *) = "0"; /* mode */

@@ -5,6 +5,7 @@
 #include "apr_strings.h"
 
 #include "rlaas_authuser.h"
+#include "rlaas_calendar.h"
 #include "rlaas_ip.h"
 #include "rlaas_keybuild.h"
 #include "rlaas_keysecret.h"
@@ -112,6 +113,8 @@ static void add_section(apr_pool_t *p, apr_hash_t *seen, server_rec *s,
     z.sources = d->sources;
     z.strategy = rlaas_dir_strategy(d);
     z.window_ms = rlaas_dir_window_ms(d);
+    z.cal = d->cal;
+    z.tz = rlaas_calendar_zone(rlaas_server_conf(s));
     z.limit = d->limit > 0 ? d->limit : 0;
     z.policy = 0;
     z.server = s;
@@ -188,6 +191,8 @@ void rlaas_admin_zones_build(apr_pool_t *pconf, apr_pool_t *ptemp,
             z.sources = pol->sources;
             z.strategy = pol->strategy;
             z.window_ms = pol->window_ms;
+            z.cal = pol->cal;
+            z.tz = rlaas_calendar_zone(rlaas_server_conf(pol->server));
             z.limit = pol->limit > 0 ? pol->limit : 0;
             z.policy = 1;
             z.server = s;
@@ -406,7 +411,21 @@ const char *rlaas_admin_keys(apr_pool_t *p, const rlaas_server_conf_t *sc,
         return NULL;
     }
     /* fixed: the window now and either side of it (clocks a little
-     * apart, a window that just ended) */
+     * apart, a window that just ended); a calendar's periods likewise */
+    if (z->cal != NULL) {
+        const rlaas_cal_table_t *tb;
+        const char *arg;
+        char name[RLAAS_CAL_NAME_MAX + 1];
+        int i;
+
+        tb = rlaas_calendar_table(p, z->cal, z->tz, now_ms, &arg);
+        for (i = 0; i < 3; i++) {
+            rlaas_cal_name(tb->tag, tb->b[i], name);
+            APR_ARRAY_PUSH(keys, const char *) =
+                apr_pstrcat(p, key, name, NULL);
+        }
+        return NULL;
+    }
     for (w = now_ms / z->window_ms - 1; w <= now_ms / z->window_ms + 1; w++)
         APR_ARRAY_PUSH(keys, const char *) =
             apr_psprintf(p, "%s%" APR_INT64_T_FMT, key, w);

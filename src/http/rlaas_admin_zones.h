@@ -26,6 +26,10 @@ typedef struct {
     const apr_array_header_t *sources; /* NULL: ip */
     rlaas_strategy_e strategy;
     int64_t window_ms;
+    /* a calendar window and the zone of its days (rlaas_calendar.h);
+     * NULL: none */
+    const rlaas_cal_t *cal;
+    const rlaas_tz_t *tz;
     int64_t limit;            /* 0: read per request (RLaaSLimit expr=) */
     int policy;               /* an RLaaSPolicy */
     const server_rec *server; /* the (virtual) host it is found in */

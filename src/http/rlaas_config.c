@@ -6,6 +6,7 @@
 #include "apr_strings.h"
 
 #include "rlaas_bytes.h"
+#include "rlaas_calendar.h"
 #include "rlaas_ip.h"
 #include "rlaas_keysecret.h"
 #include "rlaas_metrics.h"
@@ -201,6 +202,8 @@ void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     sc->user_case = PICK(user_case, -1);
     sc->tenant_roots = PICK(tenant_roots, NULL);
     sc->window_max = PICK(window_max, -1);
+    sc->tz = PICK(tz, NULL);
+    sc->tz_name = PICK(tz_name, NULL);
     sc->window_max_arg = PICK(window_max_arg, NULL);
     sc->log_max = PICK(log_max, -1);
     return sc;
@@ -662,6 +665,36 @@ static const char *policy_option(cmd_parms *cmd, rlaas_policy_t *p,
                         cmd->cmd->name, p->name, opt);
 }
 
+/* The window, w[2], and the calendar word after it if any: *next is the
+ * first option's place. */
+static const char *policy_window(cmd_parms *cmd, rlaas_policy_t *p,
+                                 const apr_array_header_t *w, int *next)
+{
+    const char *arg = APR_ARRAY_IDX(w, 2, char *);
+    const char *word = w->nelts > 3 ? APR_ARRAY_IDX(w, 3, char *) : "";
+    const char *err;
+
+    *next = 3;
+    if (strcasecmp(word, RLAAS_CAL_WORD) == 0) {
+        *next = 4;
+        err = rlaas_calendar_parse(
+            cmd, apr_pstrcat(cmd->pool, cmd->cmd->name, " ", p->name, NULL),
+            arg, word, &p->cal);
+        if (err != NULL)
+            return err;
+        p->window_ms = rlaas_cal_nominal_ms(p->cal);
+    }
+    else if ((err = rlaas_parse_duration_ms(arg, 1, RLAAS_WINDOW_MAX_MS,
+                                            &p->window_ms)) != NULL)
+        return apr_psprintf(cmd->pool,
+                            "%s %s: invalid window '%s': expected %s, from "
+                            "1ms to 30d (or Nd, Nw, NM followed by "
+                            "'" RLAAS_CAL_WORD "')",
+                            cmd->cmd->name, p->name, arg, err);
+    p->window_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->window_ms);
+    return NULL;
+}
+
 /* RLaaSPolicy NAME concurrency=N [timeout=DURATION] [key="SOURCES"]: at
  * most N requests of one identity in flight (rlaas_concurrency.h). */
 static const char *conc_policy(cmd_parms *cmd, rlaas_policy_t *p,
@@ -717,25 +750,32 @@ static const char *rate_policy(cmd_parms *cmd, rlaas_policy_t *p,
                             cmd->cmd->name, p->name, arg, err);
     p->limit_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->limit);
     arg = APR_ARRAY_IDX(w, 2, char *);
-    err = rlaas_parse_duration_ms(arg, 1, RLAAS_WINDOW_MAX_MS, &p->window_ms);
-    if (err != NULL)
-        return apr_psprintf(cmd->pool,
-                            "%s %s: invalid window '%s': expected %s, from "
-                            "1ms to 30d",
-                            cmd->cmd->name, p->name, arg, err);
-    p->window_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->window_ms);
-    for (i = 3; i < w->nelts; i++) {
+    if ((err = policy_window(cmd, p, w, &i)) != NULL)
+        return err;
+    for (; i < w->nelts; i++) {
         if ((err = policy_option(cmd, p, APR_ARRAY_IDX(w, i, char *))))
             return err;
     }
+    /* a calendar window counts with fixed, the one strategy it has */
+    if (p->strategy == RLAAS_STRATEGY_UNSET)
+        p->strategy =
+            p->cal != NULL ? RLAAS_STRATEGY_FIXED : RLAAS_DEFAULT_STRATEGY;
+    if ((err = rlaas_calendar_strategy(
+             cmd, apr_pstrcat(cmd->pool, cmd->cmd->name, " ", p->name, NULL),
+             apr_pstrcat(cmd->pool, arg, " " RLAAS_CAL_WORD " strategy=",
+                         rlaas_strategy_name(p->strategy), NULL),
+             p->cal, p->strategy)) != NULL)
+        return err;
     return NULL;
 }
 
-/* RLaaSPolicy NAME LIMIT WINDOW [strategy=S] [key="SOURCES"] [cost=N], or
+/* RLaaSPolicy NAME LIMIT WINDOW [calendar] [strategy=S] [key="SOURCES"]
+ * [cost=N], or
  * RLaaSPolicy NAME concurrency=N [timeout=DURATION] [key="SOURCES"] */
 static const char *set_policy(cmd_parms *cmd, void *dummy, const char *line)
 {
-    static const char usage[] = "NAME LIMIT WINDOW [strategy=STRATEGY] "
+    static const char usage[] = "NAME LIMIT WINDOW [calendar] "
+                                "[strategy=STRATEGY] "
                                 "[key=\"SOURCES\"] [cost=N]";
     rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
     apr_array_header_t *w;
@@ -756,7 +796,7 @@ static const char *set_policy(cmd_parms *cmd, void *dummy, const char *line)
                             cmd->cmd->name, usage, line);
     p = apr_pcalloc(cmd->pool, sizeof(*p));
     p->name = APR_ARRAY_IDX(w, 0, char *);
-    p->strategy = RLAAS_DEFAULT_STRATEGY;
+    p->strategy = RLAAS_STRATEGY_UNSET;
     if ((err = rlaas_parse_name(p->name)) != NULL)
         return apr_psprintf(cmd->pool,
                             "%s: invalid name '%s': expected %s (the name is "
@@ -1009,10 +1049,12 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     if (add->window_ms != -1) {
         d->window_ms = add->window_ms;
         d->window_arg = add->window_arg;
+        d->cal = add->cal;
     }
     else {
         d->window_ms = base->window_ms;
         d->window_arg = base->window_arg;
+        d->cal = base->cal;
     }
     if (add->sources != NULL) {
         d->sources = add->sources;
@@ -1178,16 +1220,31 @@ static const char *set_cost(cmd_parms *cmd, void *dv, const char *arg)
     return cost_over_limit(cmd, d);
 }
 
-static const char *set_window(cmd_parms *cmd, void *dv, const char *arg)
+/* RLaaSWindow DURATION [calendar] */
+static const char *set_window(cmd_parms *cmd, void *dv, const char *arg,
+                              const char *word)
 {
     rlaas_dir_conf_t *d = dv;
-    const char *err =
-        rlaas_parse_duration_ms(arg, 1, RLAAS_WINDOW_MAX_MS, &d->window_ms);
+    const char *err;
 
-    if (err != NULL)
+    d->cal = NULL;
+    if (word != NULL) {
+        if ((err = rlaas_calendar_parse(cmd, cmd->cmd->name, arg, word,
+                                        &d->cal)) != NULL)
+            return err;
+        if ((err = rlaas_calendar_strategy(
+                 cmd, cmd->cmd->name,
+                 apr_pstrcat(cmd->pool, arg, " ", word, NULL), d->cal,
+                 d->strategy)) != NULL)
+            return err;
+        d->window_ms = rlaas_cal_nominal_ms(d->cal);
+    }
+    else if ((err = rlaas_parse_duration_ms(arg, 1, RLAAS_WINDOW_MAX_MS,
+                                            &d->window_ms)) != NULL)
         return apr_psprintf(cmd->pool,
                             "%s: invalid value '%s': expected %s, "
-                            "from 1ms to 30d",
+                            "from 1ms to 30d (or Nd, Nw, NM followed by "
+                            "'" RLAAS_CAL_WORD "')",
                             cmd->cmd->name, arg, err);
     if ((err = rlaas_tenant_window_bound(cmd, arg, d->window_ms)) != NULL)
         return err;
@@ -1238,6 +1295,9 @@ static const char *set_strategy(cmd_parms *cmd, void *dv, const char *arg)
         return bad_value(cmd, arg, err);
     if (st == RLAAS_STRATEGY_SLIDING_LOG && d->lease == 1)
         return lease_vs_log(cmd, arg);
+    if ((err = rlaas_calendar_strategy(cmd, cmd->cmd->name, arg, d->cal, st)) !=
+        NULL)
+        return err;
     d->strategy = st;
     if ((err = bytes_conflict(cmd, d, arg)) != NULL)
         return err;
@@ -1504,7 +1564,8 @@ const command_rec rlaas_cmds[] = {
                       "Policies applied here and below: NAME, -NAME "
                       "(remove an inherited one) or none"),
     AP_INIT_RAW_ARGS(RLAAS_D_POLICY, set_policy, NULL, RSRC_CONF,
-                     "NAME LIMIT WINDOW [strategy=S] [key=\"SOURCES\"] "
+                     "NAME LIMIT WINDOW [calendar] [strategy=S] "
+                     "[key=\"SOURCES\"] "
                      "[cost=N] [countif=EXPR]: a named policy"),
     AP_INIT_TAKE_ARGV(RLAAS_D_ENFORCE, set_enforce, NULL, RSRC_CONF,
                       "Policies applied to every request of the server or "
@@ -1520,8 +1581,9 @@ const command_rec rlaas_cmds[] = {
     AP_INIT_TAKE1(RLAAS_D_LOCAL_DIVISOR, set_local_divisor, NULL, RSRC_CONF,
                   "With RLaaSFailOpen local: the number of servers the "
                   "limit is shared out among (default 1)"),
-    AP_INIT_TAKE1(RLAAS_D_WINDOW, set_window, NULL, DIR_SCOPE,
-                  "Window length: 500ms, 30s, 1m, 1h, 1d"),
+    AP_INIT_TAKE12(RLAAS_D_WINDOW, set_window, NULL, DIR_SCOPE,
+                   "Window length: 500ms, 30s, 1m, 1h, 1d; or 1d, 1w, 1M "
+                   "followed by calendar (periods of the calendar)"),
     AP_INIT_TAKE1(RLAAS_D_STRATEGY, set_strategy, NULL, DIR_SCOPE,
                   "Algorithm: " RLAAS_STRATEGY_CHOICES),
     AP_INIT_TAKE_ARGV(RLAAS_D_KEY_BY, set_key_by, NULL, DIR_SCOPE,
@@ -1583,6 +1645,8 @@ const command_rec rlaas_cmds[] = {
                  "On: with Sentinel and TLS, check the master's certificate "
                  "against the address the sentinels announce (default Off: "
                  "RLaaSRedisTLSServerName is required)"),
+    /* calendar windows: the zone their days start in */
+    RLAAS_CALENDAR_CMDS,
     {NULL}};
 
 /* ---- accessors ---- */
@@ -1620,8 +1684,10 @@ const char *rlaas_dir_window_arg(const rlaas_dir_conf_t *d)
 
 rlaas_strategy_e rlaas_dir_strategy(const rlaas_dir_conf_t *d)
 {
-    return d->strategy != RLAAS_STRATEGY_UNSET ? (rlaas_strategy_e)d->strategy
-                                               : RLAAS_DEFAULT_STRATEGY;
+    /* a calendar window counts with fixed, the one strategy it has */
+    if (d->strategy == RLAAS_STRATEGY_UNSET)
+        return d->cal != NULL ? RLAAS_STRATEGY_FIXED : RLAAS_DEFAULT_STRATEGY;
+    return (rlaas_strategy_e)d->strategy;
 }
 
 int rlaas_dir_fail_open(const rlaas_dir_conf_t *d)

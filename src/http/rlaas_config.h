@@ -14,6 +14,7 @@
 #include "ap_expr.h"
 #include "apr_hash.h"
 
+#include "rlaas_cal.h"
 #include "rlaas_headers.h"
 #include "rlaas_key.h"
 #include "rlaas_parse.h"
@@ -147,6 +148,9 @@ typedef struct {
     const char *limit_arg;
     int64_t window_ms;
     const char *window_arg;
+    /* the calendar word: periods of the calendar in the zone of the
+     * policy's host (window_ms their nominal length); NULL: none */
+    const rlaas_cal_t *cal;
     rlaas_strategy_e strategy;
     apr_array_header_t *sources; /* of rlaas_key_source_t; NULL: ip */
     int sources_need_user;
@@ -186,6 +190,10 @@ typedef struct {
     int64_t window_max;
     const char *window_max_arg;
     int64_t log_max;
+    /* RLaaSTimeZone: the zone of calendar windows (rlaas_calendar.h), and
+     * its name; NULL: unset (UTC) */
+    const rlaas_tz_t *tz;
+    const char *tz_name;
 } rlaas_server_conf_t;
 
 /* The settings of a section's own limit (rlaas_dir_conf_t.by_tenant):
@@ -213,6 +221,9 @@ typedef struct {
     int64_t limit_unit;
     int64_t window_ms; /* -1: unset */
     const char *window_arg;
+    /* RLaaSWindow N calendar: set with the window (window_ms its nominal
+     * length); NULL: a window of window_ms */
+    const rlaas_cal_t *cal;
     int strategy;                /* RLAAS_STRATEGY_UNSET */
     apr_array_header_t *sources; /* of rlaas_key_source_t; NULL: unset */
     int sources_need_user;       /* decide after authentication */

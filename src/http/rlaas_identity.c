@@ -163,7 +163,12 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
         int64_t w = spec->window_ms;
 
         *window_at = *len;
-        *len += rlaas_fmt_i64(key + *len, apr_time_as_msec(apr_time_now()) / w);
+        if (spec->periods != NULL)
+            *len += rlaas_cal_name(spec->periods->tag, spec->periods->b[1],
+                                   key + *len);
+        else
+            *len +=
+                rlaas_fmt_i64(key + *len, apr_time_as_msec(apr_time_now()) / w);
         key[*len] = '\0';
     }
     return key;

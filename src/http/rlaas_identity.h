@@ -20,13 +20,17 @@ typedef struct {
     const apr_array_header_t *sources; /* of rlaas_key_source_t; NULL: ip */
     rlaas_strategy_e strategy;
     int64_t window_ms; /* fixed with Redis Cluster: its window's number */
+    /* ... or its calendar's periods: the name of now's (rlaas_cal.h);
+     * NULL: none */
+    const rlaas_cal_table_t *periods;
 } rlaas_identity_spec_t;
 
 /* Returns the whole key the policy's strategy script writes, suffix
  * included, allocated from r->pool, and its length in *len (0 if the key
  * can't be built). IPv6 clients are grouped as sc says; with Redis
  * Cluster the identity is a hash tag, and for fixed the key ends in the
- * window number, which starts at *window_at (else 0). */
+ * window number (a calendar's: the period's name, "1d+<start ms>"), which
+ * starts at *window_at (else 0). */
 const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
                                const rlaas_identity_spec_t *spec, size_t *len,
                                size_t *window_at);

@@ -23,6 +23,7 @@ typedef enum {
     WHY_DRY_RUN,
     WHY_BAN,
     WHY_REFUND,
+    WHY_CALENDAR,
     WHY_COUNT
 } why_e;
 
@@ -36,7 +37,9 @@ static const char *const whys[WHY_COUNT] = {
     "bans (RLaaSBan, or a ban of its zone honoured): a ban is read with "
     "every decision",
     "counting by outcome (RLaaSCountIf, countif=): each check is charged, "
-    "and given back when the condition turns out false"};
+    "and given back when the condition turns out false",
+    "a calendar window (RLaaSWindow N calendar): its periods are Redis' "
+    "to pick"};
 
 static volatile apr_uint32_t told[WHY_COUNT];
 
@@ -85,6 +88,8 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
         return not_here(r, it, WHY_CLUSTER);
     if (it->call.strategy == RLAAS_STRATEGY_SLIDING_LOG)
         return not_here(r, it, WHY_LOG);
+    if (it->cal != NULL)
+        return not_here(r, it, WHY_CALENDAR);
     if (it->dry_run || (it->call.mode & RLAAS_MODE_DRY_RUN))
         return not_here(r, it, WHY_DRY_RUN);
     if (it->call.mode != 0)

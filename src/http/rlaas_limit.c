@@ -510,6 +510,7 @@ static void ban_prepare(decision_t *dc)
     spec.sources = dc->d->sources;
     spec.strategy = RLAAS_KEY_BAN;
     spec.window_ms = 0;
+    spec.periods = NULL;
     dc->ban_key =
         rlaas_identity_key(r, sc, &spec, &dc->ban_key_len, &window_at);
     if (dc->ban_key_len == 0)
@@ -614,6 +615,9 @@ static void to_local(const rlaas_item_t *it, int divisor, rlaas_local_call_t *c)
     c->token = 0;
     if (it->conc)
         rlaas_conc_token_parse(it->call.cost, RLAAS_CONC_TOKEN_LEN, &c->token);
+    c->zone_len = it->zone_len;
+    /* a calendar's periods: the engine picks the one holding its time */
+    c->cal = it->periods;
 }
 
 /* The local engine decides every policy of the decision together, each

@@ -4,6 +4,7 @@
 #include "apr_strings.h"
 
 #include "rlaas_bytes.h"
+#include "rlaas_calendar.h"
 #include "rlaas_clock.h"
 #include "rlaas_concurrency.h"
 #include "rlaas_identity.h"
@@ -45,6 +46,8 @@ static void named(rlaas_item_t *it, const rlaas_policy_t *p, int enforced,
     it->call.cost = p->cost_arg;
     /* concurrency=N: slots in flight, its token for a cost */
     it->conc = p->strategy == RLAAS_CONCURRENCY;
+    it->cal = p->cal;
+    it->tz = rlaas_calendar_zone(rlaas_server_conf(p->server));
 }
 
 static void own(rlaas_item_t *it, const rlaas_dir_conf_t *d)
@@ -62,6 +65,7 @@ static void own(rlaas_item_t *it, const rlaas_dir_conf_t *d)
     it->call.strategy = rlaas_dir_strategy(d);
     it->call.limit = d->limit_arg;
     it->call.window = rlaas_dir_window_arg(d);
+    it->cal = d->cal;
 }
 
 /* The policies: the host's enforced ones, and unless only those are
@@ -202,6 +206,36 @@ static void cost_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it,
     }
 }
 
+/* A calendar window: the periods around the module's time (the engine
+ * picks the one holding its own). Only fixed counts in them: a section
+ * that inherits a calendar window and sets another strategy (or the
+ * reverse, where no one file holds both) is undecided. */
+static const char *periods_of(request_rec *r, rlaas_item_t *it)
+{
+    long dropped;
+
+    if (it->call.strategy != RLAAS_STRATEGY_FIXED) {
+        dropped = rlaas_log_gate_pass(&gate_value, rlaas_clock_us(), 1);
+        if (dropped >= 0)
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r,
+                          "RLAAS0190: %s: a calendar window (" RLAAS_D_WINDOW
+                          " N " RLAAS_CAL_WORD ") with the %s strategy, "
+                          "inherited from another section: only fixed "
+                          "counts in calendar periods; the request is "
+                          "undecided%s",
+                          it->name, rlaas_strategy_name(it->call.strategy),
+                          dropped > 0 ? " (and similar lines since)" : "");
+        return "a calendar window with a strategy other than fixed";
+    }
+    if (it->tz == NULL)
+        it->tz = rlaas_calendar_zone(rlaas_server_conf(r->server));
+    it->periods = rlaas_calendar_table(r->pool, it->cal, it->tz,
+                                       apr_time_as_msec(apr_time_now()),
+                                       &it->call.window);
+    it->window_ms = it->periods->b[2] - it->periods->b[1];
+    return NULL;
+}
+
 static void key_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it)
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
@@ -209,6 +243,7 @@ static void key_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it)
 
     spec.strategy = it->call.strategy;
     spec.window_ms = it->window_ms;
+    spec.periods = it->periods;
     if (it->p != NULL) {
         /* a policy counts under the key prefix of where it was declared */
         spec.prefix = rlaas_server_prefix(rlaas_server_conf(it->p->server));
@@ -309,6 +344,8 @@ const char *rlaas_policies_prepare(request_rec *r, const rlaas_dir_conf_t *d,
         }
         if (it[i].dry_run)
             it[i].call.mode |= RLAAS_MODE_DRY_RUN;
+        if (it[i].cal != NULL && (err = periods_of(r, &it[i])) != NULL)
+            return err;
         key_of(r, d, &it[i]);
         if (it[i].call.key_len == 0)
             return "the key could not be built";

@@ -25,7 +25,13 @@ typedef struct {
     int need_user; /* keyed by the user: decided when the name is known */
     int metric;    /* its row handle (rlaas_metrics_name) */
     int64_t limit;
-    int64_t window_ms;
+    int64_t window_ms; /* a calendar's: the length of now's period */
+    /* a calendar window (rlaas_calendar.h): its periods in its host's zone,
+     * and, once prepared, those around now (call.window their argument);
+     * NULL: none */
+    const rlaas_cal_t *cal;
+    const rlaas_tz_t *tz;
+    const rlaas_cal_table_t *periods;
     rlaas_call_t call; /* strategy, key, limit, window, cost, mode */
     /* RLaaSCost bytes: checked (cost 0), charged after the response in
      * units of this many bytes; 0: it counts requests */

@@ -211,6 +211,7 @@ static int prepare(const rlaas_local_call_t *call, int64_t now_ms,
     p->ac.cost = call->cost;
     p->ac.mode = call->mode;
     p->ac.commit = 1;
+    p->ac.cal = call->cal;
     if (!rlaas_algo_call_ok(&p->ac) ||
         call->key_len > RLAAS_TABLE_KEY_MAX - RLAAS_ALGO_SUFFIX_MAX)
         return 0;
@@ -553,7 +554,9 @@ static int credit_fn(void *baton, void *val, size_t *len,
                              &cr->given) != RLAAS_ALGO_STORE;
 }
 
-/* A credit's key and arguments: fixed's record is its charge's window. */
+/* A credit's key and arguments: fixed's record is its charge's window.
+ * A charge outside a calendar's periods is given nothing back (as the
+ * script): any period's record is held, and the credit leaves it. */
 static int prepare_credit(const rlaas_local_call_t *call, int64_t at,
                           int64_t now_ms, prepared_t *p)
 {
@@ -561,11 +564,14 @@ static int prepare_credit(const rlaas_local_call_t *call, int64_t at,
 
     one.cost = 1;
     if (call->strategy == RLAAS_LOCAL_BAN ||
-        call->strategy == RLAAS_LOCAL_CONC || !prepare(&one, at, p))
+        call->strategy == RLAAS_LOCAL_CONC ||
+        (!prepare(&one, at, p) &&
+         (call->cal == NULL || !prepare(&one, call->cal->b[1], p))))
         return 0;
     p->ac.now_ms = now_ms;
     p->ac.cost = call->cost;
-    return call->cost >= 1 && call->cost <= RLAAS_LIMIT_MAX &&
+    return call->cost >= 1 &&
+           call->cost <= rlaas_algo_limit_max(call->strategy) &&
            (call->mode & ~RLAAS_ALGO_LIMIT_VARIES) == 0;
 }
 

@@ -44,6 +44,9 @@ typedef struct {
      * records that still limit anyone (rlaas_table.h). */
     size_t zone_len;
     uint64_t token; /* RLAAS_LOCAL_CONC: the request's slot */
+    /* fixed with a calendar window: the periods around now (the call is
+     * refused, RLAAS_LERR_CALL, when now is in none); NULL: none */
+    const rlaas_cal_table_t *cal;
 } rlaas_local_call_t;
 
 /* A concurrency limit (RLaaSConcurrency, rlaas_conc.h) among a request's
@@ -121,7 +124,7 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
                                 rlaas_local_record_t *recs);
 
 /* A credit, as lua/credit.lua gives it (rlaas_algo_credit): calls[i].cost
- * units (1 .. RLAAS_LIMIT_MAX) back to each call's record, charged at
+ * units (1 .. rlaas_algo_limit_max) back to each call's record, charged at
  * least age_ms ago (0: now; fixed finds its window's record by that
  * time), with the locks of all the records held together. A record that
  * holds no state is left alone. given gets the units each gave back; recs

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rlaas_cal.h"
 #include "rlaas_clock.h"
 #include "rlaas_pipeline.h"
 #include "rlaas_resp.h"
@@ -259,25 +260,46 @@ static void reload_and_retry(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
     }
 }
 
+/* The name of the window holding Redis' time t, for a call's window
+ * argument: its number, or a calendar's period (rlaas_cal.h); into buf
+ * (RLAAS_CAL_NAME_MAX + 1 bytes). 0 when there is none (a calendar's
+ * periods that do not reach t): the call goes again as it was, and is
+ * refused again. */
+static size_t window_name(const char *window, long long t, char *buf)
+{
+    rlaas_cal_table_t tb;
+    int64_t from, to;
+    long long w;
+
+    if (strchr(window, '/') != NULL) {
+        if (!rlaas_cal_arg_read(window, strlen(window), &tb) ||
+            !rlaas_cal_pick(&tb, t, &from, &to))
+            return 0;
+        return rlaas_cal_name(tb.tag, from, buf);
+    }
+    w = atoll(window);
+    return w > 0 ? (size_t)snprintf(buf, RLAAS_CAL_NAME_MAX + 1, "%lld", t / w)
+                 : 0;
+}
+
 /* A job again, each declared window the one of Redis' time ms. */
 static void rekey(rlaas_job_t *j)
 {
+    char name[RLAAS_CAL_NAME_MAX + 1];
+    size_t n;
     int i;
 
     for (i = 0; i < j->n; i++) {
         const rlaas_call_t *call = &j->calls[i];
         size_t at = call->window_at;
-        long long w = atoll(call->window);
 
         j->again[i] = *call;
         j->again[i].window_at = 0; /* once */
-        if (at == 0 || w <= 0)
+        if (at == 0 || (n = window_name(call->window, j->window, name)) == 0)
             continue;
         memcpy(j->again_key[i], call->key, at);
-        j->again[i].key_len =
-            at + (size_t)snprintf(j->again_key[i] + at,
-                                  sizeof(j->again_key[i]) - at, "%lld",
-                                  j->window / w);
+        memcpy(j->again_key[i] + at, name, n);
+        j->again[i].key_len = at + n;
         j->again[i].key = j->again_key[i];
     }
     j->calls = j->again;

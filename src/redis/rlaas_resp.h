@@ -51,10 +51,12 @@ typedef struct {
     rlaas_strategy_e strategy;
     const char *key;
     size_t key_len;
-    const char *limit;  /* decimal */
-    const char *window; /* decimal milliseconds */
-    const char *cost;   /* decimal units; NULL: 1 */
-    int mode;           /* RLAAS_MODE_* */
+    const char *limit; /* decimal */
+    /* decimal milliseconds, or (fixed) a calendar's periods, at most
+     * RLAAS_CAL_ARG_MAX bytes (rlaas_cal.h) */
+    const char *window;
+    const char *cost; /* decimal units; NULL: 1 */
+    int mode;         /* RLAAS_MODE_* */
     /* Redis Cluster: ASKING goes first (the key's slot is being imported
      * by this node); the first call of a job says it for all */
     int asking;

@@ -5,6 +5,8 @@
  * call (t/lua/ScriptTest.pm) and against one model (t/lua/30-model.t).
  *
  *   hit STRATEGY KEY LIMIT WINDOW_MS NOW_MS [COST [MODE]]
+ *       (WINDOW_MS may be a calendar's periods, as the scripts take them:
+ *       TAG/B0/B1/B2/B3, src/core/rlaas_cal.h)
  *       -> ALLOWED REMAINING RESET_MS RETRY_MS RECORD_KEY TTL_MS
  *   multi NOW_MS STRATEGY KEY LIMIT WINDOW_MS COST MODE ...  (1 to 8)
  *       -> the four integers of each, then RECORD_KEY TTL_MS of each
@@ -33,6 +35,7 @@
 #define ARGS_MAX    (3 + 6 * RLAAS_LOCAL_CALLS_MAX)
 
 static void *mem;
+static rlaas_cal_table_t cals[RLAAS_LOCAL_CALLS_MAX];
 
 static rlaas_local_t *fresh(void)
 {
@@ -53,12 +56,20 @@ static int64_t num(const char *s, int *ok)
 
 /* One policy from arg[0..n): STRATEGY KEY LIMIT WINDOW_MS [COST [MODE]];
  * STRATEGY "ban": a ban, KEY LENGTH_MS MAX_MS FACTOR 0; "conc": a
- * concurrency limit, KEY N TIMEOUT_MS TOKEN MODE. */
-static int policy(char **arg, int n, rlaas_local_call_t *call)
+ * concurrency limit, KEY N TIMEOUT_MS TOKEN MODE. A calendar's
+ * periods go into *cal. */
+static int policy(char **arg, int n, rlaas_local_call_t *call,
+                  rlaas_cal_table_t *cal)
 {
     int ok = n >= 4 && n <= 6, conc = ok && strcmp(arg[0], "conc") == 0;
 
     memset(call, 0, sizeof(*call));
+    if (ok && strchr(arg[3], '/') != NULL) {
+        /* the window a calendar's period has, for the range checks */
+        if (!rlaas_cal_arg_read(arg[3], strlen(arg[3]), cal))
+            return 0;
+        call->cal = cal;
+    }
     if (ok && strcmp(arg[0], "ban") == 0)
         call->strategy = RLAAS_LOCAL_BAN;
     else if (conc)
@@ -68,7 +79,8 @@ static int policy(char **arg, int n, rlaas_local_call_t *call)
     call->key = arg[1];
     call->key_len = strlen(arg[1]);
     call->limit = num(arg[2], &ok);
-    call->window_ms = num(arg[3], &ok);
+    call->window_ms =
+        call->cal != NULL ? cal->b[2] - cal->b[1] : num(arg[3], &ok);
     if (conc)
         ok = ok && n > 4 &&
              rlaas_conc_token_parse(arg[4], strlen(arg[4]), &call->token);
@@ -112,7 +124,7 @@ static void hit(rlaas_local_t *lc, char **arg, int n)
         pol[4] = arg[6];
     if (n > 7)
         pol[5] = arg[7];
-    if (!ok || n > 8 || !policy(pol, n - 2, &call)) {
+    if (!ok || n > 8 || !policy(pol, n - 2, &call, &cals[0])) {
         printf("ERR usage: hit STRATEGY KEY LIMIT WINDOW_MS NOW_MS "
                "[COST [MODE]]\n");
         return;
@@ -127,7 +139,7 @@ static void multi(rlaas_local_t *lc, char **arg, int n)
     int64_t now = ok ? num(arg[1], &ok) : 0;
 
     for (i = 0; ok && i < k; i++)
-        ok = policy(arg + 2 + 6 * i, 6, &calls[i]);
+        ok = policy(arg + 2 + 6 * i, 6, &calls[i], &cals[i]);
     if (!ok || k > RLAAS_LOCAL_CALLS_MAX) {
         printf("ERR usage: multi NOW_MS (STRATEGY KEY LIMIT WINDOW_MS COST "
                "MODE)...\n");
@@ -146,7 +158,7 @@ static void credit(rlaas_local_t *lc, char **arg, int n)
     rlaas_lerr_e e;
 
     for (i = 0; ok && i < k; i++)
-        ok = policy(arg + 3 + 6 * i, 6, &calls[i]);
+        ok = policy(arg + 3 + 6 * i, 6, &calls[i], &cals[i]);
     if (!ok || k > RLAAS_LOCAL_CALLS_MAX) {
         printf("ERR usage: credit NOW_MS AGE_MS (STRATEGY KEY LIMIT "
                "WINDOW_MS UNITS MODE)...\n");
@@ -174,7 +186,7 @@ static void release(rlaas_local_t *lc, char **arg, int n)
     rlaas_lerr_e e;
 
     for (i = 0; ok && i < k && i < RLAAS_LOCAL_CALLS_MAX; i++)
-        ok = policy(arg + 2 + 6 * i, 6, &calls[i]);
+        ok = policy(arg + 2 + 6 * i, 6, &calls[i], &cals[i]);
     if (!ok || k > RLAAS_LOCAL_CALLS_MAX) {
         printf("ERR usage: release NOW_MS (conc KEY N TIMEOUT_MS TOKEN "
                "MODE)...\n");

@@ -18,7 +18,7 @@ static unsigned char st[RLAAS_ALGO_STATE_MAX];
 static rlaas_algo_call_t call(rlaas_strategy_e s, int64_t L, int64_t W,
                               int64_t now)
 {
-    rlaas_algo_call_t c = {s, L, W, now, 1, 0, 1};
+    rlaas_algo_call_t c = {s, L, W, now, 1, 0, 1, NULL};
 
     return c;
 }
@@ -58,8 +58,9 @@ static void suffixes_are_what_the_scripts_append(void **state)
 
 static void calls_out_of_range_refused(void **state)
 {
+    /* -2: the strategy's highest limit, plus one (fixed takes 2^50) */
     static const int64_t bad[][3] = {
-        {0, 1000, T0}, {RLAAS_LIMIT_MAX + 1, 1000, T0},
+        {0, 1000, T0}, {-2, 1000, T0},
         {5, 0, T0},    {5, RLAAS_ALGO_WINDOW_MAX + 1, T0},
         {5, 1000, -1}, {5, 1000, RLAAS_ALGO_NOW_MAX + 1}};
     rlaas_verdict_t v;
@@ -73,6 +74,8 @@ static void calls_out_of_range_refused(void **state)
         for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
             rlaas_algo_call_t c = call(s, bad[i][0], bad[i][1], bad[i][2]);
 
+            if (bad[i][0] == -2)
+                c.limit = rlaas_algo_limit_max(s) + 1;
             assert_int_equal(hit(&c, st, &len, &ttl, &v), -1);
         }
     }

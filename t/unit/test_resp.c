@@ -12,6 +12,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "rlaas_cal.h"
 #include "rlaas_resp.h"
 #include "rlaas_verdict.h"
 
@@ -190,6 +191,40 @@ static void concurrency_and_release(void **state)
     free(expect);
 }
 
+/* A calendar window's argument (src/core/rlaas_cal.h) at its longest:
+ * the room of a call holds it too. */
+static void calendar_windows_fit(void **state)
+{
+    static const char *const big20 = "99999999999999999999";
+    char cal[RLAAS_CAL_ARG_MAX + 1];
+    char bigkey[3000];
+    rlaas_call_t c[RLAAS_CALL_POLICIES_MAX];
+    size_t n;
+    int i;
+
+    (void)state;
+    n = (size_t)snprintf(cal, sizeof(cal), "52w/%s/%s/%s/%s",
+                         "9999999999999996", "9999999999999997",
+                         "9999999999999998", "9999999999999999");
+    assert_int_equal(n, RLAAS_CAL_ARG_MAX);
+    memset(bigkey, 'k', sizeof(bigkey));
+    memset(c, 0, sizeof(c));
+    for (i = 0; i < RLAAS_CALL_POLICIES_MAX; i++) {
+        c[i].strategy = RLAAS_STRATEGY_FIXED;
+        c[i].key = bigkey;
+        c[i].key_len = sizeof(bigkey) - (size_t)i;
+        c[i].limit = big20;
+        c[i].window = cal;
+        c[i].cost = big20;
+        c[i].mode = 7;
+    }
+    for (i = 1; i <= RLAAS_CALL_POLICIES_MAX; i++)
+        call_same_as_hiredis(c, i);
+    c[0].mode = 0;
+    c[0].cost = NULL;
+    call_same_as_hiredis(c, 1);
+}
+
 static void integers(void **state)
 {
     char b[24];
@@ -211,6 +246,7 @@ int main(void)
         cmocka_unit_test(matches_hiredis),
         cmocka_unit_test(calls_match_hiredis),
         cmocka_unit_test(concurrency_and_release),
+        cmocka_unit_test(calendar_windows_fit),
         cmocka_unit_test(integers),
     };
 

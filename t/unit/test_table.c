@@ -282,7 +282,7 @@ static void *worker(void *arg)
 {
     worker_t *w = arg;
     rlaas_local_call_t call = {
-        RLAAS_STRATEGY_FIXED, "rlaas:hot", 9, 5000, 3600000, 1, 0, 0, 0};
+        RLAAS_STRATEGY_FIXED, "rlaas:hot", 9, 5000, 3600000, 1, 0, 0, 0, NULL};
     int i;
 
     for (i = 0; i < w->n; i++) {
@@ -336,9 +336,9 @@ static void *pair_worker(void *arg)
 {
     pair_worker_t *w = arg;
     rlaas_local_call_t c[2] = {{RLAAS_STRATEGY_FIXED, "rlaas:per-minute:ip", 19,
-                                100, 60000, 1, 0, 0, 0},
+                                100, 60000, 1, 0, 0, 0, NULL},
                                {RLAAS_STRATEGY_GCRA, "rlaas:per-hour:ip:gcra",
-                                22, 150, 3600000, 1, 0, 0, 0}};
+                                22, 150, 3600000, 1, 0, 0, 0, NULL}};
     int i;
 
     if (w->reverse) {
@@ -370,7 +370,7 @@ static void two_policies_all_or_nothing(void **state)
                                 0,
                                 0,
                                 0,
-                                0};
+                                0, NULL};
     rlaas_local_call_t twice[2] = {check, check};
     pthread_t th[16];
     pair_worker_t w[16];
@@ -787,8 +787,8 @@ static void no_room_for_all_charges_none(void **state)
     size_t bytes;
     rlaas_table_t *t = small_table(&mem, &bytes);
     rlaas_local_call_t c[2] = {
-        {RLAAS_STRATEGY_TOKEN, "q:tok:alice", 11, 10, 60000, 1, 0, 2, 0},
-        {RLAAS_STRATEGY_FIXED, "q:fix:alice:", 12, 10, 60000, 1, 0, 2, 0}};
+        {RLAAS_STRATEGY_TOKEN, "q:tok:alice", 11, 10, 60000, 1, 0, 2, 0, NULL},
+        {RLAAS_STRATEGY_FIXED, "q:fix:alice:", 12, 10, 60000, 1, 0, 2, 0, NULL}};
     rlaas_table_stats_t st;
     rlaas_verdict_t v[2];
     counter_t k;
@@ -837,7 +837,7 @@ static void first_charge_fits_its_room(void **state)
     for (st = 0; st < RLAAS_STRATEGY_COUNT; st++) {
         char key[16];
         rlaas_local_call_t c = {
-            (rlaas_strategy_e)st, key, 0, 10, 60000, 1, 0, 2, 0};
+            (rlaas_strategy_e)st, key, 0, 10, 60000, 1, 0, 2, 0, NULL};
 
         c.key_len = (size_t)snprintf(key, sizeof(key), "f:%d:", st);
 
