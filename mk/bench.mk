@@ -31,6 +31,11 @@ $(FLOOR_MODULE): $(MODULE) bench/mod_rlaas_floor.c $(FLOOR_SCRIPTS)
 	    $(patsubst %.c,%.lo,$(CORE_SRC)) \
 	    -lhiredis -lssl -lcrypto >$(FLOOR_DIR)/apxs.log 2>&1 || \
 	    { cat $(FLOOR_DIR)/apxs.log; exit 1; }
+# (the floor's own objects land beside its source; build/ goes with clean)
+.PHONY: bench-floor-clean
+clean: bench-floor-clean
+bench-floor-clean:
+	rm -rf bench/*.lo bench/*.slo bench/*.o bench/.libs
 # make bench-local: instructions per decision of the local engine under
 # callgrind (bench/local_ir.sh); BASE=main beside it to compare.
 .PHONY: bench-local
