@@ -10,16 +10,41 @@
 # Every limiter is configured so that it does its whole work on every
 # request and never refuses one (the non-2xx column must be 0).
 #
+# Two figures make the table readable on any machine:
+#   x floor   CPU per request (web server + Redis) over that of the floor
+#             case in the same round, median of the rounds: what a design
+#             costs as a multiple of the one round trip every Redis-backed
+#             limiter must make, whatever the machine's speed or load.
+#   instr/req instructions of the web server per request, which do not
+#             swing with the machine's load: counted by perf for the
+#             measured seconds where the CPU's counters are readable (most
+#             bare machines), else by callgrind on a short run of
+#             BENCH_IR_REQUESTS requests, one connection (virtual machines,
+#             containers); user space only under callgrind.
+# Also, from Redis' INFO commandstats around the measured seconds: the
+# scripts called per request (EVALSHA: 1 for a round trip per request,
+# near 0 with a lease) and the commands Redis ran per request, those run
+# inside the scripts included.
+#
 #   apache              httpd (event MPM), no limiter
+#   floor               one round trip to Redis per request and nothing
+#                       else: bench/mod_rlaas_floor.c, mod_rlaas' own Redis
+#                       engine (pool, pipeline, exchange; the very objects
+#                       of mod_rlaas.so) running a script that returns a
+#                       constant verdict (bench/floor.lua)
 #   rlaas-<st>          mod_rlaas, Redis, strategy <st>, one client
 #   rlaas-gcra-nopipe   the same, RLaaSRedisPipeline off
 #   rlaas-local-<st>    mod_rlaas, RLaaSBackend local (when built in)
 #   rlaas-lease-<st>    mod_rlaas, Redis, RLaaSLease on: the client's quota
 #                       taken in portions, spent in shared memory (fixed,
 #                       gcra, token)
-#   mod_qos             QS_ClientEventLimitCount on every request (32000 a
-#                       second per client, its largest; shared
-#                       memory, one global mutex)
+#   mod_qos             QS_ClientEventLimitCount on every request (shared
+#                       memory, one global mutex): each request counted as
+#                       it starts and taken off as it is logged
+#                       (QS_Limit_Decrement), so the count (requests in
+#                       flight) never nears the limit; a count per second
+#                       cannot do it: the counter is a short and a window
+#                       of N seconds spans up to N + 1
 #   mod_evasive         per child, nothing shared
 #   nginx               no limiter
 #   nginx-limit_req     limit_req (shared memory zone)
@@ -29,9 +54,12 @@
 #
 # Installs what it needs when run as root (Debian packages nginx,
 # libnginx-mod-http-lua, lua-nginx-redis, libapache2-mod-qos,
-# libapache2-mod-evasive, wrk, gnuplot-nox). Output: build/bench-peers/.
+# libapache2-mod-evasive, wrk, gnuplot-nox; valgrind for instr/req where
+# perf cannot count). Output: build/bench-peers/.
 # Environment: BENCH_SECONDS (5), BENCH_ROUNDS (2), BENCH_CONNS (32),
-# BENCH_CASES (a regex selecting case names).
+# BENCH_CASES (a regex selecting case names), BENCH_IR (auto: perf if it
+# can count instructions here, else callgrind; perf, callgrind or off),
+# BENCH_IR_REQUESTS (1000).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,6 +69,11 @@ ROUNDS=${BENCH_ROUNDS:-2}
 CONNS=${BENCH_CONNS:-32}
 SELECT=${BENCH_CASES:-.}
 OUT=${BENCH_OUT:-$top/build/bench-peers}
+IR=${BENCH_IR:-auto}
+IR_REQS=${BENCH_IR_REQUESTS:-1000}
+# (another event than instructions only to try the perf path where the
+# CPU's counters cannot be read)
+PERF_EVENT=${BENCH_PERF_EVENT:-instructions}
 
 PKGS="apache2 apache2-dev libhiredis-dev libssl-dev redis-server wrk gnuplot-nox
       nginx libnginx-mod-http-lua lua-nginx-redis libapache2-mod-qos
@@ -69,12 +102,39 @@ fi
 systemctl stop nginx apache2 >/dev/null 2>&1 || true
 make -s >/dev/null 2>&1 || make -s
 make -s lua >/dev/null 2>&1 || true
+make -s bench-floor >/dev/null 2>&1 || make -s bench-floor
+
+# How instructions are counted: perf where the CPU's counters can be read
+# (a virtual machine often has none: "<not supported>"), else callgrind.
+perf_counts() {
+    local out
+    command -v perf >/dev/null || return 1
+    out=$(perf stat -x, -e "$PERF_EVENT" true 2>&1) || return 1
+    grep -q "^[0-9][0-9.]*," <<<"$out"
+}
+if [ "$IR" = auto ]; then
+    if perf_counts; then IR=perf
+    elif command -v valgrind >/dev/null; then IR=callgrind
+    else IR=off
+    fi
+fi
+case $IR in
+perf) perf_counts || { echo "perf cannot count $PERF_EVENT here (BENCH_IR=callgrind)"; exit 1; } ;;
+callgrind)
+    if ! command -v valgrind >/dev/null || ! command -v ab >/dev/null; then
+        echo "BENCH_IR=callgrind needs valgrind and ab (apache2-utils)"
+        exit 1
+    fi ;;
+off) ;;
+*) echo "BENCH_IR: auto, perf, callgrind or off"; exit 1 ;;
+esac
 
 mkdir -p "$OUT"
 work=$(mktemp -d /tmp/rlaas-peers.XXXXXX)
 chmod 755 "$work"
 MODDIR=$(apxs -q LIBEXECDIR)
 cp .libs/mod_rlaas.so "$work/mod_rlaas.so"
+cp build/floor/.libs/mod_rlaas_floor.so "$work/mod_rlaas_floor.so"
 mkdir -p "$work/htdocs" "$work/nginx"
 printf 'hello\n' >"$work/htdocs/index.html"
 chmod -R a+rX "$work"
@@ -194,6 +254,7 @@ add() {
     KIND[$1]=$2
 }
 add apache apache
+add floor apache
 for st in fixed gcra sliding-window-algo; do add "rlaas-$st" apache; done
 add rlaas-gcra-nopipe apache
 if takes "RLaaSBackend local"; then
@@ -216,6 +277,8 @@ configure() {
     local name=$1 st
     case $name in
     apache) apache_conf "" ;;
+    floor) apache_conf "LoadModule rlaas_floor_module $work/mod_rlaas_floor.so
+RLaaSBenchFloor 127.0.0.1:$REDIS_PORT" ;;
     rlaas-gcra-nopipe) apache_conf "$(rlaas gcra 'RLaaSRedisPipeline off')" ;;
     rlaas-local-*) st=${name#rlaas-local-}
         apache_conf "$(rlaas "$st" 'RLaaSBackend local')" ;;
@@ -229,7 +292,8 @@ configure() {
 LoadModule qos_module $MODDIR/mod_qos.so
 QS_ClientEntries 100000
 SetEnvIf Request_URI . QS_Limit=yes
-QS_ClientEventLimitCount 32000 1" ;;
+SetEnvIf Request_URI . QS_Limit_Decrement=1
+QS_ClientEventLimitCount 1000 60" ;;
     mod_evasive) apache_conf "LoadModule evasive20_module $MODDIR/mod_evasive20.so
 DOSHashTableSize 3097
 DOSPageCount 1000000000
@@ -275,31 +339,58 @@ ticks() {
         awk '{ s += $1 } END { print s + 0 }'
 }
 
-# name rps p50 p99 server_us redis_us wrk_us requests non2xx
+# The web server's processes now.
+server_pids() {
+    if [ "${KIND[$1]}" = nginx ]; then
+        echo "$(cat "$work/nginx.pid") $(pgrep -P "$(cat "$work/nginx.pid")" | tr '\n' ' ')"
+    else
+        pgrep -f "apache2 -f $work/httpd.conf" | tr '\n' ' '
+    fi
+}
+
+# Scripts called, and commands run (those inside scripts too, INFO left
+# out), so far.
+redis_calls() {
+    rcli info commandstats | awk -F'[:=,]' '
+        /^cmdstat_/ && $1 != "cmdstat_info" { n += $3 }
+        $1 ~ /^cmdstat_(eval|evalsha|eval_ro|evalsha_ro|fcall|fcall_ro)$/ { e += $3 }
+        END { print e + 0, n + 0 }'
+}
+
+# name rps p50 p99 server_us redis_us wrk_us requests non2xx instr/req
+# scripts/req commands/req (instr/req -1 unless perf counts)
 run_case() {
-    local name=$1 sp rp s0 r0 s1 r1
+    local name=$1 sp rp s0 r0 s1 r1 c0 c1 perf_pid=""
     configure "$name"
     rcli flushall >/dev/null
     rcli script load "$(cat build/lua/gcra.lua)" >/dev/null
     start "$name"
     wrk -t1 -c"$CONNS" -d1s -s "$work/one.lua" \
         "http://127.0.0.1:$HTTP_PORT/index.html" >/dev/null 2>&1
-    if [ "${KIND[$name]}" = nginx ]; then
-        sp="$(cat "$work/nginx.pid") $(pgrep -P "$(cat "$work/nginx.pid")" | tr '\n' ' ')"
-    else
-        sp=$(pgrep -f "apache2 -f $work/httpd.conf" | tr '\n' ' ')
-    fi
+    sp=$(server_pids "$name")
     rp=$(cat "$work/redis.pid")
     # shellcheck disable=SC2086
-    s0=$(ticks $sp) r0=$(ticks "$rp")
+    s0=$(ticks $sp) r0=$(ticks "$rp") c0=$(redis_calls)
+    rm -f "$work/perf.out"
+    if [ "$IR" = perf ]; then
+        # shellcheck disable=SC2086
+        perf stat -x, -e "$PERF_EVENT" -o "$work/perf.out" \
+            -p "$(echo $sp | tr ' ' ,)" &
+        perf_pid=$!
+    fi
     TIMEFORMAT='%U %S'
     { time wrk -t1 -c"$CONNS" -d"${SECS}s" --latency -s "$work/one.lua" \
         "http://127.0.0.1:$HTTP_PORT/index.html" >"$work/wrk.out" 2>&1; } 2>"$work/wrk.time"
     # shellcheck disable=SC2086
-    s1=$(ticks $sp) r1=$(ticks "$rp")
+    s1=$(ticks $sp) r1=$(ticks "$rp") c1=$(redis_calls)
+    if [ -n "$perf_pid" ]; then
+        kill -INT "$perf_pid" 2>/dev/null || true
+        wait "$perf_pid" 2>/dev/null || true
+    fi
     stop "$name"
     awk -v name="$name" -v tck="$TCK" -v s=$((s1 - s0)) -v r=$((r1 - r0)) \
-        -v wt="$(cat "$work/wrk.time")" '
+        -v c0="$c0" -v c1="$c1" -v wt="$(cat "$work/wrk.time")" \
+        -v ins="$(awk -F, '$1 ~ /^[0-9.]+$/ { print $1; exit }' "$work/perf.out" 2>/dev/null)" '
         function ms(v) {
             if (v ~ /us$/) return v / 1000
             if (v ~ /ms$/) return v + 0
@@ -313,13 +404,76 @@ run_case() {
         /Non-2xx or 3xx responses:/ { non2xx = $NF }
         END {
             split(wt, w, " ")
+            split(c0, a, " ")
+            split(c1, b, " ")
             us = n > 0 ? 1e6 / n : 0
-            printf "%s %.0f %.3f %.3f %.1f %.1f %.1f %d %d\n", name, rps, p50, p99,
-                s / tck * us, r / tck * us, (w[1] + w[2]) * us, n, non2xx
+            k = n > 0 ? 1 / n : 0
+            printf "%s %.0f %.3f %.3f %.1f %.1f %.1f %d %d %.0f %.3f %.3f\n", name, rps, p50, p99,
+                s / tck * us, r / tck * us, (w[1] + w[2]) * us, n, non2xx,
+                (ins != "" && n > 0 ? ins / n : -1), (b[1] - a[1]) * k, (b[2] - a[2]) * k
         }' "$work/wrk.out"
 }
 
-echo "== bench-peers: ${#cases[@]} cases x $ROUNDS rounds x ${SECS}s, wrk -t1 -c$CONNS, $(nproc) CPUs"
+# ---- instructions per request under callgrind ----
+# One process (httpd -X, nginx without its master) under callgrind, twice:
+# with IR_BASE and with IR_BASE + IR_REQS keep-alive requests on one
+# connection (ab -k -c1). The difference over IR_REQS is the cost of a
+# request, without start-up and shutdown.
+IR_BASE=200
+
+# Instructions of the whole run of case $1 serving $2 requests.
+callgrind_run() {
+    local name=$1 n=$2 pidf vg i=0
+    rm -f "$work/vg.log"
+    # both runs alike: the same scripts to load
+    rcli flushall >/dev/null
+    rcli script flush >/dev/null
+    rcli script load "$(cat build/lua/gcra.lua)" >/dev/null
+    if [ "${KIND[$name]}" = nginx ]; then
+        sed 's/^worker_processes .*/worker_processes 1;\nmaster_process off;\ndaemon off;/' \
+            "$work/nginx/nginx.conf" >"$work/nginx/one.conf"
+        pidf=$work/nginx.pid
+        valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+            --log-file="$work/vg.log" \
+            nginx -c "$work/nginx/one.conf" -p "$work/nginx" >/dev/null 2>&1 &
+    else
+        pidf=$work/httpd.pid
+        valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+            --log-file="$work/vg.log" \
+            apache2 -X -f "$work/httpd.conf" >/dev/null 2>&1 &
+    fi
+    vg=$!
+    until curl -s -o /dev/null -H "X-Client: client-1" \
+        "http://127.0.0.1:$HTTP_PORT/index.html"; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && { cat "$work/vg.log" >&2; kill "$vg"; return 1; }
+        sleep 0.1
+    done
+    ab -q -k -c1 -n "$n" -H "X-Client: client-1" \
+        "http://127.0.0.1:$HTTP_PORT/index.html" >"$work/ab.out" 2>&1 || true
+    kill -TERM "$(cat "$pidf")" 2>/dev/null || kill -TERM "$vg"
+    wait "$vg" 2>/dev/null || true
+    rm -f "$pidf"
+    if ! grep -q "^Non-2xx responses" "$work/ab.out" &&
+        grep -q "^Complete requests: *$n$" "$work/ab.out"; then
+        sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' "$work/vg.log"
+    fi
+}
+
+# name instr/req, or -1 if a run failed
+callgrind_case() {
+    local name=$1 a b
+    configure "$name"
+    a=$(callgrind_run "$name" "$IR_BASE") || a=""
+    b=$(callgrind_run "$name" $((IR_BASE + IR_REQS))) || b=""
+    if [ -n "$a" ] && [ -n "$b" ]; then
+        echo "$name $(((b - a) / IR_REQS))"
+    else
+        echo "$name -1"
+    fi
+}
+
+echo "== bench-peers: ${#cases[@]} cases x $ROUNDS rounds x ${SECS}s, wrk -t1 -c$CONNS, $(nproc) CPUs, instr/req: $IR"
 raw=$OUT/raw.txt
 : >"$raw"
 n=${#cases[@]}
@@ -332,42 +486,73 @@ for round in $(seq 1 "$ROUNDS"); do
     done
 done
 
-awk '
+# name instr/req (callgrind: once per case, after the rounds)
+irs=$OUT/instructions.txt
+: >"$irs"
+if [ "$IR" = callgrind ]; then
+    echo "== instructions per request: callgrind, $IR_REQS requests, one connection"
+    for c in "${cases[@]}"; do
+        callgrind_case "$c" | tee -a "$irs" | awk '{ printf "   %-22s %s\n", $1, $2 }'
+    done
+fi
+
+# raw: round name rps p50 p99 server redis wrk requests non2xx instr/req
+# scripts/req commands/req
+awk -v irs="$irs" '
     function median(list,    a, k, i, j, t) {
         k = split(list, a, " ")
         for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++)
             if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
         return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
     }
-    # the first pass: the rate of apache in each round
-    NR == FNR { if ($2 == "apache") base[$1] = $3; next }
+    BEGIN { while ((getline l < irs) > 0) { split(l, w, " "); ir[w[1]] = w[2] } }
+    # the first pass: per round, the rate of apache and the CPU per request
+    # (web server and Redis) of the floor
+    NR == FNR {
+        if ($2 == "apache") base[$1] = $3
+        if ($2 == "floor") floor[$1] = $6 + $7
+        next
+    }
     {
         name = $2
         if (!(name in seen)) { seen[name] = 1; order[++n] = name }
-        for (f = 3; f <= 11; f++) col[name, f] = col[name, f] " " $f
-        # the rate over that of apache in the same round: a machine
-        # drifting between rounds does not tilt it
+        for (f = 3; f <= 13; f++) col[name, f] = col[name, f] " " $f
+        # each ratio within its round: a machine drifting between rounds
+        # does not tilt it
         if ($1 in base && base[$1] > 0) ratio[name] = ratio[name] " " $3 / base[$1]
+        if ($1 in floor && floor[$1] > 0) fr[name] = fr[name] " " ($6 + $7) / floor[$1]
+        # refusals: all of them, not a median that could hide a round of them
+        non2xx[name] += $10
     }
     END {
         for (i = 1; i <= n; i++) {
             nm = order[i]
-            printf "%s %.0f %.2f %.2f %.1f %.1f %.1f %d %s\n", nm, median(col[nm, 3]),
+            # callgrind counted once per case, perf in every round
+            v = nm in ir ? ir[nm] : median(col[nm, 11])
+            printf "%s %.0f %.2f %.2f %.1f %.1f %.1f %d %s %s %s %.2f %.2f\n", nm, median(col[nm, 3]),
                 median(col[nm, 4]), median(col[nm, 5]), median(col[nm, 6]),
-                median(col[nm, 7]), median(col[nm, 8]), median(col[nm, 11]),
-                nm in ratio ? sprintf("%.3f", median(ratio[nm])) : "-"
+                median(col[nm, 7]), median(col[nm, 8]), non2xx[nm],
+                (nm in ratio ? sprintf("%.3f", median(ratio[nm])) : "-"),
+                (nm in fr ? sprintf("%.2f", median(fr[nm])) : "-"),
+                (v >= 0 ? sprintf("%.0f", v) : "n/a"), median(col[nm, 12]), median(col[nm, 13])
         }
     }' "$raw" "$raw" >"$OUT/results.txt"
 
+case $IR in
+perf) ir_head="instr/req: web server (perf, $PERF_EVENT)" ;;
+callgrind) ir_head="instr/req: web server (callgrind, user space, one connection)" ;;
+*) ir_head="instr/req" ;;
+esac
 {
-    echo "| server | req/s | × apache (median of rounds) | p50 ms | p99 ms | CPU us/req: web server | Redis | wrk | non-2xx |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-    awk '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $9, $3, $4, $5, $6, $7, $8 }' \
+    echo "| server | req/s | × apache (median of rounds) | p50 ms | p99 ms | CPU us/req: web server | Redis | wrk | × floor (CPU: web server + Redis) | $ir_head | scripts/req | Redis commands/req | non-2xx (all rounds) |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    awk '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $9, $3, $4, $5, $6, $7, $10, $11, $12, $13, $8 }' \
         "$OUT/results.txt"
 } >"$OUT/results.md"
 echo
 cat "$OUT/results.md"
 awk '$10 > 0 { printf "!! round %s %s: %d responses were not 200\n", $1, $2, $10 }' "$raw"
+awk '$2 < 0 { printf "!! %s: instructions not counted (a callgrind run failed)\n", $1 }' "$irs"
 
 # Chart: CPU per request, web server and Redis stacked.
 awk '{ print $1, $5, $6 }' "$OUT/results.txt" >"$OUT/cpu.dat"
