@@ -74,7 +74,7 @@ config_refused("<Location /x>\n    RLaaSLimit 5\n    RLaaSCost 6\n</Location>\n"
 config_refused("<Location /x>\n    RLaaSCost 6\n    RLaaSLimit 5\n</Location>\n",
     qr/RLaaSLimit: invalid value: cost 6 above the limit 5/, 'and in the other order');
 config_refused("<Location /x>\n    RLaaSCost many\n</Location>\n",
-    qr/RLaaSCost: invalid value 'many': expected an integer from 0 \(check without consuming\) to the limit, or expr=EXPRESSION/,
+    qr/RLaaSCost: invalid value 'many': expected an integer from 0 \(check without consuming\) to the limit, expr=EXPRESSION, or bytes/,
     'RLaaSCost that is no number');
 config_refused("<Location /x>\n    RLaaSCost expr=%{\n</Location>\n",
     qr/RLaaSCost: invalid expression in 'expr=%\{'/, 'RLaaSCost expr= that does not parse');
