@@ -23,6 +23,11 @@
 #   lease-<st>-1, lease-<st>-10k, lease-<st>-deny (fixed, gcra, token)
 #                 Redis with RLaaSLease on: portions of each client's quota
 #                 spent in shared memory
+#   conc-1, conc-10k, local-conc-1, local-conc-10k
+#                 gcra as gcra-1 and gcra-10k (and local-gcra-*), with
+#                 RLaaSConcurrency 500 in the same section (never reached: at
+#                 most BENCH_CONNS in flight): what a concurrency limit adds,
+#                 its slot taken before and given back after each request
 #   mod_qos, mod_evasive
 #                 the Debian packages' modules (when installed) limiting per
 #                 client address with limits never reached, for comparison
@@ -167,7 +172,7 @@ end
 LUA
 
 # httpd.conf for one case: $1 = none | loaded | qos | evasive | <strategy>
-# | two (two policies), $2 = limit, $3 = the Redis port, $4 = redis |
+# | two (two policies) | conc (gcra and RLaaSConcurrency 500), $2 = limit, $3 = the Redis port, $4 = redis |
 # local (the backend) | lease (Redis, RLaaSLease on)
 write_conf() {
     local mode=$1 limit=${2:--} port=${3:-$REDIS_PORT} backend=${4:-redis}
@@ -244,9 +249,10 @@ CONF
 <Location "/">
     RLaaSLimit $limit
     RLaaSWindow 60s
-    RLaaSStrategy $mode
+    RLaaSStrategy $([ "$mode" = conc ] && echo gcra || echo "$mode")
     RLaaSKeyBy header:X-Client
 $([ "$backend" = lease ] && echo "    RLaaSLease on" || true)
+$([ "$mode" = conc ] && echo "    RLaaSConcurrency 500" || true)
 </Location>
 <Location "/rlaas-metrics">
     RLaaSEngine off
@@ -398,6 +404,11 @@ for st in fixed gcra token; do
 done
 add_case local-two-1 two 1000000000 one.lua local
 add_case local-two-10k two 1000000000 many.lua local
+# a concurrency limit beside gcra-1, gcra-10k and their local cases
+add_case conc-1 conc 1000000000 one.lua
+add_case conc-10k conc 1000000000 many.lua
+add_case local-conc-1 conc 1000000000 one.lua local
+add_case local-conc-10k conc 1000000000 many.lua local
 [ -f "$MODDIR/mod_qos.so" ] && add_case mod_qos qos - one.lua
 [ -f "$MODDIR/mod_evasive20.so" ] && add_case mod_evasive evasive - one.lua
 

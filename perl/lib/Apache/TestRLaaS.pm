@@ -120,6 +120,8 @@ our @EXPORT_OK = (@EXPORT, qw(
     forget_connections basic_auth hostport describe_request
     uid wait_for free_port keys_like now_ms redis_time_ms wait_fixed_window
     kit_redis backend key_prefix restart_httpd
+    parallel_hold in_flight_limit_is bytes_quota_serves period_end_in
+    next_midnight
 ));
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
@@ -648,11 +650,211 @@ sub parallel_requests {
     return @codes;
 }
 
+# ================================================================ issue 28's limits
+
+# parallel_hold(N, REQUEST): N forked clients that connect first, then send
+# the same request at one moment (so all N are in flight together, however
+# slowly the machine forks); each answer as { code, retry_after, headers
+# (lower-case names), body }, in client order. A client that got no answer
+# has code 599. Only a path or a hashref request (not code).
+sub parallel_hold {
+    my ($n, @req) = @_;
+    croak "parallel_hold(N, REQUEST): N is a number" unless defined $n && $n =~ /^\d+$/;
+    my $s = _spec(@req);
+    croak "parallel_hold: a path or a hashref, not code" if ref $s eq 'CODE';
+    my ($host, $port, $path) = _url($s) =~ m{^https?://\[?([^\]/]+?)\]?:(\d+)(/.*)?$}
+        or croak "parallel_hold: " . _url($s) . " is not http://host:port/path";
+    $path //= '/';
+    my @h = _headers($s);
+    my $head = ($s->{method} || 'GET') . " $path HTTP/1.0\r\nHost: $host:$port\r\n";
+    while (my ($k, $v) = splice @h, 0, 2) { $head .= "$k: $v\r\n" }
+    my $content = $s->{content} // '';
+    $head .= "Content-Length: " . length($content) . "\r\n" if length $content;
+    $head .= "Connection: close\r\n\r\n$content";
+    require IO::Socket::IP;
+    require POSIX;
+    my $go = Time::HiRes::time() + 0.3 + 0.02 * $n;
+    my @kids;
+    for (1 .. $n) {
+        pipe(my $r, my $w) or die "pipe: $!";
+        my $pid = fork;
+        die "fork: $!" unless defined $pid;
+        if (!$pid) {
+            close $r;
+            my $c = IO::Socket::IP->new(PeerHost => $host, PeerPort => $port, Proto => 'tcp');
+            my $d = $go - Time::HiRes::time();
+            Time::HiRes::sleep($d) if $d > 0;
+            my $all = '';
+            if ($c) {
+                print $c $head;
+                local $/;
+                $all = <$c> // '';
+            }
+            binmode $w;
+            print $w $all;
+            close $w;
+            POSIX::_exit(0);
+        }
+        close $w;
+        push @kids, [$pid, $r];
+    }
+    my @out;
+    for my $k (@kids) {
+        my $fh = $k->[1];
+        binmode $fh;
+        local $/;
+        my $all = <$fh> // '';
+        waitpid $k->[0], 0;
+        push @out, _parse_raw($all);
+    }
+    $? = 0;
+    return @out;
+}
+
+sub _parse_raw {
+    my ($all) = @_;
+    my ($head, $body) = split /\r\n\r\n/, $all, 2;
+    my ($code) = ($head // '') =~ m{^HTTP/\d\.\d (\d+)};
+    my %h;
+    for (split /\r\n/, $head // '') {
+        $h{ lc $1 } = $2 if /^([^:\s]+):\s*(.*?)\s*$/;
+    }
+    my $ra = $h{'retry-after'};
+    return { code => $code // 599, headers => \%h, body => $body // '',
+             retry_after => defined $ra && $ra =~ /^\d+$/ ? $ra + 0 : undef };
+}
+
+# in_flight_limit_is(REQUEST, N, NAME, clients => M, status => 429):
+# M clients (default 2N+5) send REQUEST, which must be slow (a CGI that
+# sleeps: it must still run when the last client arrives), at one moment:
+# exactly N are served (200) and every other one refused with STATUS and a
+# Retry-After of at least 1. Returns the list of answers (parallel_hold's),
+# or an empty list on failure.
+sub in_flight_limit_is {
+    my ($req, $n, $name, %o) = @_;
+    croak "in_flight_limit_is(REQUEST, N, NAME): N is a number" unless defined $n && $n =~ /^\d+$/;
+    my $m = $o{clients} // 2 * $n + 5;
+    my $want = $o{status} // 429;
+    croak "in_flight_limit_is: clients ($m) must be more than N ($n)" unless $m > $n;
+    my $s = _spec($req);
+    my $tb = _tb();
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    $name //= describe_request($s) . ": $n in flight at most";
+    my @a = parallel_hold($m, $s);
+    my @served = grep { $_->{code} == 200 } @a;
+    my @refused = grep { $_->{code} == $want } @a;
+    my @other = grep { $_->{code} != 200 && $_->{code} != $want } @a;
+    my @no_ra = grep { !defined $_->{retry_after} || $_->{retry_after} < 1 } @refused;
+    my @why;
+    push @why, scalar(@served) . " served, not $n" if @served != $n;
+    push @why, scalar(@other) . " answered neither 200 nor $want" if @other;
+    push @why, scalar(@no_ra) . " refused without a Retry-After of at least 1 second" if @no_ra;
+    push @why, "(fewer served: the request is too fast to stay in flight, or a counter "
+        . "left by an earlier test; more: the limit does not apply here)" if @served != $n;
+    my %count;
+    $count{ $_->{code} }++ for @a;
+    my $ok = !@why;
+    $tb->ok($ok, $name) or $tb->diag(join "\n",
+        describe_request($s) . ": expected $n of $m concurrent requests served, "
+        . ($m - $n) . " refused with $want and Retry-After", @why,
+        "statuses: " . join(', ', map { "$_ x$count{$_}" } sort keys %count));
+    return $ok ? @a : ();
+}
+
+# bytes_quota_serves(REQUEST, TIMES, NAME): a byte quota lets REQUEST's
+# file be downloaded TIMES times in full, then refuses it with 429 and a
+# Retry-After; the first answer's RateLimit-Policy says the quota counts
+# bytes (qu="content-bytes") and gives q=. Returns the 429 response, or
+# false.
+sub bytes_quota_serves {
+    my ($req, $times, $name) = @_;
+    croak "bytes_quota_serves(REQUEST, TIMES, NAME): TIMES is a number"
+        unless defined $times && $times =~ /^\d+$/;
+    my $s = _spec($req);
+    my $tb = _tb();
+    local $Test::Builder::Level = $Test::Builder::Level + 1;
+    $name //= describe_request($s) . ": $times downloads, then 429";
+    my (@why, @codes, $last);
+    for my $i (1 .. $times + 1) {
+        my $res = send_request($s);
+        $last = $res;
+        push @codes, $res->code;
+        if ($i == 1) {
+            my $f = ratelimit_fields($res);
+            if (!$f || !defined $f->{limit}) {
+                push @why, "the first answer has no RateLimit-Policy with q= ("
+                    . _fields_text($res) . ")";
+            } elsif (($f->{unit} // '') ne 'content-bytes') {
+                push @why, "its RateLimit-Policy does not count bytes (no "
+                    . "qu=\"content-bytes\"): $f->{fields}";
+            }
+        }
+        if ($i <= $times) {
+            if ($res->code != 200) {
+                push @why, "download $i was answered " . _status($res) . " after "
+                    . ($i - 1) . " served", "its fields: " . _fields_text($res);
+                last;
+            }
+            my $len = $res->header('Content-Length');
+            my $got = length ${ $res->content_ref };
+            if (defined $len && $len != $got) {
+                push @why, "download $i is not whole: $got bytes of $len";
+                last;
+            }
+            next;
+        }
+        if ($res->code != 429) {
+            push @why, "download $i was answered " . _status($res) . ", not 429: more than "
+                . "$times served", "its fields: " . _fields_text($res);
+        } elsif (!defined retry_after($res) || retry_after($res) < 1) {
+            push @why, "download $i was refused with 429 without a Retry-After of at least 1";
+        }
+    }
+    my $ok = !@why;
+    $tb->ok($ok, $name) or $tb->diag(join "\n",
+        describe_request($s) . ": expected $times whole downloads, then 429 with Retry-After",
+        @why, "statuses: @codes");
+    return $ok ? $last : 0;
+}
+
+# period_end_in(RESPONSE): the seconds to the end of the limit's period as
+# the response gives them: t= of RateLimit, else Retry-After, else
+# X-RateLimit-Reset; undef without any.
+sub period_end_in {
+    my ($res) = @_;
+    my $f = ratelimit_fields($res);
+    return $f->{reset} + 0 if $f && defined $f->{reset} && defined $res->header('RateLimit');
+    my $ra = retry_after($res);
+    return $ra if defined $ra;
+    return $f && defined $f->{reset} ? $f->{reset} + 0 : undef;
+}
+
+# next_midnight(ZONE, EPOCH): the epoch of the first midnight after EPOCH
+# (default now) in the time zone ZONE (a tzdata name; default UTC): where a
+# "1d calendar" period ends. Daylight-saving days are 23 or 25 hours long.
+sub next_midnight {
+    my ($zone, $epoch) = @_;
+    $zone //= 'UTC';
+    $epoch //= time;
+    require POSIX;
+    my $old = $ENV{TZ};
+    local $ENV{TZ} = $zone;
+    POSIX::tzset();
+    my @t = localtime $epoch;
+    # mday + 1 at 00:00:00, daylight saving left to mktime (isdst -1)
+    my $m = POSIX::mktime(0, 0, 0, $t[3] + 1, $t[4], $t[5], 0, 0, -1);
+    # (where 00:00 does not exist, mktime moves on to the day's first instant)
+    if (defined $old) { $ENV{TZ} = $old } else { delete $ENV{TZ} }
+    POSIX::tzset();
+    return $m;
+}
+
 # ================================================================ fields
 
 # ratelimit_fields(RESPONSE): what the response says of the limit, or
 # undef when it carries no such field:
-#   { remaining, reset, limit, window, policy, fields }
+#   { remaining, reset, limit, window, policy, unit, fields }
+# (unit: the policy's qu=, "content-bytes" for a byte quota)
 # from the IETF draft fields (RateLimit: "name";r=..;t=.. and
 # RateLimit-Policy: "name";q=..;w=..), else from X-RateLimit-Remaining,
 # -Limit and -Reset; fields is the text of the fields found, for messages.
@@ -670,6 +872,7 @@ sub ratelimit_fields {
         $f{limit} = $1 if $pol =~ /;\s*q=(\d+)/;
         $f{window} = $1 if $pol =~ /;\s*w=(\d+)/;
         $f{policy} //= $1 if $pol =~ /^\s*"([^"]*)"/;
+        $f{unit} = $1 if $pol =~ /;\s*qu="([^"]*)"/;
     }
     my ($xl, $xr, $xt) = map { scalar $res->header("X-RateLimit-$_") } qw(Limit Remaining Reset);
     $f{remaining} //= $xr if defined $xr && $xr =~ /^\d+$/;
@@ -923,8 +1126,71 @@ several different ones at once (codes in order).
 
 =item ratelimit_fields(RESPONSE), retry_after(RESPONSE)
 
-C<< { remaining, reset, limit, window, policy, fields } >> from the fields
+C<< { remaining, reset, limit, window, policy, unit, fields } >> from the fields
 of a response (undef without any), and C<Retry-After> in seconds.
+
+=item in_flight_limit_is(REQUEST, N, NAME, clients => M, status => 429)
+
+For C<RLaaSConcurrency N> (or C<concurrency=> of a policy): M clients
+(default 2N+5) connect first, then send REQUEST at one moment; exactly N
+are served (200) and the other M-N refused with C<status> (429, or 503 where
+C<RLaaSConcurrencyStatus 503> is set) and a C<Retry-After> of at
+least 1 second. REQUEST must stay in flight until the last client has
+arrived: point it at something slow, e.g. a CGI that sleeps a second:
+
+    in_flight_limit_is({ path => '/php/slow.php', vhost => 'shop' }, 10,
+                       'ten PHP requests at a time per site', clients => 30);
+
+A failure gives the counts and every status:
+
+    # GET /slow: expected 3 of 10 concurrent requests served, 7 refused with 429 and Retry-After
+    # 4 served, not 3
+    # statuses: 200 x4, 429 x6
+
+Returns every answer (as C<parallel_hold> gives them), or an empty list.
+On a slow machine give the slow URL a generous sleep: a request that ends
+before the last client sends its own frees its slot, and then more than N
+are served, rightly.
+
+=item parallel_hold(N, REQUEST)
+
+N forked clients connect first, then send REQUEST at one moment (HTTP/1.0,
+the connection closed after it); each answer as
+C<< { code, retry_after, headers => { lower-case name => value }, body } >>,
+in client order (code 599 when no answer came). A path or a hashref
+request, not code.
+
+=item bytes_quota_serves(REQUEST, TIMES, NAME)
+
+For C<RLaaSCost bytes>: REQUEST (a file) is downloaded TIMES times in full
+(each 200 with its whole C<Content-Length>), then refused with 429 and a
+C<Retry-After>; the first answer's C<RateLimit-Policy> must count bytes
+(C<qu="content-bytes">) and give C<q=>. A 1 MB file against a quota of
+3 MB:
+
+    reset_counters();
+    bytes_quota_serves('/downloads/1mb.bin', 3, 'three downloads a minute');
+
+Returns the 429 response, or false. C<ratelimit_fields> gives the policy's
+C<qu=> as C<unit>.
+
+=item period_end_in(RESPONSE), next_midnight(ZONE, EPOCH)
+
+For calendar windows (C<RLaaSWindow 1d calendar>, C<RLaaSTimeZone>): the
+seconds to the end of the period a response gives (C<t=> of C<RateLimit>,
+else C<Retry-After>, else C<X-RateLimit-Reset>); and the epoch of the next
+midnight after EPOCH (default now) in a tzdata zone (default UTC), 23 or
+25 hours after the last on daylight-saving days. So a test can say that a
+daily quota ends at midnight:
+
+    my $res = send_request('/api/report');
+    my $left = next_midnight('Europe/Paris') - time;
+    cmp_ok(abs(period_end_in($res) - $left), '<=', 2, 'the quota ends at midnight in Paris');
+
+To see a period end (the quota admitting again after midnight), a test
+needs a clock it controls, not a wait for midnight: mod_rlaas' own suite
+does it with a clock shim preloaded into httpd (t/calendar.t and t/tools
+in mod_rlaas' sources); the kit does not provide one.
 
 =item kit_redis(), now_ms(), wait_fixed_window(WINDOW_MS, NEED_MS), keys_like(GLOB)
 
