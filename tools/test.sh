@@ -74,6 +74,7 @@ export PERL5LIB="$top/t/lib:$top/perl/lib${PERL5LIB:+:$PERL5LIB}"
 results=$(mktemp "${TMPDIR:-/tmp}/rlaas-results.XXXXXX") || exit 1
 trap 'rm -f "$results" "$results".out' EXIT
 failed_stages=""
+failed_detail=""
 passed=0
 failed=0
 
@@ -109,6 +110,10 @@ stage() {
         [ "$n_fail" = 0 ] && failed=$((failed + 1))
         failed_stages="$failed_stages
   $name (exit $rc)"
+        # what failed, for the summary (CI shows only the end of the output)
+        failed_detail="$failed_detail
+== $name:
+$(grep -E '^(not ok|#   Failed test|t/[^ ]+\.t +\(Wstat|  (Failed|Parse errors|Non-zero)|\[  FAILED  \] )' "$results.out" | head -n 40)"
         echo "== FAILED: $name (exit $rc)"
         return 1
     fi
@@ -210,6 +215,7 @@ want example &&
 header "summary"
 if [ -n "$failed_stages" ]; then
     echo "failed stages:$failed_stages"
+    echo "$failed_detail"
     echo
     echo "tests: $passed passed, $failed failed"
     exit 1

@@ -183,6 +183,20 @@ static rlaas_redis_conf_t resolved(apr_pool_t *p, const rlaas_target_t *t)
     return c;
 }
 
+/* A new child connects before it takes requests (rlaas_redis_warm); if
+ * Redis does not answer now, its first request tries as always. */
+static void warm(rlaas_redis_t *rd, server_rec *s)
+{
+    char detail[RLAAS_DETAIL_MAX];
+    rlaas_rerr_e e = rlaas_redis_warm(rd, detail);
+
+    if (e != RLAAS_RERR_NONE)
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                     "RLAAS0220: no Redis connection opened as the child "
+                     "started (the first request will try): %s: %s",
+                     rlaas_rerr_name(e), detail);
+}
+
 void rlaas_remote_child_init(apr_pool_t *pchild, server_rec *s)
 {
     for (; s != NULL; s = s->next) {
@@ -201,6 +215,8 @@ void rlaas_remote_child_init(apr_pool_t *pchild, server_rec *s)
             ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
                          "RLAAS0001: cannot create the Redis connection "
                          "pool");
+        else if (!rlaas_server_local(rlaas_server_conf(s)))
+            warm(t->redis, s);
     }
 }
 

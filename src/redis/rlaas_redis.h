@@ -77,11 +77,17 @@ typedef struct {
 typedef struct rlaas_redis_t rlaas_redis_t;
 typedef struct rlaas_cluster_t rlaas_cluster_t;
 
-/* Made in child_init; lives and dies with p. Connections open lazily:
- * nothing about Redis is checked here. A host name is resolved here and
- * then in the background, never in a request. */
+/* Made in child_init; lives and dies with p. Connections open on first
+ * use (or rlaas_redis_warm): nothing about Redis is checked here. A host
+ * name is resolved here and then in the background, never in a request. */
 rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
                                   const rlaas_redis_events_t *ev);
+
+/* In child_init, after create: opens one connection (within twice the
+ * time budget, 1 to 5 s) so that the child's first request finds it open. A failure
+ * (detail says why) only leaves it to the first request; the circuit does
+ * not count it. Redis Cluster: nothing (nodes open as slots lead). */
+rlaas_rerr_e rlaas_redis_warm(rlaas_redis_t *rd, char *detail);
 
 /* Runs the call of n policies (1..RLAAS_CALL_POLICIES_MAX) within the
  * budget, one round trip: every policy is decided, and charged only if

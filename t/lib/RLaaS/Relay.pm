@@ -13,6 +13,9 @@ package RLaaS::Relay;
 #                                 # the command ran, its answer is lost
 #   $relay->mode('delay', 300);   # every chunk held 300 ms, both ways
 #                                 # (a far or congested network)
+#   $relay->mode('slowstart', 600); # each new connection's first reply
+#                                 # held 600 ms, the rest as it comes (a
+#                                 # slow connect or TLS handshake)
 #   $relay->mode('pass');         # back to normal
 #   $relay->stop;
 #
@@ -60,8 +63,9 @@ sub _run {
         LocalAddr => '127.0.0.1', LocalPort => $self->{port}, Listen => 128,
         ReuseAddr => 1, Proto => 'tcp') or die "listen on $self->{port}: $!\n";
     my $sel = IO::Select->new($listen);
-    my (%peer, %side, %out, %sock);    # by fileno
-    my @held;    # delay: [due time, destination fd, bytes], oldest first
+    my (%peer, %side, %out, %sock, %fresh);    # by fileno
+    # delay, slowstart: [due time, destination fd, bytes], oldest first
+    my @held;
     my ($target, $mode, $arg) = ($self->{target}, 'pass', 0);
     my $next_drip = 0;
 
@@ -75,7 +79,7 @@ sub _run {
         for my $x (grep { defined } $fd + 0, defined $other ? $other + 0 : undef) {
             my $s = delete $sock{$x} or next;
             $sel->remove($s);
-            delete @{$_}{$x} for \%peer, \%side, \%out;
+            delete @{$_}{$x} for \%peer, \%side, \%out, \%fresh;
             @held = grep { $_->[1] != $x } @held;
             close $s;
         }
@@ -85,11 +89,22 @@ sub _run {
     while (1) {
         POSIX::_exit(0) if getppid() != $parent;
         $read_ctl->();
-        # no longer delaying: what is held goes first, before what comes
-        while (@held && $mode ne 'delay') {
-            my $h = shift @held;
-            syswrite $sock{ $h->[1] }, $h->[2] if $sock{ $h->[1] };
-        }
+        # what is due goes out, each connection's in the order it came;
+        # a mode that no longer holds lets the rest go at once
+        my $release = sub {
+            my $holding = $mode eq 'delay' || $mode eq 'slowstart';
+            my (@keep, %behind);
+            for my $h (@held) {
+                if (!$behind{ $h->[1] } && (!$holding || $h->[0] <= time)) {
+                    syswrite $sock{ $h->[1] }, $h->[2] if $sock{ $h->[1] };
+                } else {
+                    $behind{ $h->[1] } = 1;
+                    push @keep, $h;
+                }
+            }
+            @held = @keep;
+        };
+        $release->() if @held;
         my $timeout = @held ? 0.002 : 0.02;
         # by number: closing a pair frees sockets still in the ready list
         my @ready = map { fileno $_ } $sel->can_read($timeout);
@@ -104,6 +119,7 @@ sub _run {
                 @sock{$cf, $uf} = ($c, $u);
                 @peer{$cf, $uf} = ($uf, $cf);
                 @side{$cf, $uf} = ('client', 'server');
+                $fresh{$uf} = 1;
                 $sel->add($c, $u);
                 next;
             }
@@ -117,6 +133,10 @@ sub _run {
             my $to = $peer{$fd};
             if ($mode eq 'delay') {
                 push @held, [time + $arg / 1000, $to, $buf];
+            } elsif ($mode eq 'slowstart' && $side{$fd} eq 'server' && delete $fresh{$fd}) {
+                push @held, [time + $arg / 1000, $to, $buf];
+            } elsif (grep { $_->[1] == $to } @held) {
+                push @held, [time, $to, $buf];    # behind what is held
             } elsif ($side{$fd} eq 'server' && $mode eq 'trickle') {
                 $out{$to} .= $buf;
             } else {
@@ -132,12 +152,7 @@ sub _run {
             }
             $next_drip = time + $arg / 1000;
         }
-        # delay: what is due goes out, in the order it came; a mode that
-        # no longer delays lets the rest go at once
-        while (@held && ($mode ne 'delay' || $held[0][0] <= time)) {
-            my $h = shift @held;
-            syswrite $sock{ $h->[1] }, $h->[2] if $sock{ $h->[1] };
-        }
+        $release->() if @held;
         # a mode that no longer trickles lets the rest go at once
         if ($mode ne 'trickle') {
             for my $to (keys %out) {
