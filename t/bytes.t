@@ -3,12 +3,15 @@
 #   with 429, for fixed, sliding and sliding_log; RateLimit-Policy shows
 #   the quota in bytes (qu="content-bytes"), RateLimit what is left;
 # - a second identity is not charged for the first one's downloads;
+# - rlaas_bytes_charged_total counts each response's bytes once;
 # - a HEAD, a 304 and a range request are charged the body bytes they
 #   sent (none, none, the range), a client that goes away mid-download
 #   what httpd handed to the connection for it (a static file: all);
 # - with RLaaSCountIf, only responses it counts are charged; a policy
 #   the section applies counts requests, not bytes;
 # - a size above 10^9 bytes (10G) is counted in KiB and shown in bytes;
+# - RLaaSPolicy ... cost=bytes: a policy counting bytes, which a section's
+#   RLaaSCost never changes;
 # - a tenant's .htaccess counting bytes in a zone named like the
 #   operator's spends its own counter, never the operator's;
 # - apachectl -t refuses what can't work, naming directive and value.
@@ -127,6 +130,19 @@ for my $be (@BACKENDS) {
         is left_after($url, $u, $vh, $full - 1100), $full - 1100, '  its 1000 bytes charged';
     };
 
+    subtest "$name: rlaas_bytes_charged_total counts the bytes charged" => sub {
+        my $u = uid("by-$name-metric");
+        my $m0 = metrics();
+        is get('/by/log/small.txt', $u, $vh)->code, 200, '1000 bytes';
+        is get('/by/log/1m.bin', $u, $vh, h => { Range => 'bytes=0-99' })->code, 206, '100 bytes';
+        is get('/by/log/1m.bin', $u, $vh, method => 'HEAD')->code, 200, 'a HEAD: none';
+        my $d;
+        ok wait_for(sub { $d = mdelta($m0, metrics(), 'rlaas_bytes_charged_total'); $d >= 1100 }, 5),
+            'rlaas_bytes_charged_total rose';
+        is $d, 1100, '  by the bytes sent, each response once';
+        is mdelta($m0, metrics(), 'rlaas_bytes_lost_total'), 0, 'rlaas_bytes_lost_total: none lost';
+    };
+
     subtest "$name: RLaaSCountIf: only the responses it counts are charged" => sub {
         my $u = uid("by-$name-ci");
         my $url = '/by/countif/1m.bin';
@@ -148,6 +164,31 @@ for my $be (@BACKENDS) {
         like $res->header('RateLimit-Policy') // '', qr/"by-applied";q=3145728;w=3600;qu="content-bytes"/,
             '  the section in bytes';
         like $res->header('RateLimit') // '', qr/^"by-requests";r=0;/, '  the policy refused';
+    };
+
+    subtest "$name: RLaaSPolicy cost=bytes: a policy counting bytes" => sub {
+        wait_fixed_window(3_600_000, 10_000);
+        my ($u, $v) = (uid("by-$name-pol"), uid("by-$name-pol-other"));
+        my $url = '/by/policy/1m.bin';
+        my $res = get($url, $u, $vh);
+        is $res->code, 200, 'download 1: 200';
+        like $res->header('RateLimit-Policy') // '', qr/"by-pol";q=2097152;w=3600;qu="content-bytes"/,
+            '  RateLimit-Policy: the policy in bytes';
+        like $res->header('RateLimit-Policy') // '', qr/"by-pol-req";q=1000000000;w=3600(?:,|$)/,
+            "  and the section's own limit in requests";
+        ok wait_for(sub { ($res = get($url, $u, $vh, method => 'HEAD'))->header('RateLimit') =~ /"by-pol";r=1048576;/ }, 5),
+            '  1 MiB charged to the policy'
+            or diag $res->header('RateLimit');
+        is get($url, $u, $vh)->code, 200, 'download 2: 200';
+        ok wait_for(sub { ($res = get($url, $u, $vh))->code == 429 }, 5), 'the third: 429';
+        like $res->header('RateLimit') // '', qr/^"by-pol";r=0;/, '  the policy refused';
+        # the section's own limit: cost 2 per request, the policy's bytes
+        # never took that cost (its check is a check)
+        $res = get('/by/policy/small.txt', $v, $vh);
+        is $res->code, 200, 'another identity: served';
+        like $res->header('RateLimit') // '', qr/"by-pol";r=2097152;/, '  its byte quota untouched';
+        ok wait_for(sub { (get($url, $v, $vh, method => 'HEAD')->header('RateLimit') // '') =~ /"by-pol";r=2096152;/ }, 5),
+            '  its 1000 bytes charged, not a cost of 2';
     };
 
     subtest "$name: 10G a day: counted in KiB, shown in bytes" => sub {
@@ -239,6 +280,20 @@ subtest 'apachectl -t' => sub {
         qr/RLaaSLimit: invalid value '3X'/, 'no such suffix');
     config_refused($loc->('RLaaSLimit 3M', 'RLaaSCost byte'),
         qr/RLaaSCost: invalid value 'byte': expected .*bytes/, 'RLaaSCost byte');
+    # RLaaSPolicy cost=bytes
+    config_accepted("RLaaSPolicy dl 10G 1d calendar cost=bytes key=\"header:X-Site\"\n", 'a policy: 10G a calendar day');
+    config_accepted("RLaaSPolicy dl 500 1h cost=BYTES strategy=sliding\n", 'a policy: a plain number of bytes');
+    config_refused("RLaaSPolicy dl 3M 1h\n",
+        qr/RLaaSPolicy dl: invalid limit '3M': a size \(K, M or G\) counts bytes: it needs cost=bytes/,
+        'a policy: a size counting requests');
+    config_refused("RLaaSPolicy dl 3M 1h cost=bytes strategy=gcra\n",
+        qr/RLaaSPolicy dl: invalid value 'strategy=gcra': cost=bytes counts with the fixed, sliding or sliding_log strategy/,
+        'a policy: bytes in a bucket');
+    config_refused("RLaaSPolicy dl 2000G 1d cost=bytes\n",
+        qr/RLaaSPolicy dl: invalid limit '2000G': expected a size from 1K to 953G/, 'a policy: too big');
+    config_refused("RLaaSPolicy dl 3M 1h cost=byte\n",
+        qr/RLaaSPolicy dl: invalid value 'cost=byte': expected a cost from 0 to the limit .* or cost=bytes/,
+        'a policy: cost=byte');
 };
 
 done_testing();

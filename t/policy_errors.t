@@ -85,7 +85,7 @@ config_refused("<Location /x>\n    RLaaSLimit 5 7\n</Location>\n",
     'a fallback without expr=');
 config_refused("RLaaSPolicy p 0 1m\n", qr/RLaaSPolicy p: invalid limit '0': expected an integer from 1 to 1000000000/, 'limit 0');
 config_refused("RLaaSPolicy p 5 1w\n", qr/RLaaSPolicy p: invalid window '1w': expected a positive duration/, 'a bad window');
-config_refused("RLaaSPolicy p 5\n", qr/RLaaSPolicy: expected NAME LIMIT WINDOW \[calendar\] \[strategy=STRATEGY\] \[key="SOURCES"\] \[cost=N\], got 'p 5'/,
+config_refused("RLaaSPolicy p 5\n", qr/RLaaSPolicy: expected NAME LIMIT WINDOW \[calendar\] \[strategy=STRATEGY\] \[key="SOURCES"\] \[cost=N\|bytes\], got 'p 5'/,
     'too few words');
 config_refused("RLaaSPolicy a:b 5 1m\n", qr/RLaaSPolicy: invalid name 'a:b': expected a name of 1 to 64/, 'a name that is no zone name');
 config_refused("RLaaSPolicy a\@b 5 1m\n", qr/RLaaSPolicy: invalid name 'a\@b'/, "a name with '\@' (a tenant's namespace)");
@@ -94,7 +94,7 @@ config_refused("RLaaSPolicy p 5 1m strategy=bogus\n", qr/RLaaSPolicy p: invalid 
 config_refused("RLaaSPolicy p 5 1m key=bogus\n", qr/RLaaSPolicy: invalid value 'bogus': expected ip, user, api_key/, 'a bad source');
 config_refused("RLaaSPolicy p 5 1m key=\"ip\n", qr/RLaaSPolicy: a quote is left open/, 'a quote left open');
 config_refused("RLaaSPolicy p 5 1m colour=red\n",
-    qr/RLaaSPolicy p: invalid option 'colour=red': expected strategy=STRATEGY, key="SOURCES", cost=N or countif=EXPR/, 'an unknown option');
+    qr/RLaaSPolicy p: invalid option 'colour=red': expected strategy=STRATEGY, key="SOURCES", cost=N, cost=bytes or countif=EXPR/, 'an unknown option');
 config_refused("RLaaSLimitMax 0\n", qr/RLaaSLimitMax: invalid value '0': expected an integer from 1 to 1000000000/, 'RLaaSLimitMax 0');
 config_refused("<Location /x>\n    RLaaSPolicy p 5 1m\n</Location>\n", qr/RLaaSPolicy not allowed (?:here|in <Location> context)/, 'RLaaSPolicy in a section');
 config_refused("<Location /x>\n    RLaaSEnforce p\n</Location>\n", qr/RLaaSEnforce not allowed (?:here|in <Location> context)/, 'RLaaSEnforce in a section');

@@ -2,8 +2,8 @@
 # Location with RLaaSFailOpen off while httpd is restarted gracefully
 # (SIGUSR1) twice: no failed request, no 500, no crash, the limit exact
 # across the restarts; afterwards the Redis connections Redis sees are the
-# module's rlaas_redis_connections gauge and at most children x pool size
-# (the old children's connections were closed). Then a graceful stop
+# module's rlaas_redis_connections gauge, each of a live child (the old
+# children's connections were closed). Then a graceful stop
 # (SIGWINCH) under load and a fresh start with the same command line.
 use strict;
 use warnings;
@@ -21,12 +21,17 @@ plan skip_all => 'ab (apache2-utils) is not installed' unless $ab;
 require RLaaS::Redis;
 
 my $port = do { require Apache::Test; Apache::Test::config()->{vars}{port} };
-my $POOL_MAX = mpm() eq 'prefork' ? 1 : 16;    # ThreadsPerChild in httpd.conf.in
 
 my $main = RLaaS::Redis->attach(port => $ENV{RLAAS_TEST_REDIS_PORT});
 my $auth = RLaaS::Redis->attach(port => $ENV{RLAAS_TEST_REDIS_AUTH_PORT},
                                 password => $ENV{RLAAS_TEST_REDIS_AUTH_PASSWORD});
-$_->cmd('CLIENT', 'SETNAME', 'rlaas-test-restart') for $main, $auth;
+# the Redis behind the TLS port, by its plain port: every child opens a
+# connection to each Redis its hosts use as it starts
+my $tls = $ENV{RLAAS_TEST_TLS_PLAIN_PORT}
+    ? RLaaS::Redis->attach(port => $ENV{RLAAS_TEST_TLS_PLAIN_PORT}) : undef;
+my @REDIS = grep { defined } $main, $auth, $tls;
+$_->cmd('CLIENT', 'SETNAME', 'rlaas-test-restart') for @REDIS;
+sub all_conns { my $n = 0; $n += httpd_conns($_) for @REDIS; $n }
 
 # httpd's connections to a Redis: CLIENT LIST without this test's own
 sub httpd_conns {
@@ -36,10 +41,19 @@ sub httpd_conns {
     return scalar grep { !/\bname=rlaas-test/ && !/\bcmd=ping\b/ } grep { /\S/ } split /\n/, $l;
 }
 
-sub children {
+sub child_pids {
     my $pid = httpd_pid();
-    my @c = grep { /\d/ } split ' ', `ps --ppid $pid -o pid= 2>/dev/null`;
-    return scalar @c;
+    return grep { /\d/ } split ' ', `ps --ppid $pid -o pid= 2>/dev/null`;
+}
+sub children { scalar(my @c = child_pids()) }
+
+# the children named by httpd's connections (name=mod_rlaas-PID)
+sub conn_pids {
+    my %p;
+    for my $r (@REDIS) {
+        $p{$1} = 1 for $r->cmd('CLIENT', 'LIST') =~ /\bname=mod_rlaas-(\d+)\b/g;
+    }
+    return sort keys %p;
 }
 
 # ab in the background for at most SECS; returns a sub that interrupts it
@@ -108,15 +122,22 @@ my $em = error_log_mark();
     my ($gauge, $conns, $st, $kids);
     my $ok = wait_for(sub {
         $gauge = metrics()->{rlaas_redis_connections};
-        $conns = httpd_conns($main) + httpd_conns($auth);
+        $conns = all_conns();
         $st = status_auto()->{RLaaSRedisConnections};
         $kids = children();
         $gauge == $conns && $st == $gauge && metrics()->{rlaas_redis_connections} == $gauge;
     }, 10, 0.2);
     ok($ok, "Redis sees as many httpd connections ($conns) as rlaas_redis_connections "
         . "($gauge) and server-status ($st) say") or diag($main->cmd('CLIENT', 'LIST'));
-    cmp_ok($conns, '<=', $kids * $POOL_MAX,
-        "connections to Redis <= children ($kids) x pool max ($POOL_MAX): the old children's were closed");
+    # (read again while prefork reaps a spare child between the two lists)
+    my @stale;
+    wait_for(sub {
+        my @c = conn_pids();
+        my %live = map { $_ => 1 } child_pids();
+        @stale = grep { !$live{$_} } @c;
+        !@stale;
+    }, 5, 0.2);
+    is("@stale", '', "every connection to Redis is a live child's ($kids children): the old children's were closed");
     my $v = uid('rs-after');
     is(join(' ', map { req_close('/rl/basic/x', h => { 'X-User' => $v })->code } 1 .. 3), '200 200 200',
         'after the restarts limiting goes on');
@@ -174,7 +195,7 @@ SKIP: {
     my ($gauge, $conns);
     my $ok = wait_for(sub {
         $gauge = metrics()->{rlaas_redis_connections};
-        $conns = httpd_conns($main) + httpd_conns($auth);
+        $conns = all_conns();
         $gauge == $conns;
     }, 10, 0.2);
     ok($ok && $gauge > 0, "Redis sees exactly the new server's connections ($conns, gauge $gauge): "

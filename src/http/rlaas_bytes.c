@@ -33,7 +33,7 @@ const char *rlaas_bytes_limit(const char *arg, int64_t *units, int64_t *unit)
 /* Strategies whose state is a level that a charge after the fact can't
  * take into debt: a bucket fills to its capacity at most, so a client
  * admitted with one byte left would download for free. */
-static int bucket(rlaas_strategy_e st)
+int rlaas_bytes_bucket(rlaas_strategy_e st)
 {
     return st == RLAAS_STRATEGY_TOKEN || st == RLAAS_STRATEGY_LEAKY ||
            st == RLAAS_STRATEGY_GCRA;
@@ -44,7 +44,7 @@ const char *rlaas_bytes_conflict(apr_pool_t *p, const rlaas_dir_conf_t *d,
 {
     if (d->cost == RLAAS_COST_BYTES &&
         (final || d->strategy != RLAAS_STRATEGY_UNSET) &&
-        bucket(rlaas_dir_strategy(d)))
+        rlaas_bytes_bucket(rlaas_dir_strategy(d)))
         return apr_psprintf(p,
                             RLAAS_D_COST
                             " bytes counts with the fixed, sliding or "

@@ -30,6 +30,11 @@ const char *rlaas_bytes_limit(const char *arg, int64_t *units, int64_t *unit);
 const char *rlaas_bytes_conflict(apr_pool_t *p, const rlaas_dir_conf_t *d,
                                  int final);
 
+/* Whether st is a bucket (token, leaky, gcra), which can't count bytes:
+ * it fills to its capacity at most, so a client admitted with one byte
+ * left would download for free. */
+int rlaas_bytes_bucket(rlaas_strategy_e st);
+
 /* Bytes per unit of d's own limit when it counts bytes, else 0. */
 int64_t rlaas_bytes_unit(const rlaas_dir_conf_t *d);
 

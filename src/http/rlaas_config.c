@@ -629,7 +629,7 @@ static const char *policy_sources(cmd_parms *cmd, rlaas_policy_t *p,
     return NULL;
 }
 
-/* strategy=S, key="SOURCES" or cost=N. */
+/* strategy=S, key="SOURCES", cost=N or cost=bytes. */
 static const char *policy_option(cmd_parms *cmd, rlaas_policy_t *p,
                                  const char *opt)
 {
@@ -648,21 +648,82 @@ static const char *policy_option(cmd_parms *cmd, rlaas_policy_t *p,
     if (rlaas_parse_prefixed(opt, "countif="))
         return rlaas_outcome_policy_count_if(cmd, p->name, opt + 8,
                                              &p->count_if);
+    if (rlaas_parse_prefixed(opt, "cost=") &&
+        rlaas_parse_keyword(opt + 5, "bytes")) {
+        /* a size's unit (policy_limit), or a plain number of bytes */
+        if (p->cost_arg != NULL && p->bytes_unit <= 0)
+            return apr_psprintf(cmd->pool,
+                                "%s %s: invalid value '%s': cost=%s is set "
+                                "already; expected one cost",
+                                cmd->cmd->name, p->name, opt, p->cost_arg);
+        if (p->bytes_unit <= 0)
+            p->bytes_unit = p->bytes_unit < 0 ? -p->bytes_unit : 1;
+        p->cost_arg = "0"; /* checked; charged after the response */
+        return NULL;
+    }
     if (rlaas_parse_prefixed(opt, "cost=")) {
+        if (p->bytes_unit > 0)
+            return apr_psprintf(cmd->pool,
+                                "%s %s: invalid value '%s': the policy counts "
+                                "bytes (cost=bytes); expected one cost",
+                                cmd->cmd->name, p->name, opt);
         if (rlaas_parse_nonneg_int(opt + 5, RLAAS_LIMIT_MAX, &v) != NULL ||
             v > p->limit)
             return apr_psprintf(cmd->pool,
                                 "%s %s: invalid value '%s': expected a cost "
-                                "from 0 to the limit (%" APR_INT64_T_FMT ")",
+                                "from 0 to the limit (%" APR_INT64_T_FMT
+                                ") or cost=bytes",
                                 cmd->cmd->name, p->name, opt, p->limit);
         p->cost_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, v);
         return NULL;
     }
     return apr_psprintf(cmd->pool,
                         "%s %s: invalid option '%s': expected "
-                        "strategy=STRATEGY, key=\"SOURCES\", cost=N or "
-                        "countif=EXPR",
+                        "strategy=STRATEGY, key=\"SOURCES\", cost=N, "
+                        "cost=bytes or countif=EXPR",
                         cmd->cmd->name, p->name, opt);
+}
+
+/* LIMIT: a number, or a size (3M, 10G) that cost=bytes must count. */
+static const char *policy_limit(cmd_parms *cmd, rlaas_policy_t *p,
+                                const char *arg)
+{
+    const char *err;
+
+    if (rlaas_bytes_is_size(arg)) {
+        if ((err = rlaas_bytes_limit(arg, &p->limit, &p->bytes_unit)) != NULL)
+            return apr_psprintf(cmd->pool,
+                                "%s %s: invalid limit '%s': expected %s",
+                                cmd->cmd->name, p->name, arg, err);
+        p->bytes_unit = -p->bytes_unit; /* a size: cost=bytes must follow */
+    }
+    else if ((err = rlaas_parse_limit(arg, &p->limit)) != NULL)
+        return apr_psprintf(cmd->pool,
+                            "%s %s: invalid limit '%s': expected %s (or a "
+                            "size such as 3M with cost=bytes)",
+                            cmd->cmd->name, p->name, arg, err);
+    p->limit_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->limit);
+    return NULL;
+}
+
+/* cost=bytes: a size limit needs it, and a bucket can't count bytes. */
+static const char *policy_bytes(cmd_parms *cmd, rlaas_policy_t *p,
+                                const char *limit)
+{
+    if (p->bytes_unit < 0)
+        return apr_psprintf(cmd->pool,
+                            "%s %s: invalid limit '%s': a size (K, M or G) "
+                            "counts bytes: it needs cost=bytes",
+                            cmd->cmd->name, p->name, limit);
+    if (p->bytes_unit > 0 && rlaas_bytes_bucket(p->strategy))
+        return apr_psprintf(cmd->pool,
+                            "%s %s: invalid value 'strategy=%s': cost=bytes "
+                            "counts with the fixed, sliding or sliding_log "
+                            "strategy (a bucket can't be charged beyond "
+                            "empty after the response)",
+                            cmd->cmd->name, p->name,
+                            rlaas_strategy_name(p->strategy));
+    return NULL;
 }
 
 /* The window, w[2], and the calendar word after it if any: *next is the
@@ -738,17 +799,15 @@ static const char *conc_policy(cmd_parms *cmd, rlaas_policy_t *p,
     return NULL;
 }
 
-/* LIMIT WINDOW [strategy=S] [key="SOURCES"] [cost=N] [countif=EXPR] */
+/* LIMIT WINDOW [strategy=S] [key="SOURCES"] [cost=N|bytes] [countif=EXPR] */
 static const char *rate_policy(cmd_parms *cmd, rlaas_policy_t *p,
                                apr_array_header_t *w)
 {
-    const char *arg = APR_ARRAY_IDX(w, 1, char *), *err;
+    const char *limit = APR_ARRAY_IDX(w, 1, char *), *arg, *err;
     int i;
 
-    if ((err = rlaas_parse_limit(arg, &p->limit)) != NULL)
-        return apr_psprintf(cmd->pool, "%s %s: invalid limit '%s': expected %s",
-                            cmd->cmd->name, p->name, arg, err);
-    p->limit_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->limit);
+    if ((err = policy_limit(cmd, p, limit)) != NULL)
+        return err;
     arg = APR_ARRAY_IDX(w, 2, char *);
     if ((err = policy_window(cmd, p, w, &i)) != NULL)
         return err;
@@ -760,6 +819,8 @@ static const char *rate_policy(cmd_parms *cmd, rlaas_policy_t *p,
     if (p->strategy == RLAAS_STRATEGY_UNSET)
         p->strategy =
             p->cal != NULL ? RLAAS_STRATEGY_FIXED : RLAAS_DEFAULT_STRATEGY;
+    if ((err = policy_bytes(cmd, p, limit)) != NULL)
+        return err;
     if ((err = rlaas_calendar_strategy(
              cmd, apr_pstrcat(cmd->pool, cmd->cmd->name, " ", p->name, NULL),
              apr_pstrcat(cmd->pool, arg, " " RLAAS_CAL_WORD " strategy=",
@@ -770,13 +831,13 @@ static const char *rate_policy(cmd_parms *cmd, rlaas_policy_t *p,
 }
 
 /* RLaaSPolicy NAME LIMIT WINDOW [calendar] [strategy=S] [key="SOURCES"]
- * [cost=N], or
+ * [cost=N|bytes], or
  * RLaaSPolicy NAME concurrency=N [timeout=DURATION] [key="SOURCES"] */
 static const char *set_policy(cmd_parms *cmd, void *dummy, const char *line)
 {
     static const char usage[] = "NAME LIMIT WINDOW [calendar] "
                                 "[strategy=STRATEGY] "
-                                "[key=\"SOURCES\"] [cost=N]";
+                                "[key=\"SOURCES\"] [cost=N|bytes]";
     rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
     apr_array_header_t *w;
     rlaas_policy_t *p;
@@ -1566,7 +1627,7 @@ const command_rec rlaas_cmds[] = {
     AP_INIT_RAW_ARGS(RLAAS_D_POLICY, set_policy, NULL, RSRC_CONF,
                      "NAME LIMIT WINDOW [calendar] [strategy=S] "
                      "[key=\"SOURCES\"] "
-                     "[cost=N] [countif=EXPR]: a named policy"),
+                     "[cost=N|bytes] [countif=EXPR]: a named policy"),
     AP_INIT_TAKE_ARGV(RLAAS_D_ENFORCE, set_enforce, NULL, RSRC_CONF,
                       "Policies applied to every request of the server or "
                       "virtual host, whatever its sections say"),

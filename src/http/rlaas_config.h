@@ -155,7 +155,10 @@ typedef struct {
     apr_array_header_t *sources; /* of rlaas_key_source_t; NULL: ip */
     int sources_need_user;
     const char *cost_arg; /* NULL: 1 */
-    server_rec *server;   /* declared in: its key prefix names the key */
+    /* cost=bytes: checked, charged the bytes sent after the response in
+     * units of this many bytes (rlaas_bytes.h); 0: it counts requests */
+    int64_t bytes_unit;
+    server_rec *server; /* declared in: its key prefix names the key */
     /* a virtual host's policy without a prefix of its own: the host's
      * namespace (rlaas_key_namespace), set in post_config; else NULL */
     const char *ns;

@@ -1041,19 +1041,25 @@ static void refund(request_rec *r, const pending_t *pd, const rlaas_item_t *it,
                       why[0] ? why : "-", suppressed(r, dropped));
 }
 
-/* The body bytes the client request sent (r->bytes_sent of its last
- * record, after internal redirects: what %B logs; none for a HEAD, whose
- * body httpd counts but drops), as units of each item, at least 1 and at
- * most its limit; 0: nothing to charge. */
+/* The body bytes the response sent (r->bytes_sent of its last record,
+ * after internal redirects: what %B logs; none for a HEAD, whose body
+ * httpd counts but drops). */
+static apr_off_t bytes_sent(request_rec *r)
+{
+    while (r->next != NULL)
+        r = r->next;
+    return r->header_only || r->bytes_sent < 0 ? 0 : r->bytes_sent;
+}
+
+/* Those bytes as units of an item, at least 1 and at most its limit; 0:
+ * nothing to charge. */
 static int bytes_units(request_rec *r, const rlaas_item_t *it, int64_t *units)
 {
-    request_rec *last = r;
+    apr_off_t sent = bytes_sent(r);
 
-    while (last->next != NULL)
-        last = last->next;
-    if (last->bytes_sent <= 0 || last->header_only)
+    if (sent <= 0)
         return 0;
-    *units = rlaas_bytes_units(last->bytes_sent, it->bytes_unit, it->limit);
+    *units = rlaas_bytes_units(sent, it->bytes_unit, it->limit);
     return 1;
 }
 
@@ -1066,6 +1072,10 @@ static void charge_bytes(request_rec *r, const pending_t *pd,
     const char *why = settle_engine(r, pd, it, n, units);
     long dropped;
 
+    /* the response's bytes, once however many limits they were charged to */
+    rlaas_metrics_outcome_add(why == NULL ? RLAAS_METRIC_BYTES_CHARGED
+                                          : RLAAS_METRIC_BYTES_LOST,
+                              (apr_uint64_t)bytes_sent(r));
     if (why == NULL)
         return;
     dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);

@@ -40,7 +40,7 @@ typedef struct {
     apr_uint64_t connects;
     apr_uint64_t script_loads;
     apr_uint64_t circuit_opened;
-    apr_uint64_t outcome[RLAAS_METRIC_OUTCOME_COUNT]; /* bans, countif */
+    apr_uint64_t outcome[RLAAS_METRIC_OUTCOME_COUNT]; /* bans, countif, ... */
     apr_uint32_t nslots; /* gauge slots that follow the counters */
 } rlaas_counters_t;
 
@@ -551,7 +551,9 @@ static void write_outcome(request_rec *r, rlaas_counters_t *c)
         "rlaas_concurrency_taken_total",
         "rlaas_concurrency_released_total",
         "rlaas_concurrency_lost_total",
-        "rlaas_concurrency_refused_total"};
+        "rlaas_concurrency_refused_total",
+        "rlaas_bytes_charged_total",
+        "rlaas_bytes_lost_total"};
     static const char *const text[RLAAS_METRIC_OUTCOME_COUNT] = {
         "Bans started (RLaaSBan).",
         "Requests refused by a ban.",
@@ -565,7 +567,11 @@ static void write_outcome(request_rec *r, rlaas_counters_t *c)
         "Slots given back once httpd was done with the request.",
         "Slots that could not be given back: free once their holder is "
         "gone (local engine) or after RLaaSConcurrencyTimeout (Redis).",
-        "Requests refused for want of a slot (RLaaSConcurrency)."};
+        "Requests refused for want of a slot (RLaaSConcurrency).",
+        "Bytes of responses charged to their limits after them "
+        "(RLaaSCost bytes), each response once.",
+        "Bytes of responses whose charge failed (RLaaSCost bytes, "
+        "RLAAS0210): served free."};
     apr_uint64_t taken, back;
     int i;
 
@@ -589,8 +595,13 @@ static void write_outcome(request_rec *r, rlaas_counters_t *c)
 
 void rlaas_metrics_outcome(rlaas_metric_outcome_e m)
 {
+    rlaas_metrics_outcome_add(m, 1);
+}
+
+void rlaas_metrics_outcome_add(rlaas_metric_outcome_e m, apr_uint64_t n)
+{
     if (counters != NULL && m >= 0 && m < RLAAS_METRIC_OUTCOME_COUNT)
-        apr_atomic_inc64(&counters->outcome[m]);
+        apr_atomic_add64(&counters->outcome[m], n);
 }
 
 /* Per node: calls, and the groups that failed by kind. */

@@ -85,9 +85,14 @@ typedef enum {
     RLAAS_METRIC_CONC_RELEASED,
     RLAAS_METRIC_CONC_LOST,
     RLAAS_METRIC_CONC_REFUSED,
+    /* RLaaSCost bytes: bytes of responses charged after them, and bytes
+     * whose charge failed (served free) */
+    RLAAS_METRIC_BYTES_CHARGED,
+    RLAAS_METRIC_BYTES_LOST,
     RLAAS_METRIC_OUTCOME_COUNT
 } rlaas_metric_outcome_e;
 void rlaas_metrics_outcome(rlaas_metric_outcome_e m);
+void rlaas_metrics_outcome_add(rlaas_metric_outcome_e m, apr_uint64_t n);
 
 /* The exposition; the hook is rlaas_scope_metrics_handler, which calls it
  * where RLaaSMetrics is on. Server-wide wherever it is served. */

@@ -43,7 +43,8 @@ static void named(rlaas_item_t *it, const rlaas_policy_t *p, int enforced,
     it->call.strategy = p->strategy;
     it->call.limit = p->limit_arg;
     it->call.window = p->window_arg;
-    it->call.cost = p->cost_arg;
+    it->call.cost = p->cost_arg; /* "0" with cost=bytes: a check */
+    it->bytes_unit = p->bytes_unit;
     /* concurrency=N: slots in flight, its token for a cost */
     it->conc = p->strategy == RLAAS_CONCURRENCY;
     it->cal = p->cal;
@@ -179,14 +180,15 @@ static void cost_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it,
 {
     int64_t c;
 
-    /* bytes are the own limit's unit alone: a policy keeps its own cost */
+    /* bytes are the own limit's unit alone: a policy keeps its own cost,
+     * and a policy counting bytes (cost=bytes) is never given a section's */
     if (d != NULL && d->cost == RLAAS_COST_BYTES) {
         if (it->p == NULL) {
             it->call.cost = "0";
             it->bytes_unit = rlaas_bytes_unit(d);
         }
     }
-    else if (d != NULL && d->cost != -1 &&
+    else if (d != NULL && d->cost != -1 && it->bytes_unit == 0 &&
              (it->p == NULL ||
               (!it->enforced && !(d->by_tenant & RLAAS_T_COST)))) {
         if (d->cost_expr != NULL && *section_cost == NULL) {

@@ -183,12 +183,13 @@ static rlaas_redis_conf_t resolved(apr_pool_t *p, const rlaas_target_t *t)
     return c;
 }
 
-/* A new child connects before it takes requests (rlaas_redis_warm); if
- * Redis does not answer now, its first request tries as always. */
-static void warm(rlaas_redis_t *rd, server_rec *s)
+/* A new child connects before it takes requests (rlaas_redis_warm), to
+ * every Redis its hosts use, within RLAAS_REDIS_WARM_MAX_US in all; if one
+ * does not answer now, its first request tries as always. */
+static void warm(rlaas_redis_t *rd, server_rec *s, int64_t not_after)
 {
     char detail[RLAAS_DETAIL_MAX];
-    rlaas_rerr_e e = rlaas_redis_warm(rd, detail);
+    rlaas_rerr_e e = rlaas_redis_warm(rd, not_after, detail);
 
     if (e != RLAAS_RERR_NONE)
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
@@ -199,6 +200,8 @@ static void warm(rlaas_redis_t *rd, server_rec *s)
 
 void rlaas_remote_child_init(apr_pool_t *pchild, server_rec *s)
 {
+    int64_t not_after = rlaas_clock_us() + RLAAS_REDIS_WARM_MAX_US;
+
     for (; s != NULL; s = s->next) {
         rlaas_target_t *t = rlaas_server_conf(s)->target;
         rlaas_redis_conf_t c;
@@ -216,7 +219,7 @@ void rlaas_remote_child_init(apr_pool_t *pchild, server_rec *s)
                          "RLAAS0001: cannot create the Redis connection "
                          "pool");
         else if (!rlaas_server_local(rlaas_server_conf(s)))
-            warm(t->redis, s);
+            warm(t->redis, s, not_after);
     }
 }
 

@@ -381,18 +381,20 @@ static rlaas_rerr_e circuit_open(rlaas_redis_t *rd, char *detail)
  * waits for its outcome instead of taking the failure policy at once: in a
  * child idle since a fault, a burst's first request probes a Redis that has
  * long been healthy again, and the rest of the burst must not fail for that
- * (found by make soak; t/circuit_probe.t). The wait is half of what is
- * left of the call's time budget, so the call keeps the other half for
- * Redis (a call that ran out of time would count as a failure and open the
- * circuit again) and costs no more than it would with the circuit closed;
- * under an outage only the calls arriving during a probe pay it, once per
- * cool-down. */
+ * (found by make soak; t/circuit_probe.t). The wait is a quarter of the
+ * time budget at most, in proportion to what the operator allows a call
+ * (a fixed cap of 100 ms was too short for a probe's reconnect on a loaded
+ * machine), and leaves the call most of its budget; under an outage only
+ * the calls arriving during a probe pay it, once per cool-down. */
 #define PROBE_POLL_US 500
 
 static int allowed(rlaas_redis_t *rd, int64_t deadline)
 {
     int64_t now = rlaas_clock_us();
-    int64_t until = now + (deadline - now) / 2;
+    int64_t until = now + (int64_t)rd->conf.timeout_ms * 250;
+
+    if (until > deadline)
+        until = deadline;
 
     for (;;) {
         if (rlaas_breaker_allow(&rd->breaker, now))
@@ -485,15 +487,16 @@ int64_t rlaas_redis_deadline(const rlaas_redis_t *rd)
  * request does not pay the connect, AUTH and TLS handshake inside its time
  * budget (found by make soak: new prefork children behind TLS on a loaded
  * machine failed their first request). Its own budget is twice a call's,
- * at least WARM_MIN_US (a handshake is several round trips) and at most
- * WARM_MAX_US: a Redis that drops packets delays a new child's first
- * request by no more. Not a call: nothing is counted by the circuit, and a
+ * at least WARM_MIN_US (a handshake is several round trips), and ends by
+ * not_after: a child with many Redis targets that drop packets starts no
+ * later for them. Not a call: nothing is counted by the circuit, and a
  * failure leaves the slot closed for the first request to open as before. */
 #define WARM_MIN_US 1000000
-#define WARM_MAX_US 5000000
 
-rlaas_rerr_e rlaas_redis_warm(rlaas_redis_t *rd, char *detail)
+rlaas_rerr_e rlaas_redis_warm(rlaas_redis_t *rd, int64_t not_after,
+                              char *detail)
 {
+    int64_t now = rlaas_clock_us();
     int64_t budget = (int64_t)rd->conf.timeout_ms * 2000;
     group_t g;
     rlaas_conn_t *c;
@@ -503,11 +506,14 @@ rlaas_rerr_e rlaas_redis_warm(rlaas_redis_t *rd, char *detail)
     detail[0] = '\0';
     if (rd->cluster != NULL)
         return RLAAS_RERR_NONE; /* the router opens nodes as slots lead */
-    budget = budget < WARM_MIN_US   ? WARM_MIN_US
-             : budget > WARM_MAX_US ? WARM_MAX_US
-                                    : budget;
+    if (now >= not_after) {
+        apr_cpystrn(detail, "no time left for it", RLAAS_DETAIL_MAX);
+        return RLAAS_RERR_TIMEOUT;
+    }
+    if (budget < WARM_MIN_US)
+        budget = WARM_MIN_US;
     g.rd = rd;
-    g.deadline = rlaas_clock_us() + budget;
+    g.deadline = now + budget < not_after ? now + budget : not_after;
     if (rlaas_pool_acquire(rd->pool, g.deadline, &c, &dropped) !=
         RLAAS_RERR_NONE) {
         apr_cpystrn(detail, "no pooled connection", RLAAS_DETAIL_MAX);

@@ -84,10 +84,14 @@ rlaas_redis_t *rlaas_redis_create(apr_pool_t *p, const rlaas_redis_conf_t *c,
                                   const rlaas_redis_events_t *ev);
 
 /* In child_init, after create: opens one connection (within twice the
- * time budget, 1 to 5 s) so that the child's first request finds it open. A failure
- * (detail says why) only leaves it to the first request; the circuit does
- * not count it. Redis Cluster: nothing (nodes open as slots lead). */
-rlaas_rerr_e rlaas_redis_warm(rlaas_redis_t *rd, char *detail);
+ * time budget, at least 1 s, and by not_after, an absolute rlaas_clock_us()
+ * shared by a child's engines) so that the child's first request finds it
+ * open. A failure (detail says why) only leaves it to the first request;
+ * the circuit does not count it. Redis Cluster: nothing (nodes open as
+ * slots lead). */
+#define RLAAS_REDIS_WARM_MAX_US 5000000
+rlaas_rerr_e rlaas_redis_warm(rlaas_redis_t *rd, int64_t not_after,
+                              char *detail);
 
 /* Runs the call of n policies (1..RLAAS_CALL_POLICIES_MAX) within the
  * budget, one round trip: every policy is decided, and charged only if
