@@ -11,7 +11,8 @@
 #   the section applies counts requests, not bytes;
 # - a size above 10^9 bytes (10G) is counted in KiB and shown in bytes;
 # - RLaaSPolicy ... cost=bytes: a policy counting bytes, which a section's
-#   RLaaSCost never changes;
+#   RLaaSCost never changes; a section counting requests in a zone named
+#   after it is undecided (one key never counts in two units);
 # - a tenant's .htaccess counting bytes in a zone named like the
 #   operator's spends its own counter, never the operator's;
 # - apachectl -t refuses what can't work, naming directive and value.
@@ -131,15 +132,18 @@ for my $be (@BACKENDS) {
     };
 
     subtest "$name: rlaas_bytes_charged_total counts the bytes charged" => sub {
+        wait_fixed_window(3_600_000, 10_000);
         my $u = uid("by-$name-metric");
         my $m0 = metrics();
-        is get('/by/log/small.txt', $u, $vh)->code, 200, '1000 bytes';
+        is get('/by/both/small.txt', $u, $vh)->code, 200, '1000 bytes, to two byte quotas';
         is get('/by/log/1m.bin', $u, $vh, h => { Range => 'bytes=0-99' })->code, 206, '100 bytes';
         is get('/by/log/1m.bin', $u, $vh, method => 'HEAD')->code, 200, 'a HEAD: none';
         my $d;
         ok wait_for(sub { $d = mdelta($m0, metrics(), 'rlaas_bytes_charged_total'); $d >= 1100 }, 5),
             'rlaas_bytes_charged_total rose';
         is $d, 1100, '  by the bytes sent, each response once';
+        like get('/by/both/small.txt', $u, $vh, method => 'HEAD')->header('RateLimit') // '',
+            qr/"by-pol";r=2096152;/, '  the policy was charged the 1000 bytes too';
         is mdelta($m0, metrics(), 'rlaas_bytes_lost_total'), 0, 'rlaas_bytes_lost_total: none lost';
     };
 
@@ -189,6 +193,19 @@ for my $be (@BACKENDS) {
         like $res->header('RateLimit') // '', qr/"by-pol";r=2097152;/, '  its byte quota untouched';
         ok wait_for(sub { (get($url, $v, $vh, method => 'HEAD')->header('RateLimit') // '') =~ /"by-pol";r=2096152;/ }, 5),
             '  its 1000 bytes charged, not a cost of 2';
+    };
+
+    subtest "$name: a zone named after a policy counting bytes, in requests: undecided" => sub {
+        my $u = uid("by-$name-clash");
+        my $mark = error_log_mark();
+        is get('/by/clash/small.txt', $u, $vh)->code, 500, 'refused with 500 (RLaaSFailOpen off)';
+        ok wait_for(sub {
+                get('/by/clash/small.txt', $u, $vh);
+                error_log_since($mark) =~ /a zone named after a policy counts in another unit/
+            }, 10, 0.3),
+            'the error log says why';
+        like get('/by/policy/small.txt', $u, $vh)->header('RateLimit') // '', qr/"by-pol";r=2097152;/,
+            "the policy's byte counter untouched";
     };
 
     subtest "$name: 10G a day: counted in KiB, shown in bytes" => sub {
@@ -291,6 +308,15 @@ subtest 'apachectl -t' => sub {
         'a policy: bytes in a bucket');
     config_refused("RLaaSPolicy dl 2000G 1d cost=bytes\n",
         qr/RLaaSPolicy dl: invalid limit '2000G': expected a size from 1K to 953G/, 'a policy: too big');
+    config_refused("RLaaSPolicy dl 3M 1h cost=bytes cost=2\n",
+        qr/RLaaSPolicy dl: invalid value 'cost=2': the policy counts bytes \(cost=bytes\); expected one cost/,
+        'a policy: cost=bytes, then cost=2');
+    config_refused("RLaaSPolicy dl 300 1h cost=2 cost=bytes\n",
+        qr/RLaaSPolicy dl: invalid value 'cost=bytes': cost=2 is set already; expected one cost/,
+        'a policy: cost=2, then cost=bytes');
+    config_refused("RLaaSPolicy dl 3M 1h cost=5\n",
+        qr/RLaaSPolicy dl: invalid limit '3M': a size \(K, M or G\) counts bytes: it needs cost=bytes/,
+        'a policy: a size with cost=5');
     config_refused("RLaaSPolicy dl 3M 1h cost=byte\n",
         qr/RLaaSPolicy dl: invalid value 'cost=byte': expected a cost from 0 to the limit .* or cost=bytes/,
         'a policy: cost=byte');

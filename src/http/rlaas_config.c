@@ -629,12 +629,45 @@ static const char *policy_sources(cmd_parms *cmd, rlaas_policy_t *p,
     return NULL;
 }
 
+/* cost=N (0 to the limit) or cost=bytes, one of them. bytes_unit < 0:
+ * the limit is a size (policy_limit), whose unit cost=bytes takes. */
+static const char *policy_cost(cmd_parms *cmd, rlaas_policy_t *p,
+                               const char *opt)
+{
+    int64_t v;
+
+    if (rlaas_parse_keyword(opt + 5, "bytes")) {
+        if (p->cost_arg != NULL && p->bytes_unit <= 0)
+            return apr_psprintf(cmd->pool,
+                                "%s %s: invalid value '%s': cost=%s is set "
+                                "already; expected one cost",
+                                cmd->cmd->name, p->name, opt, p->cost_arg);
+        if (p->bytes_unit <= 0)
+            p->bytes_unit = p->bytes_unit < 0 ? -p->bytes_unit : 1;
+        p->cost_arg = "0"; /* checked; charged after the response */
+        return NULL;
+    }
+    if (p->bytes_unit > 0)
+        return apr_psprintf(cmd->pool,
+                            "%s %s: invalid value '%s': the policy counts "
+                            "bytes (cost=bytes); expected one cost",
+                            cmd->cmd->name, p->name, opt);
+    if (rlaas_parse_nonneg_int(opt + 5, RLAAS_LIMIT_MAX, &v) != NULL ||
+        v > p->limit)
+        return apr_psprintf(cmd->pool,
+                            "%s %s: invalid value '%s': expected a cost from "
+                            "0 to the limit (%" APR_INT64_T_FMT
+                            ") or cost=bytes",
+                            cmd->cmd->name, p->name, opt, p->limit);
+    p->cost_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, v);
+    return NULL;
+}
+
 /* strategy=S, key="SOURCES", cost=N or cost=bytes. */
 static const char *policy_option(cmd_parms *cmd, rlaas_policy_t *p,
                                  const char *opt)
 {
     const char *err;
-    int64_t v;
 
     if (rlaas_parse_prefixed(opt, "strategy=")) {
         if ((err = rlaas_parse_strategy(opt + 9, &p->strategy)) != NULL)
@@ -648,35 +681,8 @@ static const char *policy_option(cmd_parms *cmd, rlaas_policy_t *p,
     if (rlaas_parse_prefixed(opt, "countif="))
         return rlaas_outcome_policy_count_if(cmd, p->name, opt + 8,
                                              &p->count_if);
-    if (rlaas_parse_prefixed(opt, "cost=") &&
-        rlaas_parse_keyword(opt + 5, "bytes")) {
-        /* a size's unit (policy_limit), or a plain number of bytes */
-        if (p->cost_arg != NULL && p->bytes_unit <= 0)
-            return apr_psprintf(cmd->pool,
-                                "%s %s: invalid value '%s': cost=%s is set "
-                                "already; expected one cost",
-                                cmd->cmd->name, p->name, opt, p->cost_arg);
-        if (p->bytes_unit <= 0)
-            p->bytes_unit = p->bytes_unit < 0 ? -p->bytes_unit : 1;
-        p->cost_arg = "0"; /* checked; charged after the response */
-        return NULL;
-    }
-    if (rlaas_parse_prefixed(opt, "cost=")) {
-        if (p->bytes_unit > 0)
-            return apr_psprintf(cmd->pool,
-                                "%s %s: invalid value '%s': the policy counts "
-                                "bytes (cost=bytes); expected one cost",
-                                cmd->cmd->name, p->name, opt);
-        if (rlaas_parse_nonneg_int(opt + 5, RLAAS_LIMIT_MAX, &v) != NULL ||
-            v > p->limit)
-            return apr_psprintf(cmd->pool,
-                                "%s %s: invalid value '%s': expected a cost "
-                                "from 0 to the limit (%" APR_INT64_T_FMT
-                                ") or cost=bytes",
-                                cmd->cmd->name, p->name, opt, p->limit);
-        p->cost_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, v);
-        return NULL;
-    }
+    if (rlaas_parse_prefixed(opt, "cost="))
+        return policy_cost(cmd, p, opt);
     return apr_psprintf(cmd->pool,
                         "%s %s: invalid option '%s': expected "
                         "strategy=STRATEGY, key=\"SOURCES\", cost=N, "

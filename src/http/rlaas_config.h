@@ -130,6 +130,7 @@ typedef struct {
     int *cluster_ports;
     int cluster_n;               /* 0: not a cluster */
     struct rlaas_redis_t *redis; /* the engine, made in each child */
+    int warmed; /* the child opened its first connection (child_init) */
 } rlaas_target_t;
 
 typedef struct {
@@ -156,7 +157,8 @@ typedef struct {
     int sources_need_user;
     const char *cost_arg; /* NULL: 1 */
     /* cost=bytes: checked, charged the bytes sent after the response in
-     * units of this many bytes (rlaas_bytes.h); 0: it counts requests */
+     * units of this many bytes (rlaas_bytes.h); 0: it counts requests.
+     * While the line is read, < 0: a size limit waiting for cost=bytes */
     int64_t bytes_unit;
     server_rec *server; /* declared in: its key prefix names the key */
     /* a virtual host's policy without a prefix of its own: the host's

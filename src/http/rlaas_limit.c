@@ -1065,19 +1065,15 @@ static int bytes_units(request_rec *r, const rlaas_item_t *it, int64_t *units)
 
 /* RLaaSCost bytes: the bytes sent charged to it[0..n), forced (the
  * response was served on the check); a charge lost is logged (the client
- * got those bytes free). */
-static void charge_bytes(request_rec *r, const pending_t *pd,
-                         const rlaas_item_t *it, const int64_t *units, int n)
+ * got those bytes free). Returns whether the charge was made. */
+static int charge_bytes(request_rec *r, const pending_t *pd,
+                        const rlaas_item_t *it, const int64_t *units, int n)
 {
     const char *why = settle_engine(r, pd, it, n, units);
     long dropped;
 
-    /* the response's bytes, once however many limits they were charged to */
-    rlaas_metrics_outcome_add(why == NULL ? RLAAS_METRIC_BYTES_CHARGED
-                                          : RLAAS_METRIC_BYTES_LOST,
-                              (apr_uint64_t)bytes_sent(r));
     if (why == NULL)
-        return;
+        return 1;
     dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);
     if (dropped >= 0)
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
@@ -1085,11 +1081,13 @@ static void charge_bytes(request_rec *r, const pending_t *pd,
                       " bytes: the bytes a response sent could not be "
                       "charged (%s)%s",
                       why[0] ? why : "-", suppressed(r, dropped));
+    return 0;
 }
 
 /* RLaaSCost bytes: each item whose condition holds (or that has none) is
- * charged the bytes sent. */
-static void settle_bytes(request_rec *r, const pending_t *pd)
+ * charged the bytes sent. Returns -1 if nothing was to be charged, else
+ * whether the charge was made. */
+static int settle_bytes(request_rec *r, const pending_t *pd)
 {
     rlaas_item_t to[RLAAS_POLICIES_MAX];
     int64_t units[RLAAS_POLICIES_MAX];
@@ -1101,8 +1099,17 @@ static void settle_bytes(request_rec *r, const pending_t *pd)
         if (bytes_units(r, &pd->it[i], &units[n]))
             to[n++] = pd->it[i];
     }
-    if (n > 0)
-        charge_bytes(r, pd, to, units, n);
+    return n > 0 ? charge_bytes(r, pd, to, units, n) : -1;
+}
+
+/* The response's bytes in the metrics, once however many decisions and
+ * limits charged them: lost if any charge of them was. */
+static void count_bytes(request_rec *r, int charged, int lost)
+{
+    if (charged || lost)
+        rlaas_metrics_outcome_add(lost ? RLAAS_METRIC_BYTES_LOST
+                                       : RLAAS_METRIC_BYTES_CHARGED,
+                                  (apr_uint64_t)bytes_sent(r));
 }
 
 /* One decision's charges once the response is known: those whose
@@ -1134,7 +1141,7 @@ int rlaas_limit_log_transaction(request_rec *r)
 {
     rlaas_unit_t *u;
     apr_array_header_t *pending;
-    int i;
+    int i, charged = 0, lost = 0, rc;
 
     if (r->main != NULL || (u = rlaas_unit_find(r)) == NULL)
         return DECLINED;
@@ -1147,11 +1154,12 @@ int rlaas_limit_log_transaction(request_rec *r)
     for (i = 0; i < pending->nelts; i++) {
         const pending_t *pd = APR_ARRAY_IDX(pending, i, const pending_t *);
 
-        if (pd->bytes)
-            settle_bytes(r, pd);
-        else
+        if (!pd->bytes)
             settle(r, pd);
+        else if ((rc = settle_bytes(r, pd)) >= 0)
+            *(rc ? &charged : &lost) = 1;
     }
+    count_bytes(r, charged, lost);
     return DECLINED;
 }
 

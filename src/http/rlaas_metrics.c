@@ -569,9 +569,9 @@ static void write_outcome(request_rec *r, rlaas_counters_t *c)
         "gone (local engine) or after RLaaSConcurrencyTimeout (Redis).",
         "Requests refused for want of a slot (RLaaSConcurrency).",
         "Bytes of responses charged to their limits after them "
-        "(RLaaSCost bytes), each response once.",
-        "Bytes of responses whose charge failed (RLaaSCost bytes, "
-        "RLAAS0210): served free."};
+        "(RLaaSCost bytes, cost=bytes), each response once.",
+        "Bytes of responses of which a charge failed (RLAAS0210): served "
+        "free to that limit."};
     apr_uint64_t taken, back;
     int i;
 

@@ -299,13 +299,12 @@ static void merge(rlaas_item_t *a, const rlaas_item_t *b)
     if ((ca >= cb ? ca : cb) > m.limit)
         m.call.cost = m.call.limit;
     m.call.mode = mode | (m.dry_run ? RLAAS_MODE_DRY_RUN : 0);
-    /* bytes sent are charged whichever counted them */
-    m.bytes_unit =
-        a->bytes_unit > b->bytes_unit ? a->bytes_unit : b->bytes_unit;
-    *a = m;
+    *a = m; /* one unit (dedupe) */
 }
 
-/* One counter, one decision (merge). */
+/* One counter, one decision (merge); -1 if one counter would be counted
+ * in two units (bytes and requests, or bytes and KiB): no limit of the two
+ * can be said to be the lower. */
 static int dedupe(rlaas_item_t *it, int n)
 {
     int i, j, k;
@@ -315,6 +314,8 @@ static int dedupe(rlaas_item_t *it, int n)
             if (it[i].call.key_len != it[j].call.key_len ||
                 memcmp(it[i].call.key, it[j].call.key, it[i].call.key_len))
                 continue;
+            if (it[i].bytes_unit != it[j].bytes_unit)
+                return -1;
             merge(&it[i], &it[j]);
             for (k = j; k + 1 < n; k++)
                 it[k] = it[k + 1];
@@ -352,6 +353,9 @@ const char *rlaas_policies_prepare(request_rec *r, const rlaas_dir_conf_t *d,
         if (it[i].call.key_len == 0)
             return "the key could not be built";
     }
-    *n = dedupe(it, *n);
+    if ((i = dedupe(it, *n)) < 0)
+        return "a zone named after a policy counts in another unit (bytes "
+               "or requests, or a size above 10^9 bytes beside one below)";
+    *n = i;
     return NULL;
 }

@@ -185,17 +185,25 @@ static rlaas_redis_conf_t resolved(apr_pool_t *p, const rlaas_target_t *t)
 
 /* A new child connects before it takes requests (rlaas_redis_warm), to
  * every Redis its hosts use, within RLAAS_REDIS_WARM_MAX_US in all; if one
- * does not answer now, its first request tries as always. */
-static void warm(rlaas_redis_t *rd, server_rec *s, int64_t not_after)
+ * does not answer now, its first request tries as always. One that let a
+ * warm-up wait WARM_SLOW_US and fail (packets dropped, a name that does
+ * not resolve) ends them all: the child starts no later for the others. */
+#define WARM_SLOW_US 500000
+
+static void warm(rlaas_redis_t *rd, server_rec *s, int64_t *not_after)
 {
     char detail[RLAAS_DETAIL_MAX];
-    rlaas_rerr_e e = rlaas_redis_warm(rd, not_after, detail);
+    int64_t t0 = rlaas_clock_us();
+    rlaas_rerr_e e = rlaas_redis_warm(rd, *not_after, detail);
 
-    if (e != RLAAS_RERR_NONE)
-        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
-                     "RLAAS0220: no Redis connection opened as the child "
-                     "started (the first request will try): %s: %s",
-                     rlaas_rerr_name(e), detail);
+    if (e == RLAAS_RERR_NONE)
+        return;
+    if (rlaas_clock_us() - t0 >= WARM_SLOW_US)
+        *not_after = 0;
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s,
+                 "RLAAS0220: no Redis connection opened as the child "
+                 "started (the first request will try): %s: %s",
+                 rlaas_rerr_name(e), detail);
 }
 
 void rlaas_remote_child_init(apr_pool_t *pchild, server_rec *s)
@@ -209,17 +217,21 @@ void rlaas_remote_child_init(apr_pool_t *pchild, server_rec *s)
                                    on_script_load, on_circuit,    on_failover,
                                    on_group,       on_sentinel};
 
-        if (t->redis != NULL)
-            continue; /* shared with the main server */
-        c = resolved(pchild, t);
-        ev.baton = s;
-        t->redis = rlaas_redis_create(pchild, &c, &ev);
-        if (t->redis == NULL)
-            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
-                         "RLAAS0001: cannot create the Redis connection "
-                         "pool");
-        else if (!rlaas_server_local(rlaas_server_conf(s)))
-            warm(t->redis, s, not_after);
+        if (t->redis == NULL) { /* else shared with the main server */
+            c = resolved(pchild, t);
+            ev.baton = s;
+            t->redis = rlaas_redis_create(pchild, &c, &ev);
+            if (t->redis == NULL)
+                ap_log_error(APLOG_MARK, APLOG_CRIT, 0, s,
+                             "RLAAS0001: cannot create the Redis connection "
+                             "pool");
+        }
+        /* once per engine, for the first host that decides with it */
+        if (t->redis != NULL && !t->warmed &&
+            !rlaas_server_local(rlaas_server_conf(s))) {
+            t->warmed = 1;
+            warm(t->redis, s, &not_after);
+        }
     }
 }
 

@@ -385,7 +385,8 @@ static rlaas_rerr_e circuit_open(rlaas_redis_t *rd, char *detail)
  * time budget at most, in proportion to what the operator allows a call
  * (a fixed cap of 100 ms was too short for a probe's reconnect on a loaded
  * machine), and leaves the call most of its budget; under an outage only
- * the calls arriving during a probe pay it, once per cool-down. */
+ * the calls arriving while a probe is in flight pay it (one probe per
+ * cool-down, each in flight for at most the time budget). */
 #define PROBE_POLL_US 500
 
 static int allowed(rlaas_redis_t *rd, int64_t deadline)
@@ -488,9 +489,9 @@ int64_t rlaas_redis_deadline(const rlaas_redis_t *rd)
  * budget (found by make soak: new prefork children behind TLS on a loaded
  * machine failed their first request). Its own budget is twice a call's,
  * at least WARM_MIN_US (a handshake is several round trips), and ends by
- * not_after: a child with many Redis targets that drop packets starts no
- * later for them. Not a call: nothing is counted by the circuit, and a
- * failure leaves the slot closed for the first request to open as before. */
+ * not_after, shared by the child's engines. Not a call: nothing is counted
+ * by the circuit, and a failure leaves the slot closed for the first
+ * request to open as before. */
 #define WARM_MIN_US 1000000
 
 rlaas_rerr_e rlaas_redis_warm(rlaas_redis_t *rd, int64_t not_after,
@@ -514,11 +515,19 @@ rlaas_rerr_e rlaas_redis_warm(rlaas_redis_t *rd, int64_t not_after,
         budget = WARM_MIN_US;
     g.rd = rd;
     g.deadline = now + budget < not_after ? now + budget : not_after;
+    /* A host name's or the sentinels' first answer first, and taken as
+     * seen: found only later, it would make the first request drop this
+     * connection as one to an address of the past (follow). */
+    if (rd->resolver != NULL)
+        rlaas_resolver_wait_first(rd->resolver, g.deadline);
+    follow(rd);
     if (rlaas_pool_acquire(rd->pool, g.deadline, &c, &dropped) !=
         RLAAS_RERR_NONE) {
         apr_cpystrn(detail, "no pooled connection", RLAAS_DETAIL_MAX);
         return RLAAS_RERR_POOL;
     }
+    if (dropped)
+        closed(rd);
     e = c->ctx != NULL ? RLAAS_RERR_NONE : open_conn(&g, c, detail);
     rlaas_pool_release(rd->pool, c);
     return e;
