@@ -78,6 +78,19 @@ sub left_after {
     return $got;
 }
 
+# what refuses a request with 500 and says why in the error log (at most
+# one such line a second per child: ask until one is told)
+sub refused_and_logged {
+    my ($path, $u, $vh, $why, $what, $says) = @_;
+    my $mark = error_log_mark();
+    is get($path, $u, $vh)->code, 500, $what;
+    ok wait_for(sub {
+            get($path, $u, $vh);
+            error_log_since($mark) =~ $why
+        }, 10, 0.3),
+        $says;
+}
+
 for my $be (@BACKENDS) {
     my ($name, $vh) = @$be;
     for my $s (qw(fixed sliding log)) {
@@ -197,13 +210,8 @@ for my $be (@BACKENDS) {
 
     subtest "$name: a zone named after a policy counting bytes, in requests: undecided" => sub {
         my $u = uid("by-$name-clash");
-        my $mark = error_log_mark();
-        is get('/by/clash/small.txt', $u, $vh)->code, 500, 'refused with 500 (RLaaSFailOpen off)';
-        ok wait_for(sub {
-                get('/by/clash/small.txt', $u, $vh);
-                error_log_since($mark) =~ /a zone named after a policy counts in another unit/
-            }, 10, 0.3),
-            'the error log says why';
+        refused_and_logged('/by/clash/small.txt', $u, $vh, qr/a zone named after a policy counts in another unit/,
+            'refused with 500 (RLaaSFailOpen off)', 'the error log says why');
         like get('/by/policy/small.txt', $u, $vh)->header('RateLimit') // '', qr/"by-pol";r=2097152;/,
             "the policy's byte counter untouched";
     };
@@ -252,25 +260,15 @@ for my $be (@BACKENDS) {
         is left_after('/bytes/tenant/1m.bin', $u, $vh, 2 * $MIB), 2 * $MIB, '  charged to the tenant';
         is left(get('/by/fixed/1m.bin', $u, $vh, method => 'HEAD')), 3 * $MIB,
             "the operator's zone of the same name: untouched";
-        my $mark = error_log_mark();
-        is get('/bytes/tenant-big/x', $u, $vh)->code, 500, 'RLaaSLimit 1G in a .htaccess: 500';
-        ok wait_for(sub {
-                get('/bytes/tenant-big/x', $u, $vh);
-                error_log_since($mark) =~ /RLaaSLimit: invalid value '1G' in \.htaccess/
-            }, 10, 0.3),
-            '  the error log names directive and value';
+        refused_and_logged('/bytes/tenant-big/x', $u, $vh, qr/RLaaSLimit: invalid value '1G' in \.htaccess/,
+            'RLaaSLimit 1G in a .htaccess: 500', '  the error log names directive and value');
     };
 
     subtest "$name: a bucket inherited by a section counting bytes: 500, logged" => sub {
         my $u = uid("by-$name-bucket");
-        my $mark = error_log_mark();
-        is get('/by/bucket/bytes/1m.bin', $u, $vh)->code, 500, 'refused with 500';
-        # at most one such line a second per child: ask until one is told
-        ok wait_for(sub {
-                get('/by/bucket/bytes/1m.bin', $u, $vh);
-                error_log_since($mark) =~ /RLaaSCost bytes counts with the fixed, sliding or sliding_log strategy, not gcra/
-            }, 10, 0.3),
-            'the error log says why';
+        refused_and_logged('/by/bucket/bytes/1m.bin', $u, $vh,
+            qr/RLaaSCost bytes counts with the fixed, sliding or sliding_log strategy, not gcra/,
+            'refused with 500', 'the error log says why');
     };
 }
 
