@@ -39,7 +39,7 @@ sub utc { timegm(@_[5, 4, 3], $_[2], $_[1] - 1, $_[0]) * $S }    # (y, m, d, h, 
 # ---------------------------------------------------------------- the clock
 my $tmp = tempdir('rlaas-calendar-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 my $clock = catfile($tmp, 'clock');
-sub at { open my $fh, '>', $clock or die; print $fh "\@$_[0]\n"; close $fh }
+sub at { set_clock($clock, "\@$_[0]") }
 at(utc(2026, 3, 10, 13, 0, 0));
 my $so = catfile($tmp, 'shim.so');
 system($ENV{CC} || 'cc', '-shared', '-fPIC', '-o', $so,

@@ -19,7 +19,7 @@ plan skip_all => 'no C compiler for t/tools/shim.c'
     unless system(($ENV{CC} || 'cc') . ' --version >/dev/null 2>&1') == 0;
 
 my $shift = catfile(tempdir('rlaas-clock-XXXXXX', TMPDIR => 1, CLEANUP => 1), 'shift');
-sub step { open my $fh, '>', $shift or die; print $fh "$_[0]\n"; close $fh }
+sub step { set_clock($shift, $_[0]) }
 step(0);
 
 my $rport = free_port();

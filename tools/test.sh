@@ -72,7 +72,7 @@ export PATH="$PATH:/usr/sbin:/sbin"
 export PERL5LIB="$top/t/lib:$top/perl/lib${PERL5LIB:+:$PERL5LIB}"
 
 results=$(mktemp "${TMPDIR:-/tmp}/rlaas-results.XXXXXX") || exit 1
-trap 'rm -f "$results" "$results".out' EXIT
+trap 'rm -f "$results" "$results".out "$results".crash' EXIT
 failed_stages=""
 failed_detail=""
 passed=0
@@ -121,6 +121,32 @@ $(grep -E '^(not ok|#   Failed test|t/[^ ]+\.t +\(Wstat|  (Failed|Parse errors|N
     return 0
 }
 
+# crashes DIR LOG WHO: what a process that died of a fatal signal left,
+# kept for the summary (in $results.crash, as stages run in a pipe): a core
+# file in DIR (httpd dumps core into its ServerRoot, which is t/; each one
+# found is renamed, so the next run does not count it again), with gdb's
+# backtrace where gdb is installed, and LOG's "exit signal" lines other
+# than the SIGKILL some tests send on purpose.
+crashes() {
+    for c in $(find "$1" -maxdepth 1 -type f \( -name core -o -name 'core.[0-9]*' \) 2>/dev/null); do
+        kept="$c-seen-$$-$(date +%s)"
+        mv "$c" "$kept"
+        {
+            echo "== $3: httpd dumped core: $kept"
+            if command -v gdb >/dev/null 2>&1; then
+                gdb -q -batch -ex 'thread apply all bt 16' \
+                    "${APACHE_TEST_HTTPD:-/usr/sbin/apache2}" -core "$kept" 2>&1 |
+                    grep -vE '^(\[New LWP|\[Thread debugging|warning:|Using host)|No such file|^$' |
+                    head -n 80
+            fi
+        } | tee -a "$results.crash"
+    done
+    [ -f "$2" ] &&
+        grep -E 'exit signal (Segmentation|Aborted|Bus|Illegal|Floating|Trace)' "$2" |
+        sed "s|^|== $3: |" | head -n 10 | tee -a "$results.crash"
+    return 0
+}
+
 apache_suite() {
     mpm=$1
     rm -rf t/logs
@@ -129,6 +155,7 @@ apache_suite() {
     # shellcheck disable=SC2086
     RLAAS_TEST_MPM=$mpm t/TEST ${TEST_FILES:-}
     rc=$?
+    crashes t t/logs/error_log "Apache::Test suite, $mpm MPM"
     if [ "$rc" != 0 ]; then
         for f in t/logs/error_log t/logs/rlaas_status_log; do
             [ -f "$f" ] || continue
@@ -162,10 +189,16 @@ example_suite() {
             export PERL5LIB="$plib" RLAAS_MODULE="$mod" &&
             echo "== kit from $plib, module $mod" &&
             perl Makefile.PL >/dev/null &&
-            make test &&
+            make test
+        ) || rc=1
+        crashes "$ex/suite/t" "$ex/suite/t/logs/error_log" "example suite (Redis)"
+        [ "$rc" = 0 ] && (
+            cd "$ex/suite" &&
+            export PERL5LIB="$plib" RLAAS_MODULE="$mod" &&
             echo "== the same suite on the local backend" &&
             RLAAS_KIT_BACKEND=local t/TEST
         ) || rc=1
+        crashes "$ex/suite/t" "$ex/suite/t/logs/error_log" "example suite (local)"
     else
         cat "$ex/install.log"
         rc=1
@@ -213,6 +246,13 @@ want example &&
     stage "example suite (examples/apache-test) with the installed kit" example_suite
 
 header "summary"
+# Reported, not yet a failure: the example suite dumped core on CI's
+# machine and on no other, and this is how its backtrace reaches us.
+if [ -s "$results.crash" ]; then
+    echo "crashes (a core file or a fatal signal in an error_log):"
+    head -n 60 "$results.crash"
+    echo
+fi
 if [ -n "$failed_stages" ]; then
     echo "failed stages:$failed_stages"
     echo "$failed_detail"

@@ -147,6 +147,8 @@ system($ENV{CC} || 'cc', '-shared', '-fPIC', '-o', $SHIM, "$TOP/t/tools/shim.c",
     or die "cannot build t/tools/shim.c\n";
 
 sub spew { my ($f, $c, $mode) = @_; open my $fh, '>', $f or die "$f: $!"; print $fh $c; close $fh; chmod($mode // 0644, $f) }
+# the shim's clock file, replaced whole (a reader never finds it empty)
+sub clock { my ($f, $c) = @_; spew("$f.new", $c); rename "$f.new", $f or die "$f: $!" }
 
 # the documents: www/<vhost>/<section path>/ok.txt, and the tenants' .htaccess
 for my $s (Soak::Model::sections()) {
@@ -635,9 +637,9 @@ sub fault {
             return "killed child $c";
         }
         if ($k eq 'clock_step') {
-            spew($srv->{shift_file}, "$f->{p}{step}\n");
+            clock($srv->{shift_file}, "$f->{p}{step}\n");
             sleep $d;
-            spew($srv->{shift_file}, "0\n");
+            clock($srv->{shift_file}, "0\n");
             return "clock moved $f->{p}{step}s for ${d}s";
         }
     }

@@ -46,7 +46,7 @@ our @EXPORT_OK = qw(
     httpd_pid server_generation
     graceful_restart log_mark log_since crashes_since spare_redis
     count_by forget_connections mono next_mono_second private_httpd
-    free_port
+    free_port set_clock
 );
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
@@ -534,6 +534,18 @@ sub spare_redis {
 }
 
 # ---------------------------------------------------------------- a private httpd
+
+# set_clock(FILE, WORD): the word t/tools/shim.c reads (a shift in seconds,
+# or '@' and ms since the epoch), written whole: a new file renamed over
+# the old, so no reader (redis-server's expiry cycle reads the clock ten
+# times a second) ever finds it empty and falls back to the real time.
+sub set_clock {
+    my ($file, $word) = @_;
+    open my $fh, '>', "$file.new" or die "$file.new: $!";
+    print $fh "$word\n";
+    close $fh or die "$file.new: $!";
+    rename "$file.new", $file or die "$file: $!";
+}
 
 # private_httpd(SNIPPET, env => {VAR => value}, shim => 1): an httpd of the
 # test's own (one child, the suite's MPM, the module loaded) with SNIPPET
