@@ -89,7 +89,7 @@ unlike($text, qr/\Q$RAW\E/, 'the JSON never shows the raw API key');
 
 $page = req($CONSOLE, @CAROL);
 my $html = $page->content;
-like($html, qr{<tr data-zone="adm-user">}, 'HTML: the zone row');
+like($html, qr{<tr data-zone="adm-user" data-kind="zone">}, 'HTML: the zone row');
 like($html, qr{<svg id="chart".*<polyline class="zone" data-zone="adm-user"}s, 'HTML: the chart has a line for the zone');
 like($html, qr{h\.x-user=\Q$A\E}, 'HTML: the top list shows client A');
 unlike($html, qr/\Q$RAW\E/, 'HTML: never the raw API key');

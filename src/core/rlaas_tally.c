@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include <string.h>
 
-#define MAGIC 0x726c7432u /* "rlt2" */
+#define MAGIC 0x726c7433u /* "rlt3" */
 
 typedef struct {
     int64_t stamp; /* the second (or minute) it counts; 0: none */
@@ -24,6 +24,7 @@ typedef struct {
     uint32_t pad;
     uint64_t host;
     uint64_t hash; /* of host and name */
+    uint64_t taken, given; /* slots held (rlaas_tally_hold) */
     char name[RLAAS_TALLY_NAME_MAX + 1];
     bucket_t sec[RLAAS_TALLY_SECONDS];
     bucket_t min[RLAAS_TALLY_MINUTES];
@@ -114,6 +115,8 @@ static int claim_row(rlaas_tally_t *t, int k, uint32_t from, uint64_t host,
     memset(w->min, 0, sizeof(w->min));
     memset(w->name, 0, sizeof(w->name));
     strncpy(w->name, name, RLAAS_TALLY_NAME_MAX);
+    __atomic_store_n(&w->taken, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->given, 0, __ATOMIC_RELAXED);
     w->host = host;
     w->hash = h;
     __atomic_store_n(&w->state, ROW_USED, __ATOMIC_RELEASE);
@@ -221,6 +224,31 @@ void rlaas_tally_add(rlaas_tally_t *t, int row, int denied, int64_t now_s)
     count(claim(&w->sec[now_s % RLAAS_TALLY_SECONDS], now_s), denied);
     m = now_s / 60 + 1;
     count(claim(&w->min[m % RLAAS_TALLY_MINUTES], m), denied);
+}
+
+void rlaas_tally_hold(rlaas_tally_t *t, int row, int taken)
+{
+    row_t *w;
+
+    if (t == NULL)
+        return;
+    if (row < 0 || row >= t->rows)
+        row = t->rows - 1;
+    w = &t->row[row];
+    __atomic_add_fetch(taken ? &w->taken : &w->given, 1, __ATOMIC_RELAXED);
+}
+
+uint64_t rlaas_tally_held(const rlaas_tally_t *t, int row)
+{
+    uint64_t taken, given;
+
+    if (row < 0 || row >= t->rows)
+        return 0;
+    /* given first: a slot given back between the two reads is never
+     * counted as given and not taken */
+    given = __atomic_load_n(&t->row[row].given, __ATOMIC_ACQUIRE);
+    taken = __atomic_load_n(&t->row[row].taken, __ATOMIC_ACQUIRE);
+    return taken > given ? taken - given : 0;
 }
 
 void rlaas_tally_sum(const rlaas_tally_t *t, int row, int64_t now_s, int span_s,

@@ -2,7 +2,8 @@
  * What the operator's console shows of the recent past, kept cheaply in
  * one block of memory shared by every child of a server: per row the
  * allowed and denied decisions of each of the last 64 seconds and of the
- * last 16 minutes, and a bounded list of the identities most often denied
+ * last 16 minutes, the slots a concurrency limit holds now,
+ * and a bounded list of the identities most often denied
  * (space-saving: 32 slots; an identity that is not listed takes a free or
  * stale slot, else the least counted one, inheriting its count as its
  * error bound).
@@ -77,6 +78,12 @@ void rlaas_tally_retain(rlaas_tally_t *t, const uint64_t *hosts, int n);
 /* One decision of row at now_s (seconds, wall clock). */
 void rlaas_tally_add(rlaas_tally_t *t, int row, int denied, int64_t now_s);
 
+/* A slot of row taken (taken 1) or given back (0): a concurrency limit's
+ * requests in flight. */
+void rlaas_tally_hold(rlaas_tally_t *t, int row, int taken);
+/* The slots of row taken and not given back (a row claimed again, for
+ * another name, starts at 0; a slot given back there is not counted). */
+uint64_t rlaas_tally_held(const rlaas_tally_t *t, int row);
 /* The decisions of the last span_s seconds (at most
  * RLAAS_TALLY_SECONDS - 1), now_s's included. */
 void rlaas_tally_sum(const rlaas_tally_t *t, int row, int64_t now_s, int span_s,

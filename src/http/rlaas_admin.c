@@ -182,6 +182,32 @@ static int row_of(const host_t *h, int handle, const char *name)
     return row;
 }
 
+/* A concurrency limit's row: its name (a zone's or a policy's, which hold
+ * no ':') with CONC_SUFFIX, beside the zone's rate row of the same name;
+ * its memo entry keyed by a hash of the name (it has no metric). */
+#define CONC_SUFFIX ":concurrency"
+
+static int conc_row(const host_t *h, const char *name)
+{
+    char buf[RLAAS_TALLY_NAME_MAX + 1];
+    uint64_t k = fnv(1469598103934665603ULL, name, strlen(name));
+
+    apr_snprintf(buf, sizeof(buf), "%s" CONC_SUFFIX, name);
+    return row_of(h, -2 - (int)(k & 0x3fffffff), buf);
+}
+
+static int item_row(const host_t *h, const rlaas_item_t *it)
+{
+    return it->conc ? conc_row(h, it->name)
+                    : row_of(h, it->metric, name_of(it->metric));
+}
+
+void rlaas_admin_held(const server_rec *s, const rlaas_item_t *it, int taken)
+{
+    if (tally != NULL)
+        rlaas_tally_hold(tally, conc_row(host_of(s), it->name), taken);
+}
+
 void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
                       const rlaas_item_t *it, int denied)
 {
@@ -197,7 +223,7 @@ void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
     /* counted for the host that served the request, whoever declared
      * the policy: each host's console sees its own traffic */
     h = host_of(r->server);
-    row = row_of(h, it->metric, name_of(it->metric));
+    row = item_row(h, it);
     rlaas_tally_add(tally, row, denied, now_s);
     if (!denied || it->call.key == NULL)
         return;
@@ -226,17 +252,18 @@ static int in_scope(const host_t *me, int row)
     return key == me->key;
 }
 
-/* The page's row of (host, name), added (policy: declared as one) if
- * it has none yet. */
+/* The page's row of (host, name, conc), added (policy: declared as one)
+ * if it has none yet. */
 static rlaas_admin_row_t *row_for(apr_array_header_t *rows, const char *host,
-                                  const char *name, int policy)
+                                  const char *name, int policy, int conc)
 {
     rlaas_admin_row_t *w;
     int i;
 
     for (i = 0; i < rows->nelts; i++) {
         w = &APR_ARRAY_IDX(rows, i, rlaas_admin_row_t);
-        if (strcmp(w->name, name) == 0 && strcmp(w->host, host) == 0)
+        if (strcmp(w->name, name) == 0 && strcmp(w->host, host) == 0 &&
+            w->conc == conc)
             return w;
     }
     w = apr_array_push(rows);
@@ -244,7 +271,17 @@ static rlaas_admin_row_t *row_for(apr_array_header_t *rows, const char *host,
     w->name = name;
     w->host = host;
     w->policy = policy;
+    w->conc = conc;
     return w;
+}
+
+/* A tally row's name: a concurrency limit's loses its suffix. */
+static const char *row_name(apr_pool_t *p, const char *name, int *conc)
+{
+    size_t n = strlen(name), sl = sizeof(CONC_SUFFIX) - 1;
+
+    *conc = n > sl && strcmp(name + n - sl, CONC_SUFFIX) == 0;
+    return apr_pstrndup(p, name, *conc ? n - sl : n);
 }
 
 static int is_policy(const char *name)
@@ -275,19 +312,25 @@ static void view_rows(request_rec *r, rlaas_admin_view_t *v, const host_t *me)
         const rlaas_admin_zone_t *z =
             APR_ARRAY_IDX(zs, i, const rlaas_admin_zone_t *);
 
-        row_for(v->rows, me->label, z->name, z->policy);
+        int conc = z->conc || z->strategy == RLAAS_CONCURRENCY;
+        rlaas_admin_row_t *w =
+            row_for(v->rows, me->label, z->name, z->policy, conc);
+
+        if (conc && w->limit == 0)
+            w->limit = z->limit;
     }
     for (i = 0; tally != NULL && i < rlaas_tally_rows(tally); i++) {
         rlaas_admin_row_t *w;
         const char *name, *host;
         uint64_t a, d;
+        int conc;
 
         if (!rlaas_tally_row_used(tally, i) || !in_scope(me, i))
             continue;
-        name = rlaas_tally_row_name(tally, i);
+        name = row_name(r->pool, rlaas_tally_row_name(tally, i), &conc);
         host = label_of_key(rlaas_tally_row_host(tally, i));
-        w = row_for(v->rows, host ? host : "", apr_pstrdup(r->pool, name),
-                    is_policy(name));
+        w = row_for(v->rows, host ? host : "", name, is_policy(name), conc);
+        w->held += rlaas_tally_held(tally, i);
         rlaas_tally_sum(tally, i, now_s, MINUTE_S, &a, &d);
         w->allowed += a;
         w->denied += d;

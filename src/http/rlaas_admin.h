@@ -32,4 +32,8 @@ int rlaas_admin_handler(request_rec *r);
 void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
                       const rlaas_item_t *it, int denied);
 
+/* A concurrency limit's slot taken (taken 1) or given back (0) by a
+ * request that host s served. */
+void rlaas_admin_held(const server_rec *s, const rlaas_item_t *it, int taken);
+
 #endif

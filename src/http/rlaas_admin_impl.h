@@ -42,6 +42,9 @@ typedef struct {
     const char *name;
     const char *host; /* the host's label */
     int policy;
+    int conc;      /* a concurrency limit's: held is its requests in flight */
+    int64_t limit; /* a concurrency limit's N (0: not known here) */
+    uint64_t held;
     uint64_t allowed, denied;
     uint32_t minutes[RLAAS_TALLY_MINUTES];
 } rlaas_admin_row_t;

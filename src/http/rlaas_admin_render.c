@@ -51,8 +51,35 @@ static const char *h(apr_pool_t *p, const char *s)
  * policy, though the metrics register it with them. */
 static const char *kind(const rlaas_admin_row_t *w)
 {
+    if (w->conc)
+        return "concurrency";
     return w->policy && strcmp(w->name, RLAAS_POLICY_DEFAULT) != 0 ? "policy"
                                                                    : "zone";
+}
+
+/* A row's name where its kind is not beside it (the chart, the idle). */
+static const char *label(apr_pool_t *p, const rlaas_admin_row_t *w)
+{
+    return h(p, w->conc ? apr_pstrcat(p, w->name, " (concurrency)", NULL)
+                        : w->name);
+}
+
+/* A concurrency limit's requests in flight: "3 of 5" (JSON: its fields);
+ * nothing for a rate's row. */
+static const char *in_flight(apr_pool_t *p, const rlaas_admin_row_t *w,
+                             int json)
+{
+    if (!w->conc)
+        return "";
+    if (json)
+        return apr_psprintf(p,
+                            ",\"in_flight\":%" APR_UINT64_T_FMT
+                            ",\"limit\":%" APR_INT64_T_FMT,
+                            w->held, w->limit);
+    return w->limit > 0 ? apr_psprintf(p, "%" APR_UINT64_T_FMT
+                                          " of %" APR_INT64_T_FMT,
+                                       w->held, w->limit)
+                        : apr_psprintf(p, "%" APR_UINT64_T_FMT, w->held);
 }
 
 static const char *ban_zone_id(apr_pool_t *p, const char *key, int json)
@@ -80,11 +107,11 @@ static void page_json(request_rec *r, const rlaas_admin_view_t *v)
             &APR_ARRAY_IDX(v->rows, i, rlaas_admin_row_t);
 
         ap_rprintf(r,
-                   "%s\n{\"name\":%s,\"host\":%s,\"kind\":\"%s\",\"allowed\":"
-                   "%" APR_UINT64_T_FMT ",\"denied\":%" APR_UINT64_T_FMT
-                   ",\"denied_per_minute\":[",
+                   "%s\n{\"name\":%s,\"host\":%s,\"kind\":\"%s\"%s,"
+                   "\"allowed\":%" APR_UINT64_T_FMT
+                   ",\"denied\":%" APR_UINT64_T_FMT ",\"denied_per_minute\":[",
                    i ? "," : "", js(p, w->name), js(p, w->host), kind(w),
-                   w->allowed, w->denied);
+                   in_flight(p, w, 1), w->allowed, w->denied);
         for (m = 0; m < RLAAS_TALLY_MINUTES; m++)
             ap_rprintf(r, "%s%u", m ? "," : "", w->minutes[m]);
         ap_rputs("]}", r);
@@ -194,12 +221,12 @@ static void chart(request_rec *r, const rlaas_admin_view_t *v)
                 r, "%s%d,%d", m ? " " : "",
                 30 + m * (CHART_W - 40) / (RLAAS_TALLY_MINUTES - 1),
                 CHART_H - (int)((int64_t)w->minutes[m] * (CHART_H - 20) / max));
-        ap_rprintf(r, "\"><title>%s</title></polyline>\n", h(r->pool, w->name));
+        ap_rprintf(r, "\"><title>%s</title></polyline>\n", label(r->pool, w));
         ap_rprintf(r,
                    "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"%s\">%s"
                    "</text>\n",
                    40 + (j % 4) * 110, CHART_H + 14 + (j / 4) * 0, colours[j],
-                   h(r->pool, w->name));
+                   label(r->pool, w));
     }
     ap_rputs("</svg>\n", r);
 }
@@ -210,7 +237,7 @@ static int active(const rlaas_admin_row_t *w)
 {
     int m;
 
-    if (w->allowed + w->denied > 0)
+    if (w->allowed + w->denied > 0 || w->held > 0)
         return 1;
     for (m = 0; m < RLAAS_TALLY_MINUTES; m++)
         if (w->minutes[m] > 0)
@@ -242,23 +269,25 @@ static void page_html(request_rec *r, const rlaas_admin_view_t *v)
                  r);
     ap_rputs("<h2>Last minute, per zone and policy</h2>\n<table id=\"zones\">"
              "<tr><th>zone / policy</th><th>host</th><th>kind</th>"
-             "<th>allowed</th><th>denied</th></tr>\n",
+             "<th>allowed</th><th>denied</th><th>in flight</th></tr>\n",
              r);
     for (i = 0; i < v->rows->nelts; i++) {
         const rlaas_admin_row_t *w =
             &APR_ARRAY_IDX(v->rows, i, rlaas_admin_row_t);
 
         if (!active(w)) {
-            idle = apr_pstrcat(p, idle, *idle ? ", " : "", h(p, w->name), NULL);
+            idle = apr_pstrcat(p, idle, *idle ? ", " : "", label(p, w), NULL);
             nidle++;
             continue;
         }
         ap_rprintf(r,
-                   "<tr data-zone=\"%s\"><td>%s</td><td>%s</td><td>%s</td>"
-                   "<td class=\"n\">%" APR_UINT64_T_FMT "</td>"
-                   "<td class=\"n%s\">%" APR_UINT64_T_FMT "</td></tr>\n",
-                   h(p, w->name), h(p, w->name), h(p, w->host), kind(w),
-                   w->allowed, w->denied ? " den" : "", w->denied);
+                   "<tr data-zone=\"%s\" data-kind=\"%s\"><td>%s</td><td>%s"
+                   "</td><td>%s</td><td class=\"n\">%" APR_UINT64_T_FMT
+                   "</td><td class=\"n%s\">%" APR_UINT64_T_FMT
+                   "</td><td class=\"n\">%s</td></tr>\n",
+                   h(p, w->name), kind(w), h(p, w->name), h(p, w->host),
+                   kind(w), w->allowed, w->denied ? " den" : "", w->denied,
+                   in_flight(p, w, 0));
     }
     ap_rputs("</table>\n", r);
     if (nidle > 0)

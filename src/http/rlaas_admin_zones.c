@@ -6,6 +6,7 @@
 
 #include "rlaas_authuser.h"
 #include "rlaas_calendar.h"
+#include "rlaas_concurrency.h"
 #include "rlaas_ip.h"
 #include "rlaas_keybuild.h"
 #include "rlaas_keysecret.h"
@@ -97,11 +98,33 @@ static void add(apr_pool_t *p, apr_hash_t *seen, const rlaas_admin_zone_t *z)
     *(rlaas_admin_zone_t *)apr_array_push(zones) = *z;
 }
 
+/* A section's concurrency limit: a row of the console of its own. */
+static void add_conc(apr_pool_t *p, apr_hash_t *seen, server_rec *s,
+                     const char *prefix, const rlaas_dir_conf_t *d)
+{
+    rlaas_admin_zone_t z;
+
+    memset(&z, 0, sizeof(z));
+    z.name = d->zone != NULL ? d->zone : RLAAS_POLICY_DEFAULT;
+    z.zone = d->zone;
+    z.prefix = prefix;
+    z.ns = d->ns;
+    z.sources = d->sources;
+    z.strategy = RLAAS_CONCURRENCY;
+    z.window_ms = rlaas_dir_conc_timeout_ms(d);
+    z.limit = d->conc;
+    z.conc = 1;
+    z.server = s;
+    add(p, seen, &z);
+}
+
 static void add_section(apr_pool_t *p, apr_hash_t *seen, server_rec *s,
                         const char *prefix, const rlaas_dir_conf_t *d)
 {
     rlaas_admin_zone_t z;
 
+    if (d->engine != 0 && rlaas_dir_conc(d))
+        add_conc(p, seen, s, prefix, d);
     if (!rlaas_dir_has_limit(d) || d->engine == 0)
         return;
     if (d->ban_ms > 0)
@@ -117,6 +140,7 @@ static void add_section(apr_pool_t *p, apr_hash_t *seen, server_rec *s,
     z.tz = rlaas_calendar_zone(rlaas_server_conf(s));
     z.limit = d->limit > 0 ? d->limit : 0;
     z.policy = 0;
+    z.conc = 0;
     z.server = s;
     add(p, seen, &z);
 }
@@ -195,6 +219,7 @@ void rlaas_admin_zones_build(apr_pool_t *pconf, apr_pool_t *ptemp,
             z.tz = rlaas_calendar_zone(rlaas_server_conf(pol->server));
             z.limit = pol->limit > 0 ? pol->limit : 0;
             z.policy = 1;
+            z.conc = 0;
             z.server = s;
             add(ptemp, seen, &z);
         }
@@ -216,7 +241,7 @@ apr_array_header_t *rlaas_admin_zones_named(apr_pool_t *p, const server_rec *s,
         const rlaas_admin_zone_t *z =
             &APR_ARRAY_IDX(zones, i, rlaas_admin_zone_t);
 
-        if (z->server == s && strcmp(z->name, name) == 0)
+        if (z->server == s && !z->conc && strcmp(z->name, name) == 0)
             APR_ARRAY_PUSH(out, const rlaas_admin_zone_t *) = z;
     }
     return out;

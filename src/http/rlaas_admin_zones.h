@@ -32,6 +32,8 @@ typedef struct {
     const rlaas_tz_t *tz;
     int64_t limit;            /* 0: read per request (RLaaSLimit expr=) */
     int policy;               /* an RLaaSPolicy */
+    int conc; /* a section's RLaaSConcurrency (limit: its N), listed with
+                 rlaas_admin_zones_of, never found by name for an action */
     const server_rec *server; /* the (virtual) host it is found in */
 } rlaas_admin_zone_t;
 

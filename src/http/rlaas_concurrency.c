@@ -3,6 +3,7 @@
 #include "http_log.h"
 #include "apr_strings.h"
 
+#include "rlaas_admin.h"
 #include "rlaas_backend.h"
 #include "rlaas_clock.h"
 #include "rlaas_conc.h"
@@ -277,6 +278,7 @@ static void release_all(conc_t *c)
         why = e ? release_local(h[e], n[e])
                 : release_redis(c, h[e], n[e], detail);
         for (i = 0; i < n[e]; i++) {
+            rlaas_admin_held(c->s, &h[e][i]->it, 0); /* lost: not ours now */
             rlaas_metrics_outcome(why == NULL ? RLAAS_METRIC_CONC_RELEASED
                                               : RLAAS_METRIC_CONC_LOST);
             if (why != NULL)
@@ -322,6 +324,7 @@ void rlaas_concurrency_hold(request_rec *r, const rlaas_item_t *it, int n,
         h->it = it[i];
         h->divisor = divisor;
         h->done = 0;
+        rlaas_admin_held(c->s, it + i, 1);
         rlaas_metrics_outcome(RLAAS_METRIC_CONC_TAKEN);
     }
 }

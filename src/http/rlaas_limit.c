@@ -240,8 +240,14 @@ static void count_policies(const decision_t *dc, rlaas_outcome_e o)
     for (i = 0; i < dc->n; i++) {
         const rlaas_item_t *it = &dc->it[i];
 
-        if (it->conc)
-            continue; /* counted by the concurrency counters */
+        if (it->conc) { /* metrics: the concurrency counters */
+            if (!it->v.allowed && !it->dry_run)
+                rlaas_admin_note(dc->r, dc->d, it, 1); /* the console */
+            else if (it->v.allowed && o != RLAAS_OUT_DENIED &&
+                     o != RLAAS_OUT_LOCAL_DENIED)
+                rlaas_admin_note(dc->r, dc->d, it, 0);
+            continue;
+        }
         if (o == RLAAS_OUT_ERROR || o == RLAAS_OUT_FAIL_OPEN)
             rlaas_metrics_policy(it->metric, o);
         else if (!it->v.allowed) {

@@ -5,7 +5,8 @@
  * the last row for what finds no room; and the most-denied list: bounded,
  * heavy hitters kept while one-off identities churn, stale entries
  * replaced first, an identity forgotten on request, ids cut to their
- * bound. */
+ * bound; the slots a row holds (taken less given back, never below 0,
+ * from 0 again when the row is claimed for another name). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -173,6 +174,42 @@ static void retain_frees_gone_hosts(void **state)
     free(mem);
 }
 
+static void slots_held(void **state)
+{
+    void *mem;
+    rlaas_tally_t *t = fresh(&mem);
+    uint64_t keep[] = {0xa};
+    int conc = rlaas_tally_row(t, 0xb, "api:concurrency"), again;
+
+    (void)state;
+    assert_int_equal(rlaas_tally_held(t, conc), 0);
+    rlaas_tally_hold(t, conc, 1);
+    rlaas_tally_hold(t, conc, 1);
+    rlaas_tally_hold(t, conc, 1);
+    rlaas_tally_hold(t, conc, 0);
+    assert_int_equal(rlaas_tally_held(t, conc), 2);
+    rlaas_tally_hold(t, conc, 0);
+    rlaas_tally_hold(t, conc, 0);
+    /* one given back more than taken (its row was claimed again between
+     * the two): never below 0 */
+    rlaas_tally_hold(t, conc, 0);
+    assert_int_equal(rlaas_tally_held(t, conc), 0);
+    rlaas_tally_hold(t, conc, 1);
+    assert_int_equal(rlaas_tally_held(t, conc), 0);
+    rlaas_tally_hold(t, conc, 1);
+    assert_int_equal(rlaas_tally_held(t, conc), 1);
+    /* its host gone, the row claimed again for another name: from 0 */
+    rlaas_tally_retain(t, keep, 1);
+    again = rlaas_tally_row(t, 0xc, "web:concurrency");
+    assert_int_equal(again, conc);
+    assert_int_equal(rlaas_tally_held(t, again), 0);
+    /* out of range: the last row counts, nothing reads from nowhere */
+    rlaas_tally_hold(t, -1, 1);
+    assert_int_equal(rlaas_tally_held(t, ROWS - 1), 1);
+    assert_int_equal(rlaas_tally_held(t, ROWS), 0);
+    free(mem);
+}
+
 /* Several processes claiming the same names at once: every row they are
  * given is in use for their host and name (never another host's), and
  * none is sent to the last row while there is room. */
@@ -334,6 +371,7 @@ int main(void)
         cmocka_unit_test(minutes_for_the_chart),
         cmocka_unit_test(rows_per_host_and_name),
         cmocka_unit_test(retain_frees_gone_hosts),
+        cmocka_unit_test(slots_held),
         cmocka_unit_test(concurrent_claims),
         cmocka_unit_test(top_keeps_heavy_hitters),
         cmocka_unit_test(top_stale_and_forget),

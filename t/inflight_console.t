@@ -1,0 +1,92 @@
+# The console shows requests in flight (RLaaSConcurrency, issue 28): a
+# concurrency limit is a row of its own beside its zone's rate (kind
+# "concurrency", its N, the requests holding a slot now), on Redis (the
+# main server's console) and on the local engine (rlaas_if_local's); its
+# refusals are counted and listed among the most denied; every slot shows
+# given back once the requests end; a policy's concurrency= is listed
+# idle; another virtual host's console sees none of it.
+# t/conf/x-concurrency.conf.in (/if/con: 100 an hour and 3 at a time).
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use Test::More;
+use JSON::PP ();
+use POSIX ();
+use RLaaS::Test qw(:all);
+
+plan skip_all => 'mod_rlaas is not loaded' unless have_module();
+
+my %CONSOLE = (
+    redis => ['/adm/console', auth => ['carol', 'carol-pw']],
+    local => ['/if/console', vhost => 'rlaas_if_local'],
+);
+my %VHOST = (redis => 'default', local => 'rlaas_if_local');
+
+sub console {
+    my ($engine, %o) = @_;
+    my ($path, @o) = @{ $CONSOLE{$engine} };
+    my $res = req($path, @o, %o);
+    die "console: " . $res->status_line . "\n" unless $res->code == 200;
+    return $res->content;
+}
+sub rows { @{ JSON::PP::decode_json(console($_[0], h => { Accept => 'application/json' }))->{zones} } }
+sub row {
+    my ($engine, $name, $kind) = @_;
+    my ($r) = grep { $_->{name} eq $name && $_->{kind} eq $kind } rows($engine);
+    return $r;
+}
+
+for my $engine (qw(redis local)) {
+    my $vh = $VHOST{$engine};
+    my $u = uid("ifc-$engine");
+    my $idle = row($engine, 'if-con', 'concurrency');
+    ok($idle, "$engine: the zone's concurrency limit is listed before any request")
+        or diag(JSON::PP->new->canonical->encode([rows($engine)]));
+    is_deeply([@{ $idle || {} }{qw(in_flight limit)}], [0, 3], "$engine:   none in flight, of 3");
+    ok(row($engine, 'if-con', 'zone'), "$engine:   beside the zone's rate, a row of its own");
+
+    # 5 at once, each running 3 s: 3 hold a slot, 2 are refused
+    my $pid = fork;
+    die "fork: $!" unless defined $pid;
+    if (!$pid) {
+        Apache::TestRLaaS::parallel_hold(5, { path => '/if/con?s=3', vhost => $vh,
+                                              h => { 'X-User' => $u } });
+        POSIX::_exit(0);
+    }
+    my $held;
+    ok(wait_for(sub { $held = row($engine, 'if-con', 'concurrency'); $held->{in_flight} == 3 }, 3, 0.05),
+        "$engine: 3 in flight while the requests run")
+        or diag(JSON::PP->new->canonical->encode($held));
+    like(console($engine), qr{<tr data-zone="if-con" data-kind="concurrency">.*?<td class="n">3 of 3</td></tr>},
+        "$engine:   the page says 3 of 3");
+    waitpid $pid, 0;
+    ok(wait_for(sub { row($engine, 'if-con', 'concurrency')->{in_flight} == 0 }, 3, 0.1),
+        "$engine: none in flight once they end");
+    my $r = row($engine, 'if-con', 'concurrency');
+    is_deeply([@$r{qw(allowed denied)}], [3, 2], "$engine:   last minute: 3 admitted, 2 refused for want of a slot");
+    my $rate = row($engine, 'if-con', 'zone');
+    is($rate->{allowed}, 3, "$engine:   the zone's rate counted the 3 it admitted, apart");
+    my $j = JSON::PP::decode_json(console($engine, h => { Accept => 'application/json' }));
+    my ($top) = grep { $_->{zone} eq 'if-con:concurrency' && $_->{identity} =~ /\Q$u\E/ } @{ $j->{top_denied} };
+    is($top && $top->{denied}, 2, "$engine:   the identity refused is among the most denied, under if-con:concurrency");
+
+    # a policy's concurrency= (if-pol, 2 at a time): listed, of 2
+    my $pol = row($engine, 'if-pol', 'concurrency');
+    is($pol && $pol->{limit}, 2, "$engine: a policy's concurrency=2 is a concurrency row of 2");
+}
+
+# another virtual host's console: the main server's sections apply to its
+# requests too, so it may list them, but it counts only its own traffic:
+# none of the requests above, no slot held, nobody denied
+{
+    my $res = req('/scope/console', vhost => 'rlaas_scope_b', h => { Accept => 'application/json' });
+    is($res->code, 200, "another host's console answers");
+    my $j = JSON::PP::decode_json($res->content);
+    my @seen = grep { $_->{name} =~ /^if-/ && ($_->{allowed} || $_->{denied} || $_->{in_flight}) } @{ $j->{zones} };
+    is(scalar(@seen), 0, '  and counts none of the requests above (no decision, no slot)')
+        or diag(JSON::PP->new->canonical->encode(\@seen));
+    is(scalar(grep { $_->{identity} =~ /ifc-/ } @{ $j->{top_denied} }), 0, '  nor lists their identities');
+}
+
+done_testing();
