@@ -14,7 +14,8 @@
 #   RLaaSCost never changes; a section counting requests in a zone named
 #   after it is undecided (one key never counts in two units);
 # - a tenant's .htaccess counting bytes in a zone named like the
-#   operator's spends its own counter, never the operator's;
+#   operator's spends its own counter, never the operator's; a tenant's
+#   RLaaSCost never changes what the operator's bytes policy is charged;
 # - apachectl -t refuses what can't work, naming directive and value.
 use strict;
 use warnings;
@@ -46,6 +47,16 @@ make_path(catfile($DIR, 'tenant'));
 for my $f (['1m.bin', 'x' x $MIB],
            ['.htaccess', "RLaaSLimit 3M\nRLaaSStrategy fixed\nRLaaSCost bytes\nRLaaSZone by-fixed\nRLaaSKeyBy header:X-User\n"]) {
     my $p = catfile($DIR, 'tenant', $f->[0]);
+    open my $fh, '>', $p or die "$p: $!";
+    print $fh $f->[1];
+    close $fh or die "$p: $!";
+}
+
+# ... one setting a cost of 1 under the operator's policy counting bytes
+make_path(catfile($DIR, 'tenant-cost'));
+for my $f (['1m.bin', 'x' x $MIB],
+           ['.htaccess', "RLaaSLimit 1000000\nRLaaSWindow 1h\nRLaaSStrategy fixed\nRLaaSCost 1\nRLaaSZone t-cost\nRLaaSKeyBy header:X-User\n"]) {
+    my $p = catfile($DIR, 'tenant-cost', $f->[0]);
     open my $fh, '>', $p or die "$p: $!";
     print $fh $f->[1];
     close $fh or die "$p: $!";
@@ -260,6 +271,18 @@ for my $be (@BACKENDS) {
         is left_after('/bytes/tenant/1m.bin', $u, $vh, 2 * $MIB), 2 * $MIB, '  charged to the tenant';
         is left(get('/by/fixed/1m.bin', $u, $vh, method => 'HEAD')), 3 * $MIB,
             "the operator's zone of the same name: untouched";
+        # a tenant's RLaaSCost under the operator's policy counting bytes:
+        # the policy is charged the bytes sent, never the tenant's cost
+        my $c = uid("by-$name-tcost");
+        my $res = get('/bytes/tenant-cost/1m.bin', $c, $vh);
+        is $res->code, 200, "a download under the tenant's RLaaSCost 1";
+        like $res->header('RateLimit-Policy') // '', qr/"by-pol";q=2097152;w=3600;qu="content-bytes"/,
+            "  the operator's policy still counts bytes";
+        # read where the policy is the one shown (the section's own limit
+        # there is large)
+        ok wait_for(sub { ($res = get('/by/policy/small.txt', $c, $vh, method => 'HEAD'))->header('RateLimit') =~ /"by-pol";r=1048576;/ }, 5),
+            '  1 MiB charged to it, not a cost of 1'
+            or diag $res->header('RateLimit');
         refused_and_logged('/bytes/tenant-big/x', $u, $vh, qr/RLaaSLimit: invalid value '1G' in \.htaccess/,
             'RLaaSLimit 1G in a .htaccess: 500', '  the error log names directive and value');
     };
