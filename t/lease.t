@@ -36,6 +36,7 @@ my @cases = (
     [small => 'gcra',  20,      '1d'],
     [tok   => 'token', 20,      '1d'],
     [dry   => 'gcra',  1000,    '1d', 'on', 'RLaaSDryRun on'],
+    [bytes => 'fixed', '3M',    '1h', 'on', 'RLaaSCost bytes'],
 );
 
 my @srv;
@@ -169,6 +170,20 @@ for my $c (qw(small tok)) {
     my @n = ($log =~ /RLAAS0081: RLaaSLease on is not used for policy lease-dry: a dry run/g);
     cmp_ok(scalar(@n), '>=', 1, 'the server says why (RLAAS0081)');
     is(scalar(@n), 1, 'once (one connection, one process), not per request');
+}
+
+# a byte quota: its charge comes after the response, so no lease either
+{
+    my $log0 = -s catfile($srv[0]{dir}, 'error_log') || 0;
+    my $u = uid('lease-bytes');
+    my $e0 = evalsha_calls();
+    my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
+    my @s = map { $ua->get("http://$srv[0]{hp}/lease/bytes", { headers => { 'X-User' => $u } })->{status} } 1 .. 5;
+    is(count_by(@s), '200 x5', 'a byte quota with RLaaSLease on: allowed');
+    cmp_ok(evalsha_calls() - $e0, '>=', 5, '  decided (and charged) by Redis each time, no lease');
+    my $log = do { local $/; open my $fh, '<', catfile($srv[0]{dir}, 'error_log'); seek $fh, $log0, 0; <$fh> // '' };
+    like($log, qr/RLAAS0081: RLaaSLease on is not used for policy lease-bytes: it counts bytes \(RLaaSCost bytes, cost=bytes\)/,
+        '  the server says why (RLAAS0081)');
 }
 
 # ---------------------------------------- configuration errors

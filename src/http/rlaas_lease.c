@@ -24,6 +24,7 @@ typedef enum {
     WHY_BAN,
     WHY_REFUND,
     WHY_CALENDAR,
+    WHY_BYTES,
     WHY_COUNT
 } why_e;
 
@@ -39,7 +40,9 @@ static const char *const whys[WHY_COUNT] = {
     "counting by outcome (RLaaSCountIf, countif=): each check is charged, "
     "and given back when the condition turns out false",
     "a calendar window (RLaaSWindow N calendar): its periods are Redis' "
-    "to pick"};
+    "to pick",
+    "it counts bytes (RLaaSCost bytes, cost=bytes): they are charged after "
+    "the response, when httpd knows them"};
 
 static volatile apr_uint32_t told[WHY_COUNT];
 
@@ -96,6 +99,8 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
         return not_here(r, it, WHY_VARIES);
     if (rlaas_outcome_ban(d, &ban) || (with & RLAAS_LEASE_WITH_BAN))
         return not_here(r, it, WHY_BAN);
+    if (it->bytes_unit > 0)
+        return not_here(r, it, WHY_BYTES);
     if (with & RLAAS_LEASE_WITH_REFUND)
         return not_here(r, it, WHY_REFUND);
     if (table == NULL || sc->target->redis == NULL)
