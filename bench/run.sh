@@ -376,9 +376,9 @@ run_case() {
         }' "$work/wrk.out"
 }
 
-cases=()
-add_case() { [[ $1 =~ $SELECT ]] && cases+=("$*"); return 0; }
-add_case baseline none - one.lua
+# the baseline runs whatever BENCH_CASES selects: every ratio is to it
+cases=("baseline none - one.lua")
+add_case() { [[ $1 =~ $SELECT ]] && [ "$1" != baseline ] && cases+=("$*"); return 0; }
 add_case loaded loaded - one.lua
 for st in $STRATEGIES; do
     add_case "$st-1" "$st" 1000000000 one.lua
@@ -515,8 +515,8 @@ awk '($2 ~ /-deny$/ ? $10 != $9 : $10 > 0) {
             ($2 ~ /-deny$/ ? $9 - $10 : $10), $9 }' "$raw"
 
 # Chart: throughput relative to the baseline, one bar per case.
-awk '{ print $1, $3 }' "$OUT/results.txt" >"$OUT/ratio.dat"
-gnuplot <<PLOT
+awk '$3 ~ /^[0-9.]+$/ { print $1, $3 }' "$OUT/results.txt" >"$OUT/ratio.dat"
+[ -s "$OUT/ratio.dat" ] && gnuplot <<PLOT
 set terminal svg size 900,420 font "sans,11"
 set output "$OUT/results.svg"
 set title "mod_rlaas: requests per second relative to httpd without the module"

@@ -239,6 +239,18 @@ for my $be (@BACKENDS) {
         get('/by/big/small.txt', $u, $vh);
         is left_after($url, $u, $vh, 10 * 1024 * $MIB - $MIB - 1024), 10 * 1024 * $MIB - $MIB - 1024,
             '  1000 bytes: one KiB charged (rounded up)';
+        return unless $name eq 'redis';    # the main server's console
+        # the console's credit, in bytes: whole KiB given back
+        my $res = req({ path => '/adm/console', method => 'POST',
+                        content => "action=credit&zone=by-big&id=$u&n=525000",
+                        auth => ['carol', 'carol-pw'],
+                        headers => { 'Content-Type' => 'application/x-www-form-urlencoded',
+                                     Accept => 'application/json',
+                                     Origin => 'http://' . Apache::TestRLaaS::hostport() } });
+        is $res->code, 200, "the console's credit on a zone counting bytes";
+        like $res->content, qr/"524288 of 525000 bytes given back"/, '  n in bytes, given back in whole KiB (512)';
+        is left_after($url, $u, $vh, 10 * 1024 * $MIB - $MIB / 2 - 1024), 10 * 1024 * $MIB - $MIB / 2 - 1024,
+            '  RateLimit shows them back';
     };
 
     subtest "$name: a client that goes away mid-download" => sub {

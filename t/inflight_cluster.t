@@ -1,6 +1,11 @@
 # RLaaSConcurrency through Redis Cluster (t/conf/x-concurrency.conf.in,
 # rlaas_if_cluster): an identity's slots and its rate limit share its hash
 # tag, so they are decided together on its node, and given back there.
+# A calendar quota (3 a day in Paris) through the cluster: 3 admitted,
+# the fourth refused until midnight in Paris, counted under the period's
+# key on the identity's node. (Crossing midnight on a clock the test
+# controls is t/calendar.t's; the cluster's retry in another period is
+# t/lua's.)
 use strict;
 use warnings;
 use FindBin;
@@ -68,6 +73,29 @@ for my $round (1 .. 3) {
     ok(wait_for(sub { one('/if/cl?s=0', $u)->code == 200 }, 2, 0.1), "round $round: its slots given back");
     ok(wait_for(sub { !$node || $node->cmd('EXISTS', "rlaas:rate_limit:if-cl:{h.x-user=$u}:conc") == 0 }, 2, 0.1),
         "round $round: the record is gone once every slot is back");
+}
+
+# a calendar quota: the period's key declared by the module, on the node
+# of the identity's hash tag
+{
+    my $u = uid('if-cal');
+    my @r = map { one('/if/cal?s=0', $u) } 1 .. 4;
+    is(join(' ', map { $_->code } @r), '200 200 200 429', 'calendar, 3 a day: 3 admitted, the fourth refused');
+    my ($w) = ($r[0]->header('RateLimit-Policy') // '') =~ /;w=(\d+)/;
+    like($w // '', qr/^(?:82800|86400|90000)$/, '  RateLimit-Policy w=: the length of the day in Paris');
+    my $ra = $r[3]->header('Retry-After') // '';
+    my $slot = $N[0]->cmd('CLUSTER', 'KEYSLOT', "h.x-user=$u");
+    my ($node) = grep { ($_->cmd('CLUSTER', 'COUNTKEYSINSLOT', $slot) // 0) > 0 } @N;
+    my @keys = $node ? @{ $node->cmd('KEYS', "*if-cal*$u*") } : ();
+    my ($start) = map { /:1d\+(\d+)$/ ? $1 : () } @keys;
+    ok($start, "  one key on the identity's node, named by the period's start") or diag("@keys");
+    my ($sec, $usec) = @{ $node ? $node->cmd('TIME') : [0, 0] };
+    my $end = ($start // 0) + ($w // 0) * 1000;
+    my $now = $sec * 1000 + int($usec / 1000);
+    ok($start && $start <= $now && $now < $end, "  Redis' time within that period");
+    cmp_ok(abs($ra - int(($end - $now + 999) / 1000)), '<=', 2, '  Retry-After: the seconds to midnight in Paris')
+        or diag("Retry-After $ra, period end $end, now $now");
+    is($node && $node->cmd('GET', $keys[0]), 3, '  the period holds 3');
 }
 
 $_->stop for @N;

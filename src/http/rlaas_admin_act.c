@@ -330,23 +330,33 @@ static void credit(request_rec *r, const apr_array_header_t *zs, const char *id,
     }
     res->keys = apr_array_make(r->pool, 2, sizeof(const char *));
     for (i = 0; i < zs->nelts; i++) {
+        const rlaas_admin_zone_t *z =
+            APR_ARRAY_IDX(zs, i, const rlaas_admin_zone_t *);
+        /* a zone counting bytes: n is bytes, its count in units of
+         * bytes_unit (1 KiB above 10^9 bytes): whole units, never more */
+        int64_t unit = z->bytes_unit > 0 ? z->bytes_unit : 1;
+
         given = 0;
-        why = credit_one(r, a, APR_ARRAY_IDX(zs, i, const rlaas_admin_zone_t *),
-                         APR_ARRAY_IDX(bases, i, char *), units, &given);
+        why = units / unit > 0 ? credit_one(r, a, z,
+                                            APR_ARRAY_IDX(bases, i, char *),
+                                            units / unit, &given)
+                               : NULL;
         if (why != NULL) {
             res->status = HTTP_SERVICE_UNAVAILABLE;
             res->message = why;
             return;
         }
-        res->changed += given;
+        res->changed += given * unit;
         if (given > 0)
             APR_ARRAY_PUSH(res->keys, const char *) =
                 APR_ARRAY_IDX(bases, i, char *);
     }
-    res->message = apr_psprintf(r->pool,
-                                "%" APR_INT64_T_FMT " of %" APR_INT64_T_FMT
-                                " units given back",
-                                res->changed, units);
+    res->message = apr_psprintf(
+        r->pool, "%" APR_INT64_T_FMT " of %" APR_INT64_T_FMT " %s given back",
+        res->changed, units,
+        APR_ARRAY_IDX(zs, 0, const rlaas_admin_zone_t *)->bytes_unit > 0
+            ? "bytes"
+            : "units");
 }
 
 void rlaas_admin_act(request_rec *r, const char *action, const char *zone,

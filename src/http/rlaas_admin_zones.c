@@ -5,6 +5,7 @@
 #include "apr_strings.h"
 
 #include "rlaas_authuser.h"
+#include "rlaas_bytes.h"
 #include "rlaas_calendar.h"
 #include "rlaas_concurrency.h"
 #include "rlaas_ip.h"
@@ -139,6 +140,7 @@ static void add_section(apr_pool_t *p, apr_hash_t *seen, server_rec *s,
     z.cal = d->cal;
     z.tz = rlaas_calendar_zone(rlaas_server_conf(s));
     z.limit = d->limit > 0 ? d->limit : 0;
+    z.bytes_unit = rlaas_bytes_unit(d);
     z.policy = 0;
     z.conc = 0;
     z.server = s;
@@ -218,6 +220,7 @@ void rlaas_admin_zones_build(apr_pool_t *pconf, apr_pool_t *ptemp,
             z.cal = pol->cal;
             z.tz = rlaas_calendar_zone(rlaas_server_conf(pol->server));
             z.limit = pol->limit > 0 ? pol->limit : 0;
+            z.bytes_unit = pol->bytes_unit > 0 ? pol->bytes_unit : 0;
             z.policy = 1;
             z.conc = 0;
             z.server = s;
