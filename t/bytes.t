@@ -25,6 +25,7 @@ use Test::More;
 use File::Path qw(make_path);
 use File::Spec::Functions qw(catfile);
 use IO::Socket::INET ();
+use JSON::PP ();
 use Socket qw(SOL_SOCKET SO_RCVBUF);
 use RLaaS::Test qw(:all);
 use Apache::TestRLaaS ();
@@ -251,6 +252,15 @@ for my $be (@BACKENDS) {
         like $res->content, qr/"524288 of 525000 bytes given back"/, '  n in bytes, given back in whole KiB (512)';
         is left_after($url, $u, $vh, 10 * 1024 * $MIB - $MIB / 2 - 1024), 10 * 1024 * $MIB - $MIB / 2 - 1024,
             '  RateLimit shows them back';
+        # the console says what each row's limit counts
+        $res = req('/adm/console', auth => ['carol', 'carol-pw'], h => { Accept => 'application/json' });
+        my %counts = map { ("$_->{name} $_->{kind}" => $_->{counts}) }
+            @{ JSON::PP::decode_json($res->content)->{zones} };
+        is_deeply([@counts{'by-big zone', 'by-pol policy', 'by-requests policy'}], [qw(bytes bytes requests)],
+            'the console: a zone and a policy counting bytes say so, one counting requests too');
+        like req('/adm/console', auth => ['carol', 'carol-pw'])->content,
+            qr{<tr data-zone="by-big" data-kind="zone"><td>by-big</td><td>[^<]*</td><td>zone \(bytes\)</td>},
+            '  and its page';
     };
 
     subtest "$name: a client that goes away mid-download" => sub {

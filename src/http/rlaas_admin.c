@@ -318,6 +318,7 @@ static void view_rows(request_rec *r, rlaas_admin_view_t *v, const host_t *me)
 
         if (conc && w->limit == 0)
             w->limit = z->limit;
+        w->bytes |= z->bytes_unit > 0;
     }
     for (i = 0; tally != NULL && i < rlaas_tally_rows(tally); i++) {
         rlaas_admin_row_t *w;

@@ -43,6 +43,7 @@ typedef struct {
     const char *host; /* the host's label */
     int policy;
     int conc;      /* a concurrency limit's: held is its requests in flight */
+    int bytes;     /* its limit counts bytes (RLaaSCost bytes, cost=bytes) */
     int64_t limit; /* a concurrency limit's N (0: not known here) */
     uint64_t held;
     uint64_t allowed, denied;

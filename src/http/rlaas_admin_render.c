@@ -57,6 +57,12 @@ static const char *kind(const rlaas_admin_row_t *w)
                                                                    : "zone";
 }
 
+/* What its limit counts: requests, or the bytes responses sent. */
+static const char *unit(const rlaas_admin_row_t *w)
+{
+    return w->bytes ? "bytes" : "requests";
+}
+
 /* A row's name where its kind is not beside it (the chart, the idle). */
 static const char *label(apr_pool_t *p, const rlaas_admin_row_t *w)
 {
@@ -107,11 +113,11 @@ static void page_json(request_rec *r, const rlaas_admin_view_t *v)
             &APR_ARRAY_IDX(v->rows, i, rlaas_admin_row_t);
 
         ap_rprintf(r,
-                   "%s\n{\"name\":%s,\"host\":%s,\"kind\":\"%s\"%s,"
-                   "\"allowed\":%" APR_UINT64_T_FMT
+                   "%s\n{\"name\":%s,\"host\":%s,\"kind\":\"%s\","
+                   "\"counts\":\"%s\"%s,\"allowed\":%" APR_UINT64_T_FMT
                    ",\"denied\":%" APR_UINT64_T_FMT ",\"denied_per_minute\":[",
                    i ? "," : "", js(p, w->name), js(p, w->host), kind(w),
-                   in_flight(p, w, 1), w->allowed, w->denied);
+                   unit(w), in_flight(p, w, 1), w->allowed, w->denied);
         for (m = 0; m < RLAAS_TALLY_MINUTES; m++)
             ap_rprintf(r, "%s%u", m ? "," : "", w->minutes[m]);
         ap_rputs("]}", r);
@@ -286,7 +292,9 @@ static void page_html(request_rec *r, const rlaas_admin_view_t *v)
                    "</td><td class=\"n%s\">%" APR_UINT64_T_FMT
                    "</td><td class=\"n\">%s</td></tr>\n",
                    h(p, w->name), kind(w), h(p, w->name), h(p, w->host),
-                   kind(w), w->allowed, w->denied ? " den" : "", w->denied,
+                   w->bytes ? apr_pstrcat(p, kind(w), " (bytes)", NULL)
+                            : kind(w),
+                   w->allowed, w->denied ? " den" : "", w->denied,
                    in_flight(p, w, 0));
     }
     ap_rputs("</table>\n", r);
