@@ -1,7 +1,10 @@
 # RLaaSConcurrency through Redis Cluster (t/conf/x-concurrency.conf.in,
 # rlaas_if_cluster): an identity's slots and its rate limit share its hash
 # tag, so they are decided together on its node, and given back there.
-# A calendar quota (3 a day in Paris) through the cluster: 3 admitted,
+# A byte quota (3000 bytes an hour) through the cluster: a file of 1000
+# bytes served 3 times, the fourth refused, each charge after its
+# response on the identity's node. A calendar quota (3 a day in Paris)
+# through the cluster: 3 admitted,
 # the fourth refused until midnight in Paris, counted under the period's
 # key on the identity's node. (Crossing midnight on a clock the test
 # controls is t/calendar.t's; the cluster's retry in another period is
@@ -13,6 +16,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use IO::Socket::IP;
 use Time::HiRes qw(time sleep);
+use File::Spec ();
 use RLaaS::Test qw(:all);
 
 plan skip_all => 'mod_rlaas is not loaded' unless have_module();
@@ -38,7 +42,7 @@ sleep 0.1 until all_ok() || time - $t0 > 20;
 ok(all_ok(), 'cluster_state:ok on every node');
 
 my $HP = Apache::TestRLaaS::hostport('rlaas_if_cluster');
-sub one { req($_[0], vhost => 'rlaas_if_cluster', h => { 'X-User' => $_[1], Connection => 'close' }) }
+sub one { req($_[0], vhost => 'rlaas_if_cluster', h => { 'X-User' => $_[1], Connection => 'close' }, ($_[2] ? (method => $_[2]) : ())) }
 # a request left running once served (its status line read)
 sub hold {
     my ($path, $user) = @_;
@@ -73,6 +77,32 @@ for my $round (1 .. 3) {
     ok(wait_for(sub { one('/if/cl?s=0', $u)->code == 200 }, 2, 0.1), "round $round: its slots given back");
     ok(wait_for(sub { !$node || $node->cmd('EXISTS', "rlaas:rate_limit:if-cl:{h.x-user=$u}:conc") == 0 }, 2, 0.1),
         "round $round: the record is gone once every slot is back");
+}
+
+# a byte quota: each response's bytes charged after it, through the
+# cluster, on the identity's node
+{
+    require File::Path;
+    my $dir = File::Spec->catfile(repo_top(), 't', 'htdocs', 'bytes');
+    File::Path::make_path($dir);
+    open my $fh, '>', File::Spec->catfile($dir, 'cluster-1000.txt') or die "$dir: $!";
+    print $fh 'x' x 1000;
+    close $fh or die "$dir: $!";
+    my $u = uid('if-bytes');
+    my @codes;
+    for my $i (1 .. 4) {
+        push @codes, one('/if/bytes', $u)->code;
+        # the charge follows the response: wait for it before the next
+        my $left = 3000 - 1000 * $i;
+        wait_for(sub { (one('/if/bytes', $u, 'HEAD')->header('RateLimit') // '') =~ /;r=\Q$left\E;/ }, 5, 0.05)
+            if $i < 4;
+    }
+    is("@codes", '200 200 200 429', 'bytes, 3000 an hour: a file of 1000 served 3 times, the fourth refused');
+    my $slot = $N[0]->cmd('CLUSTER', 'KEYSLOT', "h.x-user=$u");
+    my ($node) = grep { ($_->cmd('CLUSTER', 'COUNTKEYSINSLOT', $slot) // 0) > 0 } @N;
+    my @keys = $node ? @{ $node->cmd('KEYS', "*if-bytes*$u*") } : ();
+    is(scalar(@keys), 1, "  one key, on the identity's node");
+    is($node && @keys ? $node->cmd('GET', $keys[0]) : undef, 3000, '  holding the 3000 bytes charged');
 }
 
 # a calendar quota: the period's key declared by the module, on the node
