@@ -4,7 +4,8 @@
 # main server's console) and on the local engine (rlaas_if_local's); its
 # refusals are counted and listed among the most denied; every slot shows
 # given back once the requests end; a policy's concurrency= is listed
-# idle; another virtual host's console sees none of it.
+# idle; with Redis down nothing undecided is counted; another virtual
+# host's console sees none of it.
 # t/conf/x-concurrency.conf.in (/if/con: 100 an hour and 3 at a time).
 use strict;
 use warnings;
@@ -74,6 +75,21 @@ for my $engine (qw(redis local)) {
     # a policy's concurrency= (if-pol, 2 at a time): listed, of 2
     my $pol = row($engine, 'if-pol', 'concurrency');
     is($pol && $pol->{limit}, 2, "$engine: a policy's concurrency=2 is a concurrency row of 2");
+}
+
+# Redis down: a request admitted (RLaaSFailOpen on) or refused with 500
+# (off) was never decided: the console counts no refusal and no slot
+{
+    my $u = uid('ifc-down');
+    my %o = (vhost => 'rlaas_if_down', h => { 'X-User' => $u });
+    is(req('/if/down/open?s=0', %o)->code, 200, 'Redis down, RLaaSFailOpen on: admitted');
+    is(req('/if/down?s=0', %o)->code, 500, 'Redis down, RLaaSFailOpen off: 500');
+    my $res = req('/if/console', vhost => 'rlaas_if_down', h => { Accept => 'application/json' });
+    my $j = JSON::PP::decode_json($res->content);
+    my ($r) = grep { $_->{name} eq 'if-down' && $_->{kind} eq 'concurrency' } @{ $j->{zones} };
+    is_deeply([@{ $r || {} }{qw(allowed denied in_flight)}], [0, 0, 0],
+        '  the console: no decision, no refusal, no slot held');
+    is(scalar(grep { $_->{identity} =~ /\Q$u\E/ } @{ $j->{top_denied} }), 0, '  nor the client among the most denied');
 }
 
 # another virtual host's console: the main server's sections apply to its

@@ -23,7 +23,7 @@ typedef struct {
     uint32_t state;
     uint32_t pad;
     uint64_t host;
-    uint64_t hash; /* of host and name */
+    uint64_t hash;         /* of host and name */
     uint64_t taken, given; /* slots held (rlaas_tally_hold) */
     char name[RLAAS_TALLY_NAME_MAX + 1];
     bucket_t sec[RLAAS_TALLY_SECONDS];

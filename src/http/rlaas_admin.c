@@ -192,7 +192,9 @@ static int conc_row(const host_t *h, const char *name)
     char buf[RLAAS_TALLY_NAME_MAX + 1];
     uint64_t k = fnv(1469598103934665603ULL, name, strlen(name));
 
-    apr_snprintf(buf, sizeof(buf), "%s" CONC_SUFFIX, name);
+    /* a name too long for the row loses its end, never the suffix */
+    apr_snprintf(buf, sizeof(buf), "%.*s" CONC_SUFFIX,
+                 (int)(sizeof(buf) - sizeof(CONC_SUFFIX)), name);
     return row_of(h, -2 - (int)(k & 0x3fffffff), buf);
 }
 
@@ -311,7 +313,6 @@ static void view_rows(request_rec *r, rlaas_admin_view_t *v, const host_t *me)
     for (i = 0; me != NULL && i < zs->nelts; i++) {
         const rlaas_admin_zone_t *z =
             APR_ARRAY_IDX(zs, i, const rlaas_admin_zone_t *);
-
         int conc = z->conc || z->strategy == RLAAS_CONCURRENCY;
         rlaas_admin_row_t *w =
             row_for(v->rows, me->label, z->name, z->policy, conc);

@@ -337,10 +337,10 @@ static void credit(request_rec *r, const apr_array_header_t *zs, const char *id,
         int64_t unit = z->bytes_unit > 0 ? z->bytes_unit : 1;
 
         given = 0;
-        why = units / unit > 0 ? credit_one(r, a, z,
-                                            APR_ARRAY_IDX(bases, i, char *),
-                                            units / unit, &given)
-                               : NULL;
+        why = units / unit > 0
+                  ? credit_one(r, a, z, APR_ARRAY_IDX(bases, i, char *),
+                               units / unit, &given)
+                  : NULL;
         if (why != NULL) {
             res->status = HTTP_SERVICE_UNAVAILABLE;
             res->message = why;

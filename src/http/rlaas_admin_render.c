@@ -82,10 +82,10 @@ static const char *in_flight(apr_pool_t *p, const rlaas_admin_row_t *w,
                             ",\"in_flight\":%" APR_UINT64_T_FMT
                             ",\"limit\":%" APR_INT64_T_FMT,
                             w->held, w->limit);
-    return w->limit > 0 ? apr_psprintf(p, "%" APR_UINT64_T_FMT
-                                          " of %" APR_INT64_T_FMT,
-                                       w->held, w->limit)
-                        : apr_psprintf(p, "%" APR_UINT64_T_FMT, w->held);
+    return w->limit > 0
+               ? apr_psprintf(p, "%" APR_UINT64_T_FMT " of %" APR_INT64_T_FMT,
+                              w->held, w->limit)
+               : apr_psprintf(p, "%" APR_UINT64_T_FMT, w->held);
 }
 
 static const char *ban_zone_id(apr_pool_t *p, const char *key, int json)
@@ -286,16 +286,15 @@ static void page_html(request_rec *r, const rlaas_admin_view_t *v)
             nidle++;
             continue;
         }
-        ap_rprintf(r,
-                   "<tr data-zone=\"%s\" data-kind=\"%s\"><td>%s</td><td>%s"
-                   "</td><td>%s</td><td class=\"n\">%" APR_UINT64_T_FMT
-                   "</td><td class=\"n%s\">%" APR_UINT64_T_FMT
-                   "</td><td class=\"n\">%s</td></tr>\n",
-                   h(p, w->name), kind(w), h(p, w->name), h(p, w->host),
-                   w->bytes ? apr_pstrcat(p, kind(w), " (bytes)", NULL)
-                            : kind(w),
-                   w->allowed, w->denied ? " den" : "", w->denied,
-                   in_flight(p, w, 0));
+        ap_rprintf(
+            r,
+            "<tr data-zone=\"%s\" data-kind=\"%s\"><td>%s</td><td>%s"
+            "</td><td>%s</td><td class=\"n\">%" APR_UINT64_T_FMT
+            "</td><td class=\"n%s\">%" APR_UINT64_T_FMT
+            "</td><td class=\"n\">%s</td></tr>\n",
+            h(p, w->name), kind(w), h(p, w->name), h(p, w->host),
+            w->bytes ? apr_pstrcat(p, kind(w), " (bytes)", NULL) : kind(w),
+            w->allowed, w->denied ? " den" : "", w->denied, in_flight(p, w, 0));
     }
     ap_rputs("</table>\n", r);
     if (nidle > 0)

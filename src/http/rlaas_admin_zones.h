@@ -30,9 +30,9 @@ typedef struct {
      * NULL: none */
     const rlaas_cal_t *cal;
     const rlaas_tz_t *tz;
-    int64_t limit;            /* 0: read per request (RLaaSLimit expr=) */
-    int64_t bytes_unit;       /* counting bytes: bytes per unit; else 0 */
-    int policy;               /* an RLaaSPolicy */
+    int64_t limit;      /* 0: read per request (RLaaSLimit expr=) */
+    int64_t bytes_unit; /* counting bytes: bytes per unit; else 0 */
+    int policy;         /* an RLaaSPolicy */
     int conc; /* a section's RLaaSConcurrency (limit: its N), listed with
                  rlaas_admin_zones_of, never found by name for an action */
     const server_rec *server; /* the (virtual) host it is found in */

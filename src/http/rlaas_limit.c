@@ -241,6 +241,8 @@ static void count_policies(const decision_t *dc, rlaas_outcome_e o)
         const rlaas_item_t *it = &dc->it[i];
 
         if (it->conc) { /* metrics: the concurrency counters */
+            if (o == RLAAS_OUT_ERROR || o == RLAAS_OUT_FAIL_OPEN)
+                continue; /* nothing was decided */
             if (!it->v.allowed && !it->dry_run)
                 rlaas_admin_note(dc->r, dc->d, it, 1); /* the console */
             else if (it->v.allowed && o != RLAAS_OUT_DENIED &&
