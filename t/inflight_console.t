@@ -47,16 +47,17 @@ for my $engine (qw(redis local)) {
     is_deeply([@{ $idle || {} }{qw(in_flight limit)}], [0, 3], "$engine:   none in flight, of 3");
     ok(row($engine, 'if-con', 'zone'), "$engine:   beside the zone's rate, a row of its own");
 
-    # 5 at once, each running 3 s: 3 hold a slot, 2 are refused
+    # 5 at once, each running 6 s (time for the console to be read while
+    # they run, on a loaded machine too): 3 hold a slot, 2 are refused
     my $pid = fork;
     die "fork: $!" unless defined $pid;
     if (!$pid) {
-        Apache::TestRLaaS::parallel_hold(5, { path => '/if/con?s=3', vhost => $vh,
+        Apache::TestRLaaS::parallel_hold(5, { path => '/if/con?s=6', vhost => $vh,
                                               h => { 'X-User' => $u } });
         POSIX::_exit(0);
     }
     my $held;
-    ok(wait_for(sub { $held = row($engine, 'if-con', 'concurrency'); $held->{in_flight} == 3 }, 3, 0.05),
+    ok(wait_for(sub { $held = row($engine, 'if-con', 'concurrency'); $held->{in_flight} == 3 }, 5, 0.05),
         "$engine: 3 in flight while the requests run")
         or diag(JSON::PP->new->canonical->encode($held));
     like(console($engine), qr{<tr data-zone="if-con" data-kind="concurrency">.*?<td class="n">3 of 3</td></tr>},
