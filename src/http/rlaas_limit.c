@@ -94,14 +94,6 @@ typedef struct {
     int bytes;
 } pending_t;
 
-/* Decimal text in the request pool, without apr_psprintf's formatter. */
-static const char *num(apr_pool_t *p, int64_t v)
-{
-    char d[21];
-
-    return apr_pstrmemdup(p, d, rlaas_fmt_i64(d, v));
-}
-
 /* What the client request has decided so far, as the response shows it:
  * the index of the shown policy (rlaas_policy_pick), or -1 if none has a
  * verdict. */
@@ -158,13 +150,14 @@ static void legacy_headers(request_rec *r, const rlaas_unit_t *u, int pick)
     if (i < 0)
         return;
     apr_table_setn(r->err_headers_out, "X-RateLimit-Limit",
-                   num(r->pool, sh[i].limit));
+                   rlaas_num_text(r->pool, sh[i].limit));
     if (pick < 0)
         return;
     apr_table_setn(r->err_headers_out, "X-RateLimit-Remaining",
-                   num(r->pool, sh[i].v.remaining));
-    apr_table_setn(r->err_headers_out, "X-RateLimit-Reset",
-                   num(r->pool, rlaas_ms_to_s_ceil(sh[i].v.reset_ms)));
+                   rlaas_num_text(r->pool, sh[i].v.remaining));
+    apr_table_setn(
+        r->err_headers_out, "X-RateLimit-Reset",
+        rlaas_num_text(r->pool, rlaas_ms_to_s_ceil(sh[i].v.reset_ms)));
 }
 
 /* Rate-limit fields go into err_headers_out, so they reach the client on
@@ -285,7 +278,7 @@ static int record(decision_t *dc, rlaas_outcome_e o, int rc, int have_v,
     u->status = rlaas_outcome_name(o);
     if (pick >= 0) {
         sh = &((const rlaas_unit_shown_t *)u->shown->elts)[pick];
-        u->remaining = num(r->pool, sh->v.remaining);
+        u->remaining = rlaas_num_text(r->pool, sh->v.remaining);
         u->policy = sh->name;
     }
     if (rc != DECLINED) {
@@ -337,7 +330,7 @@ static int deny(decision_t *dc, int shown, rlaas_outcome_e o)
                               : HTTP_TOO_MANY_REQUESTS,
            1, shown);
     dc->u->retry_after =
-        num(r->pool, rlaas_retry_after_s(dc->it[shown].v.retry_ms));
+        rlaas_num_text(r->pool, rlaas_retry_after_s(dc->it[shown].v.retry_ms));
     return refusal_response(r, dc->u);
 }
 
@@ -739,9 +732,9 @@ static rlaas_rerr_e run(decision_t *dc, char *detail)
         c->strategy = (rlaas_strategy_e)RLAAS_CALL_BAN;
         c->key = dc->ban_key;
         c->key_len = dc->ban_key_len;
-        c->limit = num(dc->r->pool, dc->ban.length_ms);
-        c->window = num(dc->r->pool, dc->ban.max_ms);
-        c->cost = num(dc->r->pool, dc->ban.factor);
+        c->limit = rlaas_num_text(dc->r->pool, dc->ban.length_ms);
+        c->window = rlaas_num_text(dc->r->pool, dc->ban.max_ms);
+        c->cost = rlaas_num_text(dc->r->pool, dc->ban.factor);
         c->mode = dc->ban_own;
     }
     e = rlaas_redis_eval(sc->target->redis, calls, n, v, detail);
@@ -966,7 +959,7 @@ static const char *settle_redis(request_rec *r, const pending_t *pd,
         calls[i].credit = units == NULL;
         calls[i].credit_age = age;
         if (units != NULL) {
-            calls[i].cost = num(r->pool, units[i]);
+            calls[i].cost = rlaas_num_text(r->pool, units[i]);
             calls[i].mode |= RLAAS_MODE_FORCE;
         }
     }
@@ -994,7 +987,7 @@ static const char *settle_local(request_rec *r, const pending_t *pd,
         rlaas_item_t one = it[i];
 
         if (units != NULL)
-            one.call.cost = num(r->pool, units[i]);
+            one.call.cost = rlaas_num_text(r->pool, units[i]);
         to_local(&one, pd->divisor, &calls[i]);
         calls[i].mode &= RLAAS_MODE_LIMIT_VARIES;
         calls[i].zone_len = it[i].zone_len;

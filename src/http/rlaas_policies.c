@@ -19,7 +19,7 @@ APLOG_USE_MODULE(rlaas);
  * integer in range: at most one line a second per child. */
 static rlaas_log_gate_t gate_value;
 
-static const char *num(apr_pool_t *p, int64_t v)
+const char *rlaas_num_text(apr_pool_t *p, int64_t v)
 {
     char d[21];
 
@@ -166,7 +166,7 @@ static const char *limit_read(request_rec *r, const rlaas_dir_conf_t *d,
         v = d->limit_fallback;
     }
     it->limit = v < max ? v : max;
-    it->call.limit = num(r->pool, it->limit);
+    it->call.limit = rlaas_num_text(r->pool, it->limit);
     it->call.mode |= RLAAS_MODE_LIMIT_VARIES;
     return NULL;
 }
@@ -197,7 +197,7 @@ static void cost_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it,
             c = read_int(r, d->cost_expr, RLAAS_LIMIT_MAX, &text);
             if (c < 0)
                 log_value(r, RLAAS_D_COST " expr=", text, "it costs 1");
-            *section_cost = c < 0 ? "1" : num(r->pool, c);
+            *section_cost = c < 0 ? "1" : rlaas_num_text(r->pool, c);
         }
         it->call.cost = d->cost_expr != NULL ? *section_cost : d->cost_arg;
     }

@@ -58,4 +58,8 @@ int rlaas_policies_enforced(request_rec *r, const rlaas_dir_conf_t *d,
 const char *rlaas_policies_prepare(request_rec *r, const rlaas_dir_conf_t *d,
                                    rlaas_item_t *it, int *n);
 
+/* v as decimal text in p, without apr_psprintf's formatter (what the
+ * scripts' arguments and the RateLimit fields are written from). */
+const char *rlaas_num_text(apr_pool_t *p, int64_t v);
+
 #endif
