@@ -252,6 +252,14 @@ for my $be (@BACKENDS) {
         like $res->content, qr/"524288 of 525000 bytes given back"/, '  n in bytes, given back in whole KiB (512)';
         is left_after($url, $u, $vh, 10 * 1024 * $MIB - $MIB / 2 - 1024), 10 * 1024 * $MIB - $MIB / 2 - 1024,
             '  RateLimit shows them back';
+        $res = req({ path => '/adm/console', method => 'POST',
+                     content => "action=credit&zone=by-big&id=$u&n=1000",
+                     auth => ['carol', 'carol-pw'],
+                     headers => { 'Content-Type' => 'application/x-www-form-urlencoded',
+                                  Accept => 'application/json',
+                                  Origin => 'http://' . Apache::TestRLaaS::hostport() } });
+        is $res->code, 400, '  less than one KiB: refused (400)';
+        like $res->content, qr/a whole number of bytes from 1024 \(one unit of zone by-big\)/, '  saying why';
         # the console says what each row's limit counts
         $res = req('/adm/console', auth => ['carol', 'carol-pw'], h => { Accept => 'application/json' });
         my %counts = map { ("$_->{name} $_->{kind}" => $_->{counts}) }

@@ -38,6 +38,14 @@ sub row {
     return $r;
 }
 
+# rlaas_scope_b's console (t/conf/x-scope.conf.in). That host enforces a
+# policy keyed by X-User (or the address), which t/scope.t fills up: each
+# read here is an identity of its own.
+sub other_console {
+    req('/scope/console', vhost => 'rlaas_scope_b',
+        h => { Accept => 'application/json', 'X-User' => uid('ifc-scope') });
+}
+
 for my $engine (qw(redis local)) {
     my $vh = $VHOST{$engine};
     my $u = uid("ifc-$engine");
@@ -62,6 +70,11 @@ for my $engine (qw(redis local)) {
         or diag(JSON::PP->new->canonical->encode($held));
     like(console($engine), qr{<tr data-zone="if-con" data-kind="concurrency">.*?<td class="n">3 of 3</td></tr>},
         "$engine:   the page says 3 of 3");
+    # while they run: another host's console (the main server's sections
+    # apply to its requests, so it lists them) holds none of their slots
+    my ($other) = grep { $_->{name} eq 'if-con' && $_->{kind} eq 'concurrency' }
+        @{ JSON::PP::decode_json(other_console()->content)->{zones} };
+    is($other ? $other->{in_flight} : 0, 0, "$engine:   another host's console: none in flight");
     waitpid $pid, 0;
     ok(wait_for(sub { row($engine, 'if-con', 'concurrency')->{in_flight} == 0 }, 3, 0.1),
         "$engine: none in flight once they end");
@@ -97,7 +110,7 @@ for my $engine (qw(redis local)) {
 # requests too, so it may list them, but it counts only its own traffic:
 # none of the requests above, no slot held, nobody denied
 {
-    my $res = req('/scope/console', vhost => 'rlaas_scope_b', h => { Accept => 'application/json' });
+    my $res = other_console();
     is($res->code, 200, "another host's console answers");
     my $j = JSON::PP::decode_json($res->content);
     my @seen = grep { $_->{name} =~ /^if-/ && ($_->{allowed} || $_->{denied} || $_->{in_flight}) } @{ $j->{zones} };

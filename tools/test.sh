@@ -58,7 +58,8 @@ if [ "$(id -u)" = 0 ] && [ -z "${RLAAS_TEST_INNER:-}" ]; then
         su -s /bin/sh -c "HOME='$tmp/home' TMPDIR=/tmp RLAAS_TEST_INNER=1 sh '$tmp/src/tools/test.sh'" "$user"
     fi
     rc=$?
-    if [ "$rc" = 0 ] && [ -z "${RLAAS_TEST_KEEP:-}" ]; then
+    # a core file found (crashes): kept with the tree for gdb
+    if [ "$rc" = 0 ] && [ -z "${RLAAS_TEST_KEEP:-}" ] && [ ! -d "$tmp/src/cores" ]; then
         rm -rf "$tmp"
     else
         echo "== the test tree is kept in $tmp/src (logs in t/logs-*)"
@@ -124,12 +125,16 @@ $(grep -E '^(not ok|#   Failed test|t/[^ ]+\.t +\(Wstat|  (Failed|Parse errors|N
 # crashes DIR LOG WHO: what a process that died of a fatal signal left,
 # kept for the summary (in $results.crash, as stages run in a pipe): a core
 # file in DIR (httpd dumps core into its ServerRoot, which is t/; each one
-# found is renamed, so the next run does not count it again), with gdb's
+# found is moved to cores/ of the test tree, which is then kept, so the
+# next run does not count it again), with gdb's
 # backtrace where gdb is installed, and LOG's "exit signal" lines other
 # than the SIGKILL some tests send on purpose.
 crashes() {
-    for c in $(find "$1" -maxdepth 1 -type f \( -name core -o -name 'core.[0-9]*' \) 2>/dev/null); do
-        kept="$c-seen-$$-$(date +%s)"
+    find "$1" -maxdepth 1 -type f \( -name core -o -name 'core.[0-9]*' \) 2>/dev/null |
+    while IFS= read -r c; do
+        # into the test tree, which is then kept (see the top of this file)
+        mkdir -p "$top/cores"
+        kept="$top/cores/$(date +%s)-$(basename "$c")"
         mv "$c" "$kept"
         {
             echo "== $3: httpd dumped core: $kept"
@@ -192,13 +197,15 @@ example_suite() {
             make test
         ) || rc=1
         crashes "$ex/suite/t" "$ex/suite/t/logs/error_log" "example suite (Redis)"
-        [ "$rc" = 0 ] && (
-            cd "$ex/suite" &&
-            export PERL5LIB="$plib" RLAAS_MODULE="$mod" &&
-            echo "== the same suite on the local backend" &&
-            RLAAS_KIT_BACKEND=local t/TEST
-        ) || rc=1
-        crashes "$ex/suite/t" "$ex/suite/t/logs/error_log" "example suite (local)"
+        if [ "$rc" = 0 ]; then
+            (
+                cd "$ex/suite" &&
+                export PERL5LIB="$plib" RLAAS_MODULE="$mod" &&
+                echo "== the same suite on the local backend" &&
+                RLAAS_KIT_BACKEND=local t/TEST
+            ) || rc=1
+            crashes "$ex/suite/t" "$ex/suite/t/logs/error_log" "example suite (local)"
+        fi
     else
         cat "$ex/install.log"
         rc=1
@@ -249,7 +256,8 @@ header "summary"
 # Reported, not yet a failure: the example suite dumped core on CI's
 # machine and on no other, and this is how its backtrace reaches us.
 if [ -s "$results.crash" ]; then
-    echo "crashes (a core file or a fatal signal in an error_log):"
+    echo "crashes (a core file or a fatal signal in an error_log; core_pattern" \
+        "$(cat /proc/sys/kernel/core_pattern 2>/dev/null)):"
     head -n 60 "$results.crash"
     echo
 fi

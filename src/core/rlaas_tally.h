@@ -36,7 +36,7 @@
 #define RLAAS_TALLY_MINUTES  16 /* per-minute buckets, for the chart */
 #define RLAAS_TALLY_TOP      32 /* slots of the most-denied list */
 #define RLAAS_TALLY_ID_MAX   95 /* identity text kept (longer: cut) */
-#define RLAAS_TALLY_NAME_MAX 63
+#define RLAAS_TALLY_NAME_MAX 79 /* a zone name (64) and ":concurrency" */
 
 typedef struct rlaas_tally_t rlaas_tally_t;
 

@@ -187,14 +187,19 @@ static int row_of(const host_t *h, int handle, const char *name)
  * its memo entry keyed by a hash of the name (it has no metric). */
 #define CONC_SUFFIX ":concurrency"
 
+static void conc_name(char *buf, size_t size, const char *name)
+{
+    /* a name too long for the row loses its end, never the suffix */
+    apr_snprintf(buf, size, "%.*s" CONC_SUFFIX,
+                 (int)(size - sizeof(CONC_SUFFIX)), name);
+}
+
 static int conc_row(const host_t *h, const char *name)
 {
     char buf[RLAAS_TALLY_NAME_MAX + 1];
     uint64_t k = fnv(1469598103934665603ULL, name, strlen(name));
 
-    /* a name too long for the row loses its end, never the suffix */
-    apr_snprintf(buf, sizeof(buf), "%.*s" CONC_SUFFIX,
-                 (int)(sizeof(buf) - sizeof(CONC_SUFFIX)), name);
+    conc_name(buf, sizeof(buf), name);
     return row_of(h, -2 - (int)(k & 0x3fffffff), buf);
 }
 
@@ -204,10 +209,30 @@ static int item_row(const host_t *h, const rlaas_item_t *it)
                     : row_of(h, it->metric, name_of(it->metric));
 }
 
-void rlaas_admin_held(const server_rec *s, const rlaas_item_t *it, int taken)
+int rlaas_admin_take(const server_rec *s, const rlaas_item_t *it)
 {
-    if (tally != NULL)
-        rlaas_tally_hold(tally, conc_row(host_of(s), it->name), taken);
+    int row;
+
+    if (tally == NULL)
+        return -1;
+    row = conc_row(host_of(s), it->name);
+    rlaas_tally_hold(tally, row, 1);
+    return row;
+}
+
+void rlaas_admin_give(const server_rec *s, const rlaas_item_t *it, int row)
+{
+    char buf[RLAAS_TALLY_NAME_MAX + 1];
+    const host_t *h = host_of(s);
+
+    if (tally == NULL || row < 0)
+        return;
+    /* to the row that took it, unless a new configuration gave that row
+     * to another name ("other", the last row, stays itself) */
+    conc_name(buf, sizeof(buf), it->name);
+    if (row == rlaas_tally_rows(tally) - 1 ||
+        (h != NULL && rlaas_tally_row_is(tally, row, h->key, buf)))
+        rlaas_tally_hold(tally, row, 0);
 }
 
 void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,

@@ -32,8 +32,10 @@ int rlaas_admin_handler(request_rec *r);
 void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
                       const rlaas_item_t *it, int denied);
 
-/* A concurrency limit's slot taken (taken 1) or given back (0) by a
- * request that host s served. */
-void rlaas_admin_held(const server_rec *s, const rlaas_item_t *it, int taken);
+/* A concurrency limit's slot taken by a request that host s served: the
+ * row it is counted in (-1: none), for rlaas_admin_give to give it back
+ * to that same row. */
+int rlaas_admin_take(const server_rec *s, const rlaas_item_t *it);
+void rlaas_admin_give(const server_rec *s, const rlaas_item_t *it, int row);
 
 #endif

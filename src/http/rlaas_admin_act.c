@@ -391,10 +391,24 @@ void rlaas_admin_act(request_rec *r, const char *action, const char *zone,
         return;
     }
     if (strcmp(action, "credit") == 0) {
-        if (n == NULL || rlaas_parse_nonneg_int(n, RLAAS_LIMIT_MAX, &units) ||
-            units < 1) {
+        /* a zone counting bytes takes n in bytes: up to its limit's
+         * largest, at least one of its units */
+        const rlaas_admin_zone_t *z0 =
+            APR_ARRAY_IDX(zs, 0, const rlaas_admin_zone_t *);
+        int64_t unit = z0->bytes_unit > 0 ? z0->bytes_unit : 1;
+
+        if (n == NULL ||
+            rlaas_parse_nonneg_int(n, RLAAS_LIMIT_MAX * unit, &units) ||
+            units < unit) {
             res->status = HTTP_BAD_REQUEST;
-            res->message = "credit needs n, a whole number of units from 1";
+            res->message =
+                z0->bytes_unit <= 0
+                    ? "credit needs n, a whole number of units from 1"
+                    : apr_psprintf(r->pool,
+                                   "credit needs n, a whole number of bytes "
+                                   "from %" APR_INT64_T_FMT
+                                   " (one unit of zone %s)",
+                                   unit, z0->name);
             return;
         }
         credit(r, zs, id, units, res);

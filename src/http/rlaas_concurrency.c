@@ -137,6 +137,7 @@ typedef struct {
     rlaas_item_t it;
     int divisor; /* 0: Redis; else the local engine */
     int done;    /* given back, or tried: never twice */
+    int row;     /* the console's row counting it (rlaas_admin_take) */
 } held_t;
 
 typedef struct {
@@ -278,7 +279,7 @@ static void release_all(conc_t *c)
         why = e ? release_local(h[e], n[e])
                 : release_redis(c, h[e], n[e], detail);
         for (i = 0; i < n[e]; i++) {
-            rlaas_admin_held(c->s, &h[e][i]->it, 0); /* lost: not ours now */
+            rlaas_admin_give(c->s, &h[e][i]->it, h[e][i]->row); /* or lost */
             rlaas_metrics_outcome(why == NULL ? RLAAS_METRIC_CONC_RELEASED
                                               : RLAAS_METRIC_CONC_LOST);
             if (why != NULL)
@@ -324,7 +325,7 @@ void rlaas_concurrency_hold(request_rec *r, const rlaas_item_t *it, int n,
         h->it = it[i];
         h->divisor = divisor;
         h->done = 0;
-        rlaas_admin_held(c->s, it + i, 1);
+        h->row = rlaas_admin_take(c->s, it + i);
         rlaas_metrics_outcome(RLAAS_METRIC_CONC_TAKEN);
     }
 }
