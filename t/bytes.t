@@ -43,33 +43,36 @@ for my $f (['1m.bin', $MIB], ['small.txt', 1000]) {
     close $fh or die "$p: $!";
 }
 
+# put(DIR, NAME => CONTENT, ...): files of a tenant's tree under $DIR
+sub put {
+    my ($dir, %files) = @_;
+    make_path(catfile($DIR, $dir));
+    for my $name (sort keys %files) {
+        my $p = catfile($DIR, $dir, $name);
+        open my $fh, '>', $p or die "$p: $!";
+        print $fh $files{$name};
+        close $fh or die "$p: $!";
+    }
+}
+
 # a tenant's .htaccess: its own byte quota, named like the operator's zone
-make_path(catfile($DIR, 'tenant'));
-for my $f (['1m.bin', 'x' x $MIB],
-           ['.htaccess', "RLaaSLimit 3M\nRLaaSStrategy fixed\nRLaaSCost bytes\nRLaaSZone by-fixed\nRLaaSKeyBy header:X-User\n"]) {
-    my $p = catfile($DIR, 'tenant', $f->[0]);
-    open my $fh, '>', $p or die "$p: $!";
-    print $fh $f->[1];
-    close $fh or die "$p: $!";
-}
-
+put('tenant', '1m.bin' => 'x' x $MIB,
+    '.htaccess' => "RLaaSLimit 3M\nRLaaSStrategy fixed\nRLaaSCost bytes\nRLaaSZone by-fixed\nRLaaSKeyBy header:X-User\n");
 # ... one setting a cost of 1 under the operator's policy counting bytes
-make_path(catfile($DIR, 'tenant-cost'));
-for my $f (['1m.bin', 'x' x $MIB],
-           ['.htaccess', "RLaaSLimit 1000000\nRLaaSWindow 1h\nRLaaSStrategy fixed\nRLaaSCost 1\nRLaaSZone t-cost\nRLaaSKeyBy header:X-User\n"]) {
-    my $p = catfile($DIR, 'tenant-cost', $f->[0]);
-    open my $fh, '>', $p or die "$p: $!";
-    print $fh $f->[1];
-    close $fh or die "$p: $!";
-}
-
+put('tenant-cost', '1m.bin' => 'x' x $MIB,
+    '.htaccess' => "RLaaSLimit 1000000\nRLaaSWindow 1h\nRLaaSStrategy fixed\nRLaaSCost 1\nRLaaSZone t-cost\nRLaaSKeyBy header:X-User\n");
 # ... and one over RLaaSLimitMax (10^9 by default) in bytes
-make_path(catfile($DIR, 'tenant-big'));
-{
-    my $p = catfile($DIR, 'tenant-big', '.htaccess');
-    open my $fh, '>', $p or die "$p: $!";
-    print $fh "RLaaSLimit 1G\nRLaaSCost bytes\n";
-    close $fh or die "$p: $!";
+put('tenant-big', '.htaccess' => "RLaaSLimit 1G\nRLaaSCost bytes\n");
+
+# the main server's console: credit N (bytes) to identity U in zone by-big
+sub credit_by_big {
+    my ($u, $n) = @_;
+    return req({ path => '/adm/console', method => 'POST',
+                 content => "action=credit&zone=by-big&id=$u&n=$n",
+                 auth => ['carol', 'carol-pw'],
+                 headers => { 'Content-Type' => 'application/x-www-form-urlencoded',
+                              Accept => 'application/json',
+                              Origin => 'http://' . Apache::TestRLaaS::hostport() } });
 }
 
 my @BACKENDS = (['redis', undef], ['local', 'rlaas_by_local']);
@@ -242,22 +245,12 @@ for my $be (@BACKENDS) {
             '  1000 bytes: one KiB charged (rounded up)';
         return unless $name eq 'redis';    # the main server's console
         # the console's credit, in bytes: whole KiB given back
-        my $res = req({ path => '/adm/console', method => 'POST',
-                        content => "action=credit&zone=by-big&id=$u&n=525000",
-                        auth => ['carol', 'carol-pw'],
-                        headers => { 'Content-Type' => 'application/x-www-form-urlencoded',
-                                     Accept => 'application/json',
-                                     Origin => 'http://' . Apache::TestRLaaS::hostport() } });
+        my $res = credit_by_big($u, 525000);
         is $res->code, 200, "the console's credit on a zone counting bytes";
         like $res->content, qr/"524288 of 525000 bytes given back"/, '  n in bytes, given back in whole KiB (512)';
         is left_after($url, $u, $vh, 10 * 1024 * $MIB - $MIB / 2 - 1024), 10 * 1024 * $MIB - $MIB / 2 - 1024,
             '  RateLimit shows them back';
-        $res = req({ path => '/adm/console', method => 'POST',
-                     content => "action=credit&zone=by-big&id=$u&n=1000",
-                     auth => ['carol', 'carol-pw'],
-                     headers => { 'Content-Type' => 'application/x-www-form-urlencoded',
-                                  Accept => 'application/json',
-                                  Origin => 'http://' . Apache::TestRLaaS::hostport() } });
+        $res = credit_by_big($u, 1000);
         is $res->code, 400, '  less than one KiB: refused (400)';
         like $res->content, qr/a whole number of bytes from 1024 \(one unit of zone by-big\)/, '  saying why';
         # the console says what each row's limit counts

@@ -158,15 +158,29 @@ for my $c (qw(small tok)) {
 }
 
 # ---------------------------------------- where a lease can't apply
+# N requests of user U to /lease/NAME on the first server, over one
+# connection: their statuses
+sub one_connection {
+    my ($name, $u, $n) = @_;
+    my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
+    return map { $ua->get("http://$srv[0]{hp}/lease/$name", { headers => { 'X-User' => $u } })->{status} } 1 .. $n;
+}
+sub error_log_size { -s catfile($srv[0]{dir}, 'error_log') || 0 }
+sub error_log_from {
+    open my $fh, '<', catfile($srv[0]{dir}, 'error_log') or return '';
+    seek $fh, $_[0], 0;
+    local $/;
+    return <$fh> // '';
+}
+
 {
-    my $log0 = -s catfile($srv[0]{dir}, 'error_log') || 0;
+    my $log0 = error_log_size();
     my $u = uid('lease-dry');
     my $e0 = evalsha_calls();
-    my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
-    my @s = map { $ua->get("http://$srv[0]{hp}/lease/dry", { headers => { 'X-User' => $u } })->{status} } 1 .. 10;
+    my @s = one_connection('dry', $u, 10);
     is(count_by(@s), '200 x10', 'a dry run with RLaaSLease on: allowed');
     is(evalsha_calls() - $e0, 10, 'and decided one round trip each, as without a lease');
-    my $log = do { local $/; open my $fh, '<', catfile($srv[0]{dir}, 'error_log'); seek $fh, $log0, 0; <$fh> // '' };
+    my $log = error_log_from($log0);
     my @n = ($log =~ /RLAAS0081: RLaaSLease on is not used for policy lease-dry: a dry run/g);
     cmp_ok(scalar(@n), '>=', 1, 'the server says why (RLAAS0081)');
     is(scalar(@n), 1, 'once (one connection, one process), not per request');
@@ -174,18 +188,16 @@ for my $c (qw(small tok)) {
 
 # a byte quota: its charge comes after the response, so no lease either
 {
-    my $log0 = -s catfile($srv[0]{dir}, 'error_log') || 0;
+    my $log0 = error_log_size();
     my $u = uid('lease-bytes');
     my $e0 = evalsha_calls();
-    my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
-    my @s = map { $ua->get("http://$srv[0]{hp}/lease/bytes", { headers => { 'X-User' => $u } })->{status} } 1 .. 5;
+    my @s = one_connection('bytes', $u, 5);
     is(count_by(@s), '200 x5', 'a byte quota with RLaaSLease on: allowed');
     # each request one call to decide and one to charge its bytes after
     # the response (a lease would have spared the first four deciding)
     ok(wait_for(sub { evalsha_calls() - $e0 >= 10 }, 5), '  decided and charged by Redis each time, no lease')
         or diag(evalsha_calls() - $e0 . ' calls');
-    my $log = do { local $/; open my $fh, '<', catfile($srv[0]{dir}, 'error_log'); seek $fh, $log0, 0; <$fh> // '' };
-    like($log, qr/RLAAS0081: RLaaSLease on is not used for policy lease-bytes: it counts bytes \(RLaaSCost bytes, cost=bytes\)/,
+    like(error_log_from($log0), qr/RLAAS0081: RLaaSLease on is not used for policy lease-bytes: it counts bytes \(RLaaSCost bytes, cost=bytes\)/,
         '  the server says why (RLAAS0081)');
 }
 
