@@ -10,7 +10,12 @@
 #
 # Environment: PROFILE_STRATEGY (gcra), PROFILE_REQUESTS (3000),
 # PROFILE_OUT (build/profile), PROFILE_BACKEND (redis, or local: the local
-# engine decides, no Redis).
+# engine decides, no Redis), PROFILE_KEYBY (header:X-Client; ip keys by the
+# client address, the module's default).
+#
+# Both servers have the same <Location "/"> section (empty without the
+# module): what httpd spends walking and merging a section is httpd's, not
+# the limiter's, and an operator's section exists either way.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,6 +23,7 @@ cd "$top"
 STRATEGY=${PROFILE_STRATEGY:-gcra}
 BACKEND=${PROFILE_BACKEND:-redis}
 N=${PROFILE_REQUESTS:-3000}
+KEYBY=${PROFILE_KEYBY:-header:X-Client}
 OUT=${PROFILE_OUT:-$top/build/profile}
 
 for tool in valgrind callgrind_annotate ab redis-server; do
@@ -78,9 +84,11 @@ RLaaSBackend $BACKEND
     RLaaSLimit 1000000000
     RLaaSWindow 60s
     RLaaSStrategy $STRATEGY
-    RLaaSKeyBy header:X-Client
+    RLaaSKeyBy $KEYBY
 </Location>
 EOF
+        else
+            printf '<Location "/">\n</Location>\n'
         fi
     } >"$work/httpd.conf"
     valgrind --tool=callgrind --callgrind-out-file="$work/cg/callgrind.$with.out" \
@@ -109,7 +117,7 @@ profile without
 profile with
 base=$(per_request "$OUT/callgrind.without.out" "ap_process_async_request")
 with=$(per_request "$OUT/callgrind.with.out" "ap_process_async_request")
-echo "== instructions per request (callgrind, $N keep-alive requests, strategy $STRATEGY, backend $BACKEND)"
+echo "== instructions per request (callgrind, $N keep-alive requests, strategy $STRATEGY, backend $BACKEND, key $KEYBY)"
 printf "  %-44s %8s\n" "request processing, httpd without the module" "$base"
 printf "  %-44s %8s\n" "request processing, with the module" "$with"
 for fn in rlaas_limit_access_checker rlaas_identity_key rlaas_redis_eval \

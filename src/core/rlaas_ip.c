@@ -77,6 +77,30 @@ static size_t network(char *out, const unsigned char *b, int bits)
     return n;
 }
 
+/* Whether addr is an IPv4 address as dotted() writes it: four decimal
+ * octets, none above 255, none with a leading zero. httpd hands the
+ * client address so (apr_sockaddr_ip_get), so it is copied as it came;
+ * anything else takes the general path. */
+static int canonical_v4(const char *addr, size_t len)
+{
+    size_t i = 0;
+    int part;
+
+    for (part = 0; part < 4; part++) {
+        unsigned v = 0;
+        size_t start;
+
+        if (part > 0 && (i >= len || addr[i++] != '.'))
+            return 0;
+        start = i;
+        while (i < len && i - start < 3 && addr[i] >= '0' && addr[i] <= '9')
+            v = v * 10 + (unsigned)(addr[i++] - '0');
+        if (i == start || v > 255 || (addr[start] == '0' && i - start > 1))
+            return 0;
+    }
+    return i == len;
+}
+
 size_t rlaas_ip_render(char *out, const char *addr, size_t len, int v6prefix)
 {
     char text[TEXT_MAX + 1];
@@ -90,6 +114,11 @@ size_t rlaas_ip_render(char *out, const char *addr, size_t len, int v6prefix)
         len = (size_t)(zone - addr);
     if (len == 0 || len > TEXT_MAX || memchr(addr, '\0', len) != NULL)
         return 0;
+    if (canonical_v4(addr, len)) {
+        memcpy(out, addr, len);
+        out[len] = '\0';
+        return len;
+    }
     memcpy(text, addr, len);
     text[len] = '\0';
     if (inet_pton(AF_INET, text, b) == 1)

@@ -128,7 +128,7 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
     rlaas_key_spec_t k;
     const rlaas_key_source_t *src = &ip_only;
     char *key = apr_palloc(r->pool, RLAAS_KEY_MAX + 1);
-    int i;
+    int i, need_ip = 0;
 
     k.nparts = 1;
     if (spec->sources != NULL) {
@@ -141,6 +141,9 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
         parts[i].name_len = src[i].src.name_len;
         parts[i].credential = src[i].src.credential;
         parts[i].value = source_value(r, &src[i], &parts[i].value_len);
+        /* the address is a part, or stands in for a value not sent */
+        need_ip |= parts[i].type == RLAAS_SRC_IP || parts[i].value == NULL ||
+                   parts[i].value_len == 0;
     }
     k.parts = parts;
     k.prefix = spec->prefix;
@@ -149,7 +152,9 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
     k.zone_len = spec->zone != NULL ? strlen(spec->zone) : 0;
     k.ns = spec->ns;
     k.ns_len = spec->ns != NULL ? strlen(spec->ns) : 0;
-    k.ip = client_ip(r, sc);
+    /* rendering the address costs more than the rest of the key: only
+     * when the key holds it */
+    k.ip = need_ip ? client_ip(r, sc) : "-";
     k.ip_len = strlen(k.ip);
     k.strategy = spec->strategy;
     k.hashtag = rlaas_target_cluster(sc->target);

@@ -96,16 +96,19 @@ typedef struct {
 
 /* What the client request has decided so far, as the response shows it:
  * the index of the shown policy (rlaas_policy_pick), or -1 if none has a
- * verdict. */
+ * verdict. A request's two checks fit on the stack; internal redirects
+ * through other sections may show more. */
 static int shown_pick(request_rec *r, const rlaas_unit_t *u)
 {
     const rlaas_unit_shown_t *sh = (const rlaas_unit_shown_t *)u->shown->elts;
-    rlaas_policy_outcome_t *o;
-    int *at, n = 0, i;
+    rlaas_policy_outcome_t room_o[2 * RLAAS_POLICIES_MAX], *o = room_o;
+    int room_at[2 * RLAAS_POLICIES_MAX], *at = room_at, n = 0, i;
     rlaas_pick_e why;
 
-    o = apr_palloc(r->pool, sizeof(*o) * (size_t)(u->shown->nelts + 1));
-    at = apr_palloc(r->pool, sizeof(*at) * (size_t)(u->shown->nelts + 1));
+    if (u->shown->nelts > 2 * RLAAS_POLICIES_MAX) {
+        o = apr_palloc(r->pool, sizeof(*o) * (size_t)u->shown->nelts);
+        at = apr_palloc(r->pool, sizeof(*at) * (size_t)u->shown->nelts);
+    }
     for (i = 0; i < u->shown->nelts; i++) {
         if (!sh[i].have_v)
             continue;
@@ -116,29 +119,42 @@ static int shown_pick(request_rec *r, const rlaas_unit_t *u)
     return n > 0 ? at[rlaas_policy_pick(o, n, &why)] : -1;
 }
 
-/* RateLimit-Policy: every policy decided; RateLimit: the shown one. */
+/* One item of the fields: a name and two numbers */
+#define ITEM_ROOM (RLAAS_NAME_MAX + 64)
+
+/* RateLimit-Policy: every policy decided; RateLimit: the shown one. Each
+ * written once, into the request's pool, where the table keeps it. */
 static void draft_headers(request_rec *r, const rlaas_unit_t *u, int pick)
 {
     const rlaas_unit_shown_t *sh = (const rlaas_unit_shown_t *)u->shown->elts;
-    char buf[RLAAS_NAME_MAX + 64];
-    const char *list = NULL;
+    const size_t each = ITEM_ROOM + sizeof(RLAAS_QU_BYTES) + 2;
+    char *list, *one;
+    size_t n = 0, len;
     int i;
 
-    for (i = 0; i < u->shown->nelts; i++) {
-        const char *item;
-
-        rlaas_fmt_policy(buf, sizeof(buf), sh[i].name, sh[i].limit,
-                         sh[i].window_ms);
-        /* the draft's quota unit parameter: requests are its default */
-        item = sh[i].bytes ? apr_pstrcat(r->pool, buf, RLAAS_QU_BYTES, NULL)
-                           : apr_pstrdup(r->pool, buf);
-        list = list ? apr_pstrcat(r->pool, list, ", ", item, NULL) : item;
-    }
-    if (list != NULL)
+    if (u->shown->nelts > 0) {
+        list = apr_palloc(r->pool, each * (size_t)u->shown->nelts);
+        for (i = 0; i < u->shown->nelts; i++) {
+            if (i > 0) {
+                memcpy(list + n, ", ", 2);
+                n += 2;
+            }
+            len = (size_t)rlaas_fmt_policy(list + n, ITEM_ROOM, sh[i].name,
+                                           sh[i].limit, sh[i].window_ms);
+            n += len < ITEM_ROOM ? len : ITEM_ROOM - 1;
+            /* the draft's quota unit parameter: requests are its default */
+            if (sh[i].bytes) {
+                memcpy(list + n, RLAAS_QU_BYTES, sizeof(RLAAS_QU_BYTES) - 1);
+                n += sizeof(RLAAS_QU_BYTES) - 1;
+            }
+        }
+        list[n] = '\0';
         apr_table_setn(r->err_headers_out, "RateLimit-Policy", list);
+    }
     if (pick >= 0) {
-        rlaas_fmt_ratelimit(buf, sizeof(buf), sh[pick].name, &sh[pick].v);
-        apr_table_set(r->err_headers_out, "RateLimit", buf);
+        one = apr_palloc(r->pool, ITEM_ROOM);
+        rlaas_fmt_ratelimit(one, ITEM_ROOM, sh[pick].name, &sh[pick].v);
+        apr_table_setn(r->err_headers_out, "RateLimit", one);
     }
 }
 

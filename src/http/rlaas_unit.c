@@ -17,6 +17,28 @@ rlaas_unit_t *rlaas_unit_find(request_rec *r)
     return ap_get_module_config(initial(r)->request_config, &rlaas_module);
 }
 
+/* A unit and room for a request's usual two entries of each array, in
+ * one allocation: every limited request makes one. */
+typedef struct {
+    rlaas_unit_t u;
+    apr_array_header_t decided, shown;
+    rlaas_unit_limit_t decided_elts[2];
+    rlaas_unit_shown_t shown_elts[2];
+} unit_block_t;
+
+/* An empty array over storage of n elements; apr_array_push moves it to
+ * the pool when it outgrows them. */
+static apr_array_header_t *room(apr_array_header_t *a, apr_pool_t *p,
+                                void *elts, int size, int n)
+{
+    a->pool = p;
+    a->elt_size = size;
+    a->nelts = 0;
+    a->nalloc = n;
+    a->elts = elts;
+    return a;
+}
+
 rlaas_unit_t *rlaas_unit_get(request_rec *r)
 {
     request_rec *first = initial(r);
@@ -24,9 +46,14 @@ rlaas_unit_t *rlaas_unit_get(request_rec *r)
         ap_get_module_config(first->request_config, &rlaas_module);
 
     if (u == NULL) {
-        u = apr_pcalloc(first->pool, sizeof(*u));
-        u->decided = apr_array_make(first->pool, 2, sizeof(rlaas_unit_limit_t));
-        u->shown = apr_array_make(first->pool, 2, sizeof(rlaas_unit_shown_t));
+        unit_block_t *b = apr_palloc(first->pool, sizeof(*b));
+
+        memset(&b->u, 0, sizeof(b->u));
+        u = &b->u;
+        u->decided = room(&b->decided, first->pool, b->decided_elts,
+                          sizeof(b->decided_elts[0]), 2);
+        u->shown = room(&b->shown, first->pool, b->shown_elts,
+                        sizeof(b->shown_elts[0]), 2);
         ap_set_module_config(first->request_config, &rlaas_module, u);
     }
     return u;

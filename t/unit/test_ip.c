@@ -33,6 +33,8 @@ static void ipv4_whole(void **state)
     assert_string_equal(render("203.0.113.9", 64), "203.0.113.9");
     assert_string_equal(render("0.0.0.0", 32), "0.0.0.0");
     assert_string_equal(render("255.255.255.255", 128), "255.255.255.255");
+    assert_string_equal(render("10.200.0.99", 64), "10.200.0.99");
+    assert_string_equal(render("1.2.3.4%eth0", 64), "1.2.3.4");
 }
 
 static void ipv4_mapped_is_ipv4(void **state)
@@ -91,6 +93,14 @@ static void garbage_is_no_address(void **state)
                                 "256.1.1.1",
                                 "01.2.3.4",
                                 "1.2.3.4 ",
+                                "1.2.3.04",
+                                "1.2.3.",
+                                ".1.2.3",
+                                "1..2.3",
+                                "1.2.3.4.",
+                                "1.2.3.1000",
+                                "1.2.3.256",
+                                "+1.2.3.4",
                                 ":::1",
                                 "2001:db8::1::2",
                                 "2001:db8:1:2:3:4:5:6:7",

@@ -240,6 +240,34 @@ static void integers(void **state)
     assert_memory_equal(b, "-9223372036854775808", 20);
 }
 
+/* Every length, both signs, each side of a power of ten: as printf. */
+static void integers_as_printf(void **state)
+{
+    char b[24], want[24];
+    int64_t p = 1, d, v;
+    int k, sign;
+
+    (void)state;
+    for (k = 0; k < 19; k++, p *= 10) {
+        for (d = -1; d <= 1; d++) {
+            for (sign = -1; sign <= 1; sign += 2) {
+                v = sign * (p + d);
+                int n = snprintf(want, sizeof(want), "%lld", (long long)v);
+                assert_int_equal(rlaas_fmt_i64(b, v), n);
+                assert_memory_equal(b, want, (size_t)n);
+            }
+        }
+    }
+    for (v = -1000; v <= 100000; v += 7) {
+        int n = snprintf(want, sizeof(want), "%lld", (long long)v);
+        assert_int_equal(rlaas_fmt_i64(b, v), n);
+        assert_memory_equal(b, want, (size_t)n);
+    }
+    v = INT64_MAX;
+    assert_int_equal(rlaas_fmt_i64(b, v), 19);
+    assert_memory_equal(b, "9223372036854775807", 19);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +276,7 @@ int main(void)
         cmocka_unit_test(concurrency_and_release),
         cmocka_unit_test(calendar_windows_fit),
         cmocka_unit_test(integers),
+        cmocka_unit_test(integers_as_printf),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
