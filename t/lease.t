@@ -39,12 +39,7 @@ my @cases = (
     [bytes => 'fixed', '3M',    '1h', 'on', 'RLaaSCost bytes'],
 );
 
-my @srv;
-for my $i (1, 2) {
-    my ($s, $why) = start_server($i);
-    BAIL_OUT("lease server $i: $why") unless $s;
-    push @srv, $s;
-}
+my @srv = map { start_server() } 1, 2;
 
 sub evalsha_calls {
     my $info = redis()->cmd('INFO', 'commandstats');
@@ -216,74 +211,33 @@ sub error_log_from {
     is($rc, 0, 'RLaaSLease on with gcra, off with the sliding log: accepted') or diag($out);
 }
 
-stop_server($_) for @srv;
+$_->stop for @srv;
 
 # A server of its own: the same Redis, the lease Locations, a document
 # for each.
+# A server of the two: a location per case, the same Redis; httpd's own
+# process counts (40 clients at once).
 sub start_server {
-    my ($i) = @_;
-    my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
-    chomp(my $libexec = `apxs -q LIBEXECDIR 2>/dev/null` || '');
-    $libexec ||= '/usr/lib/apache2/modules';
-    my $dir = tempdir("rlaas-lease$i-XXXXXX", TMPDIR => 1, CLEANUP => 1);
-    my $port = do {
-        my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                      Listen => 1, ReuseAddr => 1) or return (undef, "no port: $!");
-        $l->sockport;
-    };
-    my $m = mpm();
-    make_path(catfile($dir, 'docs', 'lease'));
+    my $docs = tempdir('rlaas-lease-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    make_path(catfile($docs, 'lease'));
     my $locs = '';
     for my $c (@cases) {
         my ($name, $st, $limit, $win, $lease, $extra) = @$c;
-        open my $d, '>', catfile($dir, 'docs', 'lease', $name) or return (undef, "$dir: $!");
+        open my $d, '>', catfile($docs, 'lease', $name) or die "$docs: $!";
         print $d "ok\n";
         close $d;
         $locs .= "<Location /lease/$name>\n    RLaaSLimit $limit\n    RLaaSWindow $win\n"
               . "    RLaaSStrategy $st\n    RLaaSKeyBy header:X-User\n    RLaaSZone lease-$name\n"
               . "    RLaaSLease " . ($lease // 'on') . "\n" . ($extra ? "    $extra\n" : '') . "</Location>\n";
     }
-    my $conf = catfile($dir, 'httpd.conf');
-    open my $fh, '>', $conf or return (undef, "$conf: $!");
-    print $fh <<"EOC";
-ServerRoot "$dir"
-ServerName localhost
-Listen 127.0.0.1:$port
-PidFile "$dir/httpd.pid"
-ErrorLog "$dir/error_log"
-LogLevel notice
-DefaultRunTimeDir "$dir"
-LoadModule mpm_${m}_module $libexec/mod_mpm_$m.so
-LoadModule authz_core_module $libexec/mod_authz_core.so
-LoadModule rlaas_module @{[ module_path() ]}
+    return private_httpd(<<"EOC", docroot => $docs, one_child => 0, loglevel => 'notice');
 RLaaSRedis 127.0.0.1:$ENV{RLAAS_TEST_REDIS_PORT}
 RLaaSRedisTimeout 2s
 RLaaSLocalSize 1M
 KeepAliveTimeout 30
 MaxKeepAliveRequests 0
-DocumentRoot "$dir/docs"
 $locs
 EOC
-    close $fh or return (undef, "$conf: $!");
-    my $out = `'$httpd' -f '$conf' -k start 2>&1`;
-    return (undef, "did not start: $out") if $?;
-    my $up = wait_for(sub {
-        IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 1)
-    }, 10);
-    my $srv = { dir => $dir, conf => $conf, httpd => $httpd, hp => "127.0.0.1:$port" };
-    unless ($up) {
-        stop_server($srv);
-        return (undef, 'not listening');
-    }
-    return $srv;
-}
-
-sub stop_server {
-    my ($srv) = @_;
-    my $pidfile = catfile($srv->{dir}, 'httpd.pid');
-    my $pid = -e $pidfile ? do { open my $fh, '<', $pidfile; my $p = <$fh>; $p } : undef;
-    system("'$srv->{httpd}' -f '$srv->{conf}' -k stop >/dev/null 2>&1");
-    wait_for(sub { !($pid && $pid =~ /(\d+)/ && kill 0, $1) }, 10) if $pid;
 }
 
 done_testing();

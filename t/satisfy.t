@@ -10,8 +10,6 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
-use File::Spec::Functions qw(catfile);
-use File::Temp qw(tempdir);
 use IO::Socket::INET ();
 use Time::HiRes qw(sleep time);
 use RLaaS::Test qw(:all);
@@ -113,45 +111,13 @@ satisfy_any_cases('access_compat first');
 }
 
 # ------------------------------------------------ mod_rlaas loaded first
-SKIP: {
-    my ($srv, $why) = start_server();
-    skip "second server: $why", 1 unless $srv;
-    satisfy_any_cases('mod_rlaas first', $srv->{hp});
-    stop_server($srv);
-}
-
 # A second httpd, its own minimal configuration: the modules this test
 # needs, mod_rlaas loaded before mod_access_compat, the same Redis.
-sub start_server {
-    my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
-    chomp(my $libexec = `apxs -q LIBEXECDIR 2>/dev/null` || '');
-    $libexec ||= '/usr/lib/apache2/modules';
-    my $dir = tempdir('rlaas-order-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+{
     my $top = repo_top();
-    my $port = do {
-        my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                      Listen => 1, ReuseAddr => 1) or return (undef, "no port: $!");
-        $l->sockport;
-    };
-    my $m = mpm();
-    my $load = join '', map { "LoadModule ${_}_module $libexec/mod_$_.so\n" }
-        qw(authz_core authn_core authn_file auth_basic authz_user access_compat headers);
-    my $conf = catfile($dir, 'httpd.conf');
-    open my $fh, '>', $conf or return (undef, "$conf: $!");
-    print $fh <<"EOC";
-ServerRoot "$dir"
-ServerName localhost
-Listen 127.0.0.1:$port
-PidFile "$dir/httpd.pid"
-ErrorLog "$dir/error_log"
-LogLevel info
-DefaultRunTimeDir "$dir"
-LoadModule mpm_${m}_module $libexec/mod_mpm_$m.so
-LoadModule rlaas_module @{[ module_path() ]}
-$load
+    my $srv = private_httpd(<<"EOC",
 RLaaSRedis 127.0.0.1:$ENV{RLAAS_TEST_REDIS_PORT}
 RLaaSRedisTimeout 2s
-DocumentRoot "$top/t/htdocs"
 Header always set X-RLaaS-Status "%{RLAAS_STATUS}e" env=RLAAS_STATUS
 <Directory "$top/t/htdocs/http-trust/satisfy">
     AuthType Basic
@@ -183,27 +149,11 @@ Header always set X-RLaaS-Status "%{RLAAS_STATUS}e" env=RLAAS_STATUS
     RLaaSKeyBy header:X-User
 </Directory>
 EOC
-    close $fh or return (undef, "$conf: $!");
-    my $out = `'$httpd' -f '$conf' -k start 2>&1`;
-    return (undef, "did not start: $out") if $?;
-    my $up = wait_for(sub {
-        IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 1)
-    }, 10);
-    my $srv = { dir => $dir, conf => $conf, httpd => $httpd, hp => "127.0.0.1:$port" };
-    unless ($up) {
-        stop_server($srv);
-        return (undef, 'not listening');
-    }
-    return $srv;
-}
-
-sub stop_server {
-    my ($srv) = @_;
+        rlaas_first => 1, docroot => "$top/t/htdocs", loglevel => 'info',
+        modules => [qw(authn_core authn_file auth_basic authz_user access_compat headers)]);
+    satisfy_any_cases('mod_rlaas first', $srv->hp);
     forget_connections();
-    my $pidfile = catfile($srv->{dir}, 'httpd.pid');
-    my $pid = -e $pidfile ? do { open my $fh, '<', $pidfile; my $p = <$fh>; $p } : undef;
-    system("'$srv->{httpd}' -f '$srv->{conf}' -k stop >/dev/null 2>&1");
-    wait_for(sub { !($pid && $pid =~ /(\d+)/ && kill 0, $1) }, 10) if $pid;
+    $srv->stop;
 }
 
 done_testing();

@@ -547,11 +547,22 @@ sub set_clock {
     rename "$file.new", $file or die "$file: $!";
 }
 
-# private_httpd(SNIPPET, env => {VAR => value}, shim => 1): an httpd of the
-# test's own (one child, the suite's MPM, the module loaded) with SNIPPET
-# in its configuration, started with the environment given and, with
-# shim, t/tools/shim.c preloaded. Returns a hashref {port dir elog stop
-# get(PATH, HEADERS) log()}; stopped when the test ends.
+# private_httpd(SNIPPET, OPTIONS): an httpd of the test's own (the suite's
+# MPM, the module loaded) with SNIPPET in its configuration; every test
+# that needs a second server starts it here. OPTIONS:
+#   env => {VAR => value}  its environment
+#   shim => 1              t/tools/shim.c preloaded
+#   modules => [names]     more of httpd's modules (mod_NAME.so), loaded
+#                          after mod_rlaas
+#   rlaas_first => 1       mod_rlaas loaded before every other module
+#   docroot => DIR         DocumentRoot DIR, as it is; without it every
+#                          path answers ok.txt
+#   one_child => 0         httpd's own process counts (default: one child
+#                          of 25 threads, or one prefork child)
+#   loglevel => LEVEL      default "warn rlaas:info"
+# Returns a hashref {port hp dir elog get(PATH, HEADERS) log() stop()};
+# dies if it does not start (a test never skips because of that); stopped
+# when the test ends if it was not before.
 my @PRIVATE;
 sub private_httpd {
     my ($snippet, %o) = @_;
@@ -568,9 +579,20 @@ sub private_httpd {
     chomp(my $libexec = `apxs -q LIBEXECDIR 2>/dev/null` || '');
     $libexec ||= '/usr/lib/apache2/modules';
     my $m = mpm();
-    my $threads = $m eq 'prefork' ? '' : "ThreadsPerChild 25\n";
-    my $workers = $m eq 'prefork' ? 1 : 25;
+    my $procs = '';
+    if ($o{one_child} // 1) {
+        my $workers = $m eq 'prefork' ? 1 : 25;
+        $procs = "StartServers 1\nServerLimit 1\nMaxRequestWorkers $workers\n"
+            . ($m eq 'prefork' ? '' : "ThreadsPerChild 25\n");
+    }
     my $module = module_path();
+    my $rlaas = "LoadModule rlaas_module $module\n";
+    my $load = join '', map { "LoadModule ${_}_module $libexec/mod_$_.so\n" }
+        qw(authz_core alias), @{ $o{modules} || [] };
+    $load = $o{rlaas_first} ? $rlaas . $load : $load . $rlaas;
+    my $root = defined $o{docroot} ? "DocumentRoot \"$o{docroot}\"\n"
+        : "DocumentRoot \"$dir\"\nAliasMatch \"^/\" \"$dir/ok.txt\"\n";
+    my $level = $o{loglevel} // 'warn rlaas:info';
     my $httpd = $ENV{APACHE_TEST_HTTPD} || '/usr/sbin/apache2';
     my $conf = catfile($dir, 'httpd.conf');
     open my $ok, '>', catfile($dir, 'ok.txt') or die;
@@ -583,36 +605,30 @@ ServerName localhost
 Listen 127.0.0.1:$port
 PidFile "$dir/httpd.pid"
 ErrorLog "$dir/error_log"
-LogLevel warn rlaas:info
+LogLevel $level
 DefaultRunTimeDir "$dir"
 LoadModule mpm_${m}_module $libexec/mod_mpm_$m.so
-LoadModule authz_core_module $libexec/mod_authz_core.so
-LoadModule alias_module $libexec/mod_alias.so
-LoadModule rlaas_module $module
-StartServers 1
-ServerLimit 1
-MaxRequestWorkers $workers
-$threads
-DocumentRoot "$dir"
-AliasMatch "^/" "$dir/ok.txt"
+$load$procs$root
 EOC
     print $fh $snippet;
     close $fh or die "$conf: $!";
-    my $rc;
+    my $out;
     {
         local %ENV = (%ENV, %env);
-        $rc = system($httpd, '-f', $conf, '-k', 'start');
+        $out = `'$httpd' -f '$conf' -k start 2>&1`;
     }
-    die "private httpd did not start\n" if $rc != 0;
+    die "private httpd did not start: $out\n" if $?;
     my $h = {
-        port => $port, dir => $dir, conf => $conf, httpd => $httpd,
-        elog => catfile($dir, 'error_log'),
+        port => $port, hp => "127.0.0.1:$port", dir => $dir, conf => $conf,
+        httpd => $httpd, elog => catfile($dir, 'error_log'),
     };
     push @PRIVATE, $h;
-    for (1 .. 100) {
-        last if IO::Socket::INET->new("127.0.0.1:$port");
+    my $up;
+    for (1 .. 200) {
+        last if $up = IO::Socket::INET->new("127.0.0.1:$port");
         sleep 0.05;
     }
+    die "private httpd is not listening on $port\n" unless $up;
     return bless $h, 'RLaaS::Test::Private';
 }
 
@@ -627,6 +643,19 @@ END {
 package RLaaS::Test::Private;
 
 sub port { $_[0]{port} }
+sub hp { $_[0]{hp} }
+
+# stop(): stopped, its parent gone, before this returns
+sub stop {
+    my ($self) = @_;
+    my $pidfile = "$self->{dir}/httpd.pid";
+    open my $fh, '<', $pidfile or return;
+    my ($pid) = (<$fh> // '') =~ /(\d+)/;
+    close $fh;
+    system("'$self->{httpd}' -f '$self->{conf}' -k stop >/dev/null 2>&1");
+    my $end = Time::HiRes::time() + 10;
+    Time::HiRes::sleep(0.05) while $pid && kill(0, $pid) && Time::HiRes::time() < $end;
+}
 
 # get(PATH, {headers}): [status, seconds taken]
 sub get {
