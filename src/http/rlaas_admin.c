@@ -10,6 +10,7 @@
 #include "rlaas_admin_impl.h"
 #include "rlaas_admin_zones.h"
 #include "rlaas_metrics.h"
+#include "rlaas_shm.h"
 #include "rlaas_tally.h"
 
 APLOG_USE_MODULE(rlaas);
@@ -101,21 +102,13 @@ static const char *label_of_key(uint64_t key)
 
 static apr_shm_t *tally_shm(apr_pool_t *keep, apr_size_t size, server_rec *s)
 {
-    apr_shm_t *shm = NULL;
     apr_status_t rv;
+    apr_shm_t *shm = rlaas_shm_sized(keep, SHM_KEY, size, NULL, &rv);
 
-    apr_pool_userdata_get((void **)&shm, SHM_KEY, keep);
-    if (shm != NULL && apr_shm_size_get(shm) >= size)
-        return shm;
-    rv = apr_shm_create(&shm, size, NULL, keep);
-    if (rv != APR_SUCCESS) {
+    if (shm == NULL)
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
                      "RLAAS0123: cannot create shared memory for the "
                      "operator's console; it shows no counts");
-        return NULL;
-    }
-    memset(apr_shm_baseaddr_get(shm), 0, size);
-    apr_pool_userdata_set(shm, SHM_KEY, apr_pool_cleanup_null, keep);
     return shm;
 }
 

@@ -8,6 +8,7 @@
 #include "rlaas_config.h"
 #include "rlaas_log.h"
 #include "rlaas_metrics.h"
+#include "rlaas_shm.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -50,12 +51,12 @@ static void log_table(server_rec *s, const char *how)
 static apr_shm_t *create(server_rec *s, apr_pool_t *keep, apr_size_t size)
 {
     uint8_t seed[RLAAS_TABLE_SEED_LEN];
-    apr_shm_t *shm = NULL;
-    apr_status_t rv = apr_shm_create(&shm, size, NULL, keep);
+    apr_status_t rv;
+    apr_shm_t *shm = rlaas_shm_make(keep, SHM_KEY, size, &rv);
 
-    if (rv == APR_SUCCESS)
+    if (shm != NULL)
         rv = apr_generate_random_bytes(seed, sizeof(seed));
-    if (rv == APR_SUCCESS) {
+    if (shm != NULL && rv == APR_SUCCESS) {
         table = rlaas_table_init(apr_shm_baseaddr_get(shm), size, seed);
         if (table != NULL)
             return shm;
@@ -67,8 +68,6 @@ static apr_shm_t *create(server_rec *s, apr_pool_t *keep, apr_size_t size)
         " bytes (" RLAAS_D_LOCAL_SIZE "); local decisions fail and "
         "get each section's " RLAAS_D_FAIL_OPEN " policy",
         size);
-    if (shm != NULL)
-        apr_shm_destroy(shm);
     return NULL;
 }
 
@@ -77,18 +76,13 @@ int rlaas_backend_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 {
     apr_pool_t *keep = s->process->pool;
     apr_size_t size = (apr_size_t)rlaas_server_local_size(rlaas_server_conf(s));
-    apr_shm_t *shm = NULL;
+    apr_shm_t *shm = rlaas_shm_kept(keep, SHM_KEY);
+    int other = 0;
 
     (void)pconf;
     (void)plog;
     (void)ptemp;
-    /* The segment hangs off the process pool, which outlives the
-     * configuration: a graceful restart finds it again, identities and
-     * all, and the new children inherit it. */
-    apr_pool_userdata_get((void **)&shm, SHM_KEY, keep);
     if (shm != NULL) {
-        int other = 0;
-
         table =
             apr_shm_size_get(shm) == size
                 ? rlaas_table_attach(apr_shm_baseaddr_get(shm), size, &other)
@@ -109,14 +103,9 @@ int rlaas_backend_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                          " bytes, was %" APR_SIZE_T_FMT "): a new local engine "
                          "table; its identities start afresh",
                          size, apr_shm_size_get(shm));
-        /* children of the last generation keep their own mapping */
-        apr_shm_destroy(shm);
-        apr_pool_userdata_set(NULL, SHM_KEY, apr_pool_cleanup_null, keep);
     }
-    shm = create(s, keep, size);
-    if (shm == NULL)
+    if (create(s, keep, size) == NULL)
         return OK; /* Apache starts anyway, as without Redis */
-    apr_pool_userdata_set(shm, SHM_KEY, apr_pool_cleanup_null, keep);
     log_table(s, "made");
     return OK;
 }

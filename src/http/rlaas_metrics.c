@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "rlaas_headers.h"
+#include "rlaas_shm.h"
 #include "rlaas_version.h"
 
 APLOG_USE_MODULE(rlaas);
@@ -227,21 +228,16 @@ int rlaas_metrics_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     (void)pconf;
     (void)plog;
     (void)ptemp;
-    apr_pool_userdata_get((void **)&shm, SHM_KEY, keep);
-    if (shm == NULL || apr_shm_size_get(shm) != size) {
-        rv = apr_shm_create(&shm, size, NULL, keep);
-        if (rv != APR_SUCCESS) {
-            ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
-                         "RLAAS0030: cannot create shared memory for "
-                         "metrics; metrics are disabled");
-            counters = NULL;
-            slots = NULL;
-            nodes = NULL;
-            rows = NULL;
-            return OK;
-        }
-        memset(apr_shm_baseaddr_get(shm), 0, size);
-        apr_pool_userdata_set(shm, SHM_KEY, apr_pool_cleanup_null, keep);
+    shm = rlaas_shm_sized(keep, SHM_KEY, size, NULL, &rv);
+    if (shm == NULL) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
+                     "RLAAS0030: cannot create shared memory for "
+                     "metrics; metrics are disabled");
+        counters = NULL;
+        slots = NULL;
+        nodes = NULL;
+        rows = NULL;
+        return OK;
     }
     counters = apr_shm_baseaddr_get(shm);
     counters->nslots = n;
