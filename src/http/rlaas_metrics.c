@@ -357,18 +357,26 @@ void rlaas_metrics_latency(apr_interval_time_t t)
     }
 }
 
+/* Something opened (counted in all) or closed, and how many of it this
+ * child has open now (its slot's gauge, if it has a slot). */
+static void opened_closed(volatile apr_uint64_t *all,
+                          volatile apr_uint32_t *mine, int opened)
+{
+    if (opened > 0)
+        apr_atomic_inc64(all);
+    if (mine == NULL)
+        return;
+    if (opened > 0)
+        apr_atomic_inc32(mine);
+    else
+        apr_atomic_dec32(mine);
+}
+
 void rlaas_metrics_connection(int opened)
 {
-    if (counters == NULL)
-        return;
-    if (opened > 0)
-        apr_atomic_inc64(&counters->connects);
-    if (my_slot == NULL)
-        return;
-    if (opened > 0)
-        apr_atomic_inc32(&my_slot->connections);
-    else
-        apr_atomic_dec32(&my_slot->connections);
+    if (counters != NULL)
+        opened_closed(&counters->connects,
+                      my_slot != NULL ? &my_slot->connections : NULL, opened);
 }
 
 static rlaas_node_t *node_slot(const char *name)
@@ -414,16 +422,9 @@ void rlaas_metrics_script_load(void)
 
 void rlaas_metrics_circuit(int opened)
 {
-    if (counters == NULL)
-        return;
-    if (opened > 0)
-        apr_atomic_inc64(&counters->circuit_opened);
-    if (my_slot == NULL)
-        return;
-    if (opened > 0)
-        apr_atomic_inc32(&my_slot->circuits);
-    else
-        apr_atomic_dec32(&my_slot->circuits);
+    if (counters != NULL)
+        opened_closed(&counters->circuit_opened,
+                      my_slot != NULL ? &my_slot->circuits : NULL, opened);
 }
 
 /* ---- the operator's console (rlaas_admin) ---- */

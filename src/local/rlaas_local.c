@@ -405,6 +405,39 @@ static rlaas_lerr_e ban_held(rlaas_table_hold_t *hd, int i, prepared_t *p,
     return lerr(rc);
 }
 
+/* Every call's start: the report cleared (rep, or *dummy where the
+ * caller wants none), the engine and the number of calls checked. */
+static rlaas_lerr_e start(const rlaas_local_t *lc, int n,
+                          rlaas_table_report_t **rep,
+                          rlaas_table_report_t *dummy)
+{
+    if (*rep == NULL)
+        *rep = dummy;
+    memset(*rep, 0, sizeof(**rep));
+    if (lc == NULL)
+        return RLAAS_LERR_NONE_HERE;
+    return n < 1 || n > RLAAS_LOCAL_CALLS_MAX ? RLAAS_LERR_CALL
+                                              : RLAAS_LERR_NONE;
+}
+
+/* The records of the n prepared calls, locked together. */
+static rlaas_lerr_e hold(rlaas_local_t *lc, const prepared_t *p,
+                         const rlaas_local_call_t *calls, int n, int64_t now_ms,
+                         rlaas_table_hold_t *hd, rlaas_table_report_t *rep)
+{
+    const char *keys[RLAAS_LOCAL_CALLS_MAX];
+    size_t lens[RLAAS_LOCAL_CALLS_MAX], zlens[RLAAS_LOCAL_CALLS_MAX];
+    int i;
+
+    for (i = 0; i < n; i++) {
+        keys[i] = p[i].key;
+        lens[i] = p[i].len;
+        zlens[i] = calls[i].zone_len;
+    }
+    return lerr(rlaas_table_hold(lc, keys, lens, zlens, n, now_ms,
+                                 RLAAS_LOCAL_LOCK_WAIT_US, hd, rep));
+}
+
 rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
                                 const rlaas_local_call_t *calls, int n,
                                 int64_t now_ms, rlaas_verdict_t *v,
@@ -412,21 +445,14 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
                                 rlaas_local_record_t *recs)
 {
     prepared_t p[RLAAS_LOCAL_CALLS_MAX];
-    const char *keys[RLAAS_LOCAL_CALLS_MAX];
-    size_t lens[RLAAS_LOCAL_CALLS_MAX], zlens[RLAAS_LOCAL_CALLS_MAX];
     rlaas_table_report_t dummy;
     rlaas_table_hold_t hd;
-    rlaas_lerr_e e = RLAAS_LERR_NONE;
+    rlaas_lerr_e e = start(lc, n, &rep, &dummy);
     ban_t b = {NULL, 0, 0, 0, 0};
     int i, go = 1, ban = -1;
 
-    if (rep == NULL)
-        rep = &dummy;
-    memset(rep, 0, sizeof(*rep));
-    if (lc == NULL)
-        return RLAAS_LERR_NONE_HERE;
-    if (n < 1 || n > RLAAS_LOCAL_CALLS_MAX)
-        return RLAAS_LERR_CALL;
+    if (e != RLAAS_LERR_NONE)
+        return e;
     for (i = 0; i < n; i++) {
         if (!prepare(&calls[i], now_ms, &p[i]))
             return RLAAS_LERR_CALL;
@@ -436,15 +462,10 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
                 return RLAAS_LERR_CALL;
             ban = i;
         }
-        keys[i] = p[i].key;
-        lens[i] = p[i].len;
         if (!distinct(p, i))
             return RLAAS_LERR_CALL;
     }
-    for (i = 0; i < n; i++)
-        zlens[i] = calls[i].zone_len;
-    e = lerr(rlaas_table_hold(lc, keys, lens, zlens, n, now_ms,
-                              RLAAS_LOCAL_LOCK_WAIT_US, &hd, rep));
+    e = hold(lc, p, calls, n, now_ms, &hd, rep);
     if (e != RLAAS_LERR_NONE)
         return e;
     if (ban >= 0) {
@@ -582,34 +603,25 @@ rlaas_lerr_e rlaas_local_credit_n(rlaas_local_t *lc,
                                   rlaas_local_record_t *recs)
 {
     prepared_t p[RLAAS_LOCAL_CALLS_MAX];
-    const char *keys[RLAAS_LOCAL_CALLS_MAX];
-    size_t lens[RLAAS_LOCAL_CALLS_MAX], zlens[RLAAS_LOCAL_CALLS_MAX];
     int64_t at = now_ms - age_ms;
     rlaas_table_report_t dummy;
     rlaas_table_hold_t hd;
-    rlaas_lerr_e e;
+    rlaas_lerr_e e = start(lc, n, &rep, &dummy);
     int i;
 
-    if (rep == NULL)
-        rep = &dummy;
-    memset(rep, 0, sizeof(*rep));
-    if (lc == NULL)
-        return RLAAS_LERR_NONE_HERE;
-    if (n < 1 || n > RLAAS_LOCAL_CALLS_MAX || age_ms < 0)
+    if (e != RLAAS_LERR_NONE)
+        return e;
+    if (age_ms < 0)
         return RLAAS_LERR_CALL;
     if (at < 0)
         at = 0;
     for (i = 0; i < n; i++) {
         if (!prepare_credit(&calls[i], at, now_ms, &p[i]))
             return RLAAS_LERR_CALL;
-        keys[i] = p[i].key;
-        lens[i] = p[i].len;
-        zlens[i] = calls[i].zone_len;
         if (!distinct(p, i))
             return RLAAS_LERR_CALL;
     }
-    e = lerr(rlaas_table_hold(lc, keys, lens, zlens, n, now_ms,
-                              RLAAS_LOCAL_LOCK_WAIT_US, &hd, rep));
+    e = hold(lc, p, calls, n, now_ms, &hd, rep);
     for (i = 0; e == RLAAS_LERR_NONE && i < n; i++) {
         credit_t cr = {&p[i].ac, at, 0};
         rlaas_table_rc_e rc = rlaas_table_update_held(
@@ -652,20 +664,13 @@ rlaas_lerr_e rlaas_local_release_n(rlaas_local_t *lc,
                                    rlaas_local_record_t *recs)
 {
     prepared_t p[RLAAS_LOCAL_CALLS_MAX];
-    const char *keys[RLAAS_LOCAL_CALLS_MAX];
-    size_t lens[RLAAS_LOCAL_CALLS_MAX], zlens[RLAAS_LOCAL_CALLS_MAX];
     rlaas_table_report_t dummy;
     rlaas_table_hold_t hd;
-    rlaas_lerr_e e;
+    rlaas_lerr_e e = start(lc, n, &rep, &dummy);
     int i;
 
-    if (rep == NULL)
-        rep = &dummy;
-    memset(rep, 0, sizeof(*rep));
-    if (lc == NULL)
-        return RLAAS_LERR_NONE_HERE;
-    if (n < 1 || n > RLAAS_LOCAL_CALLS_MAX)
-        return RLAAS_LERR_CALL;
+    if (e != RLAAS_LERR_NONE)
+        return e;
     for (i = 0; i < n; i++) {
         if (calls[i].strategy != RLAAS_LOCAL_CONC ||
             !ends_in(&calls[i], ":conc") ||
@@ -674,12 +679,8 @@ rlaas_lerr_e rlaas_local_release_n(rlaas_local_t *lc,
         memcpy(p[i].key, calls[i].key, calls[i].key_len);
         p[i].key[calls[i].key_len] = '\0';
         p[i].len = calls[i].key_len;
-        keys[i] = p[i].key;
-        lens[i] = p[i].len;
-        zlens[i] = calls[i].zone_len;
     }
-    e = lerr(rlaas_table_hold(lc, keys, lens, zlens, n, now_ms,
-                              RLAAS_LOCAL_LOCK_WAIT_US, &hd, rep));
+    e = hold(lc, p, calls, n, now_ms, &hd, rep);
     if (e != RLAAS_LERR_NONE)
         return e;
     for (i = 0; e == RLAAS_LERR_NONE && i < n; i++) {
