@@ -162,6 +162,15 @@ sub migrate_under_load {
     cmp_ok(stat_of($from, 'errorstats', 'errorstat_ASK') - $ask0, '>', 0, "$path: the old owner answered ASK ...");
     cmp_ok(stat_of($to, 'commandstats', 'cmdstat_asking') - $asking0, '>', 0, "$path: ... and the module sent ASKING to the new one");
     cmp_ok(stat_of($from, 'errorstats', 'errorstat_MOVED') - $moved0, '>', 0, "$path: then MOVED, which it followed");
+    # a MOVED teaches a child the slot's new owner (and has it ask for the
+    # whole map again): once every child has met one, a round of requests
+    # meets no MOVED
+    my $quiet = wait_for(sub {
+        my $m = stat_of($from, 'errorstats', 'errorstat_MOVED');
+        req($path, vhost => 'rlaas_cluster', h => { 'X-User' => $u }) for 1 .. 10;
+        stat_of($from, 'errorstats', 'errorstat_MOVED') == $m;
+    }, 10);
+    ok($quiet, "$path: the new owner learnt: requests go to it directly");
 }
 migrate_under_load('/cl/move/x');
 migrate_under_load('/cl/move-fixed/x');

@@ -11,6 +11,7 @@
 #include "apr_strings.h"
 
 #include "rlaas_clock.h"
+#include "rlaas_conn.h"
 #include "rlaas_nodes.h"
 #include "rlaas_slot.h"
 
@@ -116,15 +117,6 @@ static int seed(rlaas_cluster_t *cl, rlaas_hold_t *h)
 
 /* ---- the slot map ---- */
 
-static struct timeval tv_us(int64_t us)
-{
-    struct timeval tv;
-
-    tv.tv_sec = (time_t)(us / 1000000);
-    tv.tv_usec = (suseconds_t)(us % 1000000);
-    return tv;
-}
-
 /* The node of one CLUSTER SLOTS entry's master, held once in holds (of
  * RLAAS_CLUSTER_NODES_MAX); -1 when it has no room. */
 static int entry_node(rlaas_cluster_t *cl, const redisReply *m,
@@ -193,31 +185,29 @@ static int apply_slots(rlaas_cluster_t *cl, const redisReply *rep,
     return ranges > 0;
 }
 
-static void *user_conn(rlaas_cluster_t *cl, const char *host, int port)
+/* Each step's bound: the configured timeout, at least half a second
+ * (this thread holds up no request). */
+static int64_t step_deadline(const rlaas_cluster_t *cl)
 {
-    int64_t t =
-        (int64_t)(cl->tmpl.timeout_ms < 500 ? 500 : cl->tmpl.timeout_ms) * 1000;
-    redisContext *ctx = redisConnectWithTimeout(host, port, tv_us(t));
-    redisReply *rep = NULL;
+    int64_t ms = cl->tmpl.timeout_ms < 500 ? 500 : cl->tmpl.timeout_ms;
 
-    if (ctx == NULL || ctx->err || redisSetTimeout(ctx, tv_us(t)) != REDIS_OK)
-        goto fail;
-    if (cl->tmpl.password != NULL) {
-        rep = cl->tmpl.username != NULL
-                  ? redisCommand(ctx, "AUTH %s %s", cl->tmpl.username,
-                                 cl->tmpl.password)
-                  : redisCommand(ctx, "AUTH %s", cl->tmpl.password);
-        if (rep == NULL || rep->type == REDIS_REPLY_ERROR)
-            goto fail;
-        freeReplyObject(rep);
-    }
-    return ctx;
-fail:
-    if (rep != NULL)
-        freeReplyObject(rep);
-    if (ctx != NULL)
-        redisFree(ctx);
-    return NULL;
+    return rlaas_clock_us() + ms * 1000;
+}
+
+/* A connection to one node as a data connection makes it (AUTH), for
+ * CLUSTER SLOTS; 0 if none. */
+static int user_conn(const rlaas_cluster_t *cl, const char *host, int port,
+                     rlaas_conn_t *c)
+{
+    rlaas_conn_params_t p;
+    char why[RLAAS_DETAIL_MAX];
+
+    memset(&p, 0, sizeof(p));
+    p.addr = host;
+    p.port = port;
+    p.username = cl->tmpl.username;
+    p.password = cl->tmpl.password;
+    return rlaas_conn_open(c, &p, step_deadline(cl), why) == RLAAS_RERR_NONE;
 }
 
 /* Asks the known nodes in turn, then the seeds (a child whose nodes all
@@ -237,18 +227,19 @@ static void refresh(rlaas_cluster_t *cl)
         ports[n++] = cl->tmpl.cluster_ports[i];
     }
     for (i = 0; i < n; i++) {
-        redisContext *ctx = user_conn(cl, hosts[i], ports[i]);
+        rlaas_conn_t c = {NULL, NULL, 0};
+        char why[RLAAS_DETAIL_MAX];
         redisReply *rep;
         int ok = 0;
 
-        if (ctx == NULL)
+        if (!user_conn(cl, hosts[i], ports[i], &c))
             continue;
-        rep = redisCommand(ctx, "CLUSTER SLOTS");
+        rep = rlaas_conn_command(&c, step_deadline(cl), why, "CLUSTER SLOTS");
         if (rep != NULL) {
             ok = apply_slots(cl, rep, hosts[i]);
             freeReplyObject(rep);
         }
-        redisFree(ctx);
+        rlaas_conn_close(&c);
         if (ok)
             return;
     }

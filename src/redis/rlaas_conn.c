@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -296,4 +297,25 @@ rlaas_rerr_e rlaas_conn_open(rlaas_conn_t *c, const rlaas_conn_params_t *p,
             return e;
     }
     return setup(c, p, deadline, detail);
+}
+
+redisReply *rlaas_conn_command(rlaas_conn_t *c, int64_t deadline, char *detail,
+                               const char *fmt, ...)
+{
+    void *rep = NULL;
+    va_list ap;
+    int rc;
+
+    va_start(ap, fmt);
+    rc = redisvAppendCommand(c->ctx, fmt, ap);
+    va_end(ap);
+    if (rc != REDIS_OK) {
+        say(detail, "out of memory");
+        rlaas_conn_close(c);
+        return NULL;
+    }
+    if (rlaas_conn_flush(c, deadline, detail) != RLAAS_RERR_NONE ||
+        rlaas_conn_read(c, deadline, &rep, detail) != RLAAS_RERR_NONE)
+        return NULL;
+    return rep;
 }

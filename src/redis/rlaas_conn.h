@@ -55,4 +55,11 @@ rlaas_rerr_e rlaas_conn_flush(rlaas_conn_t *c, int64_t deadline, char *detail);
 rlaas_rerr_e rlaas_conn_read(rlaas_conn_t *c, int64_t deadline, void **reply,
                              char *detail);
 
+/* One command, written and its reply read within deadline, for the
+ * threads that work outside requests (Sentinel, Cluster): the reply (to
+ * freeReplyObject), or NULL with detail saying why (out of memory closes
+ * the connection). */
+redisReply *rlaas_conn_command(rlaas_conn_t *c, int64_t deadline, char *detail,
+                               const char *fmt, ...);
+
 #endif

@@ -114,29 +114,6 @@ static int same(const found_t *a, const found_t *b)
     return a->port == b->port && strcmp(a->addr, b->addr) == 0;
 }
 
-/* One command and its reply by the deadline; NULL when the connection
- * failed (it is closed then, and why says so). */
-static redisReply *command(rlaas_conn_t *c, int64_t deadline, char *why,
-                           const char *fmt, ...)
-{
-    void *rep = NULL;
-    va_list ap;
-    int rc;
-
-    va_start(ap, fmt);
-    rc = redisvAppendCommand(c->ctx, fmt, ap);
-    va_end(ap);
-    if (rc != REDIS_OK) {
-        say(why, "out of memory");
-        rlaas_conn_close(c);
-        return NULL;
-    }
-    if (rlaas_conn_flush(c, deadline, why) != RLAAS_RERR_NONE ||
-        rlaas_conn_read(c, deadline, &rep, why) != RLAAS_RERR_NONE)
-        return NULL;
-    return rep;
-}
-
 static int64_t deadline_of(const rlaas_resolver_t *r)
 {
     return rlaas_clock_us() + (int64_t)r->sentinel.timeout_ms * 1000;
@@ -168,8 +145,8 @@ static void ask(rlaas_resolver_t *r, int i, answer_t *a)
         if (rlaas_conn_open(c, &p, deadline, a->why) != RLAAS_RERR_NONE)
             return;
     }
-    rep = command(c, deadline, a->why, "SENTINEL get-master-addr-by-name %s",
-                  sc->master);
+    rep = rlaas_conn_command(c, deadline, a->why,
+                             "SENTINEL get-master-addr-by-name %s", sc->master);
     if (rep == NULL)
         return;
     if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
@@ -272,11 +249,11 @@ static int verify(rlaas_resolver_t *r, const found_t *f, char *why)
     p.server_name = sc->master_tls_name != NULL ? sc->master_tls_name : f->addr;
     if (rlaas_conn_open(&c, &p, deadline, why) != RLAAS_RERR_NONE)
         return 0;
-    if ((rep = command(&c, deadline, why, "HELLO 2")) != NULL &&
+    if ((rep = rlaas_conn_command(&c, deadline, why, "HELLO 2")) != NULL &&
         rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOAUTH", 6) != 0) {
         /* a Redis before 6 has no HELLO */
         freeReplyObject(rep);
-        rep = command(&c, deadline, why, "ROLE");
+        rep = rlaas_conn_command(&c, deadline, why, "ROLE");
         if (rep != NULL)
             ok = says_master(rep, 0, why);
     }
