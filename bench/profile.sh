@@ -11,7 +11,8 @@
 # Environment: PROFILE_STRATEGY (gcra), PROFILE_REQUESTS (3000),
 # PROFILE_OUT (build/profile), PROFILE_BACKEND (redis, or local: the local
 # engine decides, no Redis), PROFILE_KEYBY (header:X-Client; ip keys by the
-# client address, the module's default).
+# client address, the module's default), PROFILE_EXTRA (more directives
+# for the section, e.g. "RLaaSHeaders off").
 #
 # Both servers have the same <Location "/"> section (empty without the
 # module): what httpd spends walking and merging a section is httpd's, not
@@ -24,6 +25,7 @@ STRATEGY=${PROFILE_STRATEGY:-gcra}
 BACKEND=${PROFILE_BACKEND:-redis}
 N=${PROFILE_REQUESTS:-3000}
 KEYBY=${PROFILE_KEYBY:-header:X-Client}
+EXTRA=${PROFILE_EXTRA:-}
 OUT=${PROFILE_OUT:-$top/build/profile}
 
 for tool in valgrind callgrind_annotate ab redis-server; do
@@ -85,6 +87,7 @@ RLaaSBackend $BACKEND
     RLaaSWindow 60s
     RLaaSStrategy $STRATEGY
     RLaaSKeyBy $KEYBY
+    $EXTRA
 </Location>
 EOF
         else
