@@ -85,7 +85,7 @@ static void check(const rlaas_local_call_t *c, const rlaas_verdict_t *v, int go)
     CHECK(v->remaining >= 0 &&
           v->remaining <= c->limit - (v->allowed && go ? c->cost : 0));
     CHECK(v->reset_ms >= 0 && v->retry_ms >= 0);
-    if (!(c->mode & RLAAS_ALGO_DRY_RUN) || v->allowed)
+    if (!(c->mode & RLAAS_MODE_DRY_RUN) || v->allowed)
         CHECK((v->remaining < need) == (v->retry_ms >= 1));
     CHECK(v->allowed || v->remaining < need);
 }
@@ -98,7 +98,7 @@ static int all_allowed(const rlaas_local_call_t *c, const rlaas_verdict_t *v,
     int i;
 
     for (i = 0; i < n; i++) {
-        if (!v[i].allowed && !(c[i].mode & RLAAS_ALGO_DRY_RUN))
+        if (!v[i].allowed && !(c[i].mode & RLAAS_MODE_DRY_RUN))
             return 0;
     }
     return 1;
@@ -147,7 +147,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         call->window_ms =
             windows[data[2] % (sizeof(windows) / sizeof(windows[0]))];
         call->cost = cost_of((data[7] >> 3) & 3, data[5], call->limit);
-        call->mode = (data[7] >> 5) & 1 ? RLAAS_ALGO_LIMIT_VARIES : 0;
+        call->mode = (data[7] >> 5) & 1 ? RLAAS_MODE_LIMIT_VARIES : 0;
         call->cal = NULL;
         now += step(data[3], data[4]);
         if (now < 0)
@@ -177,7 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         calls[1].strategy = (rlaas_strategy_e)((data[0] >> 4) % 6);
         calls[1].limit = limits[(data[1] >> 4) % 10];
         calls[1].cost = calls[1].cost < calls[1].limit ? calls[1].cost : 1;
-        calls[1].mode = data[6] & 1 ? RLAAS_ALGO_DRY_RUN : 0;
+        calls[1].mode = data[6] & 1 ? RLAAS_MODE_DRY_RUN : 0;
         calls[1].key = key2;
         calls[1].key_len =
             (size_t)snprintf(key2, sizeof(key2), "q%u:%d:%lld:%lld", data[5],

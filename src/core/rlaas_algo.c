@@ -25,8 +25,8 @@ int rlaas_algo_call_ok(const rlaas_algo_call_t *c)
            c->limit >= 1 && c->limit <= rlaas_algo_limit_max(c->strategy) &&
            c->window_ms >= 1 && c->window_ms <= RLAAS_ALGO_WINDOW_MAX &&
            c->now_ms >= 0 && c->now_ms <= RLAAS_ALGO_NOW_MAX && c->cost >= 0 &&
-           c->cost <= c->limit && c->mode >= 0 &&
-           c->mode <= RLAAS_ALGO_MODE_MAX && cal_ok(c);
+           c->cost <= c->limit && c->mode >= 0 && c->mode <= RLAAS_MODE_MAX &&
+           cal_ok(c);
 }
 
 size_t rlaas_algo_suffix(const rlaas_algo_call_t *c, char *buf)

@@ -45,15 +45,7 @@
 /* *ttl_ms of a hit that leaves the record's time to live as it was. */
 #define RLAAS_ALGO_TTL_KEEP (-1)
 
-/* Mode bits, as the scripts take them (lua/prelude.lua): the limit varies
- * per request (a bucket keeps the limit it was charged under), a dry run
- * (only the multi call reads it), a forced charge (charged whatever the
- * verdict; counters count it whole, a bucket fills up to its capacity at
- * most; kept as the scripts keep it, no longer sent by the module). */
-#define RLAAS_ALGO_LIMIT_VARIES 1
-#define RLAAS_ALGO_DRY_RUN      2
-#define RLAAS_ALGO_FORCE        4
-#define RLAAS_ALGO_MODE_MAX     7
+/* Mode bits: RLAAS_MODE_* (rlaas_parse.h), the same in both engines. */
 
 typedef struct {
     rlaas_strategy_e strategy;

@@ -31,7 +31,7 @@ int rlaas_algo_fixed(const rlaas_algo_call_t *c, void *state, size_t *len,
     ok = n + need <= L;
     /* a forced charge never lifts the count past 2^52 (as the script) */
     cost = rlaas_min(c->cost, rlaas_max(0, RLAAS_ALGO_2_53 / 2 - n));
-    if ((ok || (c->mode & RLAAS_ALGO_FORCE)) && c->commit && cost > 0) {
+    if ((ok || (c->mode & RLAAS_MODE_FORCE)) && c->commit && cost > 0) {
         n += cost; /* INCRBY */
         memcpy(state, &n, sizeof(n));
         *len = sizeof(n);

@@ -41,7 +41,7 @@ static void tat_write(void *state, size_t *len, int64_t now, int64_t q,
 {
     rlaas_algo_pair_t st = {now + q, 0, 0, 0, 0};
 
-    if (mode & RLAAS_ALGO_LIMIT_VARIES) {
+    if (mode & RLAAS_MODE_LIMIT_VARIES) {
         st.b = x;
         st.l = L;
     }

@@ -74,7 +74,7 @@ static inline int64_t rlaas_need(const rlaas_algo_call_t *c)
  * check. */
 static inline int rlaas_charges(const rlaas_algo_call_t *c, int ok)
 {
-    return (ok || (c->mode & RLAAS_ALGO_FORCE)) && c->commit && c->cost > 0;
+    return (ok || (c->mode & RLAAS_MODE_FORCE)) && c->commit && c->cost > 0;
 }
 
 /* A forced charge fills a bucket (leaky, gcra) up to its capacity L. */
@@ -190,7 +190,7 @@ static inline void rlaas_bucket_put(void *state, size_t *len, int64_t n,
 {
     rlaas_algo_pair_t st;
 
-    if ((mode & RLAAS_ALGO_LIMIT_VARIES) || l > 0) {
+    if ((mode & RLAAS_MODE_LIMIT_VARIES) || l > 0) {
         rlaas_algo_level_store(&st, L, W, n, f);
         st.l = L;
     }

@@ -42,7 +42,7 @@ static void refill(rlaas_bucket_t *b, int64_t L, int64_t W)
  * longer to fill, never over W. */
 static int64_t ttl_of(int mode, int64_t l, int64_t W, int64_t reset)
 {
-    return rlaas_max(1, (mode & RLAAS_ALGO_LIMIT_VARIES) || l > 0
+    return rlaas_max(1, (mode & RLAAS_MODE_LIMIT_VARIES) || l > 0
                             ? rlaas_max(W, reset)
                             : reset);
 }

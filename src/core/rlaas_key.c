@@ -160,9 +160,9 @@ const char *rlaas_key_suffix(rlaas_strategy_e st)
     static const char *const suffix[RLAAS_STRATEGY_COUNT] = {
         ":", "", ":sw", ":tb", ":lb", ":gcra"};
 
-    if (st == RLAAS_KEY_BAN)
+    if (st == RLAAS_BAN)
         return ":ban";
-    if (st == RLAAS_KEY_CONC)
+    if (st == RLAAS_CONCURRENCY)
         return ":conc";
     return st >= 0 && st < RLAAS_STRATEGY_COUNT ? suffix[st] : "";
 }

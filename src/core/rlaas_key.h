@@ -17,8 +17,8 @@
  *            can test guesses against a hashed credential offline.
  * suffix-like:  all digits (a fixed window's number), or exactly "tb",
  *               "sw", "lb", "gcra" (the other strategies' suffixes),
- *               "ban" (a ban's record, RLAAS_KEY_BAN) or "conc" (a
- *               concurrency limit's slots, RLAAS_KEY_CONC), so
+ *               "ban" (a ban's record, RLAAS_BAN) or "conc" (a
+ *               concurrency limit's slots, RLAAS_CONCURRENCY), so
  *               that no identity ends in another strategy's key;
  * address-like: what the client address renderer (rlaas_ip.h) can write:
  *               only digits and dots, or lowercase hex groups joined by
@@ -113,12 +113,8 @@ int rlaas_key_hash_hex(char *out, size_t n, const char *val, size_t len,
 #define RLAAS_KEY_SUFFIX_MAX 5 /* ":gcra" */
 const char *rlaas_key_suffix(rlaas_strategy_e st);
 
-/* The identity's ban record (RLaaSBan), in place of a strategy: ":ban",
+/* The identity's ban record (RLAAS_BAN) and a concurrency limit's slots
+ * (RLAAS_CONCURRENCY) take a strategy's place: ":ban" and ":conc",
  * suffix-like as the strategies' suffixes are. */
-#define RLAAS_KEY_BAN ((rlaas_strategy_e)RLAAS_STRATEGY_COUNT)
-
-/* The slots of a concurrency limit (RLaaSConcurrency, rlaas_conc.h), in
- * place of a strategy: ":conc", suffix-like too. */
-#define RLAAS_KEY_CONC RLAAS_CONCURRENCY
 
 #endif

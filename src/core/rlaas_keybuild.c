@@ -45,7 +45,7 @@ static int spec_ok(const rlaas_key_spec_t *k)
 
     if (k->prefix_len > RLAAS_PREFIX_MAX || k->nparts < 1 ||
         k->nparts > RLAAS_SOURCES_MAX || k->strategy < 0 ||
-        k->strategy > RLAAS_KEY_CONC)
+        k->strategy > RLAAS_CONCURRENCY)
         return 0;
     if (k->zone != NULL && !name_ok(k->zone, k->zone_len))
         return 0;

@@ -14,8 +14,8 @@
  * counting setting of, whatever the prefix. I  the identity, S  the
  * strategy's state
  * suffix: "tb" (token), "sw" (sliding), "lb" (leaky), "gcra", "ban" (a ban's
- * record, RLAAS_KEY_BAN, in place of a strategy), "conc" (a concurrency
- * limit's slots, RLAAS_KEY_CONC, likewise); none for the
+ * record, RLAAS_BAN, in place of a strategy), "conc" (a concurrency
+ * limit's slots, RLAAS_CONCURRENCY, likewise); none for the
  * sliding log (a ZSET at the key itself). For fixed the key ends in ":" and
  * the script appends the window number it computes from Redis TIME, or,
  * with a calendar window, the period's name "<tag>+<start ms>" (rlaas_cal.h:

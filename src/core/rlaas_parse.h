@@ -27,10 +27,27 @@ typedef enum {
     RLAAS_STRATEGY_COUNT
 } rlaas_strategy_e;
 
+/* Mode bits of a call, the same to both engines and as the scripts take
+ * them (lua/prelude.lua): the limit varies per request (a bucket keeps
+ * the limit it was charged under); a dry run (its denial blocks no other
+ * policy; only the multi call reads it); a forced charge (charged
+ * whatever the verdict; counters count it whole, a bucket fills up to its
+ * capacity at most; kept as the scripts keep it, no longer sent by the
+ * module: RLaaSCountIf charges at the check). */
+#define RLAAS_MODE_LIMIT_VARIES 1
+#define RLAAS_MODE_DRY_RUN      2
+#define RLAAS_MODE_FORCE        4
+#define RLAAS_MODE_MAX          7
+
+/* An identity's ban (RLaaSBan, rlaas_ban.h) where a strategy goes: its
+ * key's suffix (":ban"), its place among a call's policies in Redis
+ * (lua/multi.lua) and in the local engine, its record. One name for the
+ * idea in every layer. */
+#define RLAAS_BAN ((rlaas_strategy_e)RLAAS_STRATEGY_COUNT)
+
 /* A concurrency limit (RLaaSConcurrency, rlaas_conc.h) where a strategy
- * goes: its key's suffix (RLAAS_KEY_CONC), its place among a call's
- * policies (lua/multi.lua's 7), its name in logs and metrics. After the
- * ban's record (RLAAS_STRATEGY_COUNT). */
+ * goes, likewise: its key's suffix (":conc"), its place among a call's
+ * policies (lua/multi.lua's 7), its name in logs and metrics. */
 #define RLAAS_CONCURRENCY ((rlaas_strategy_e)(RLAAS_STRATEGY_COUNT + 1))
 
 typedef enum {

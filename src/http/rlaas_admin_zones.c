@@ -428,7 +428,7 @@ const char *rlaas_admin_keys(apr_pool_t *p, const rlaas_server_conf_t *sc,
     k.hashtag = rlaas_target_cluster(sc->target);
     k.secret = rlaas_keysecret();
     /* a ban's record is built as RLaaSBan builds it (rlaas_limit.c) */
-    k.strategy = what == RLAAS_ADMIN_KEYS_BAN ? RLAAS_KEY_BAN : z->strategy;
+    k.strategy = what == RLAAS_ADMIN_KEYS_BAN ? RLAAS_BAN : z->strategy;
     len = rlaas_key_build(key, &k);
     if (len == 0)
         return "the key could not be built (a value too long?)";

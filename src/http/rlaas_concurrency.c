@@ -233,7 +233,7 @@ static const char *release_local(held_t **h, int n)
 
     memset(calls, 0, sizeof(calls));
     for (i = 0; i < n; i++) {
-        calls[i].strategy = RLAAS_LOCAL_CONC;
+        calls[i].strategy = RLAAS_CONCURRENCY;
         calls[i].key = h[i]->it.call.key;
         calls[i].key_len = h[i]->it.call.key_len;
         calls[i].limit = h[i]->it.limit;

@@ -39,18 +39,6 @@ APLOG_USE_MODULE(rlaas);
 #define RLAAS_FILTER_429    "RLAAS_429_TYPE"
 #define RLAAS_QU_BYTES      ";qu=\"content-bytes\""
 
-/* The mode bits mean the same to both engines. */
-typedef char same_mode[RLAAS_MODE_LIMIT_VARIES == RLAAS_ALGO_LIMIT_VARIES &&
-                               RLAAS_MODE_DRY_RUN == RLAAS_ALGO_DRY_RUN &&
-                               RLAAS_MODE_FORCE == RLAAS_ALGO_FORCE
-                           ? 1
-                           : -1];
-/* ... and so does a ban's place among the calls. */
-typedef char same_ban[(int)RLAAS_KEY_BAN == (int)RLAAS_LOCAL_BAN &&
-                              (int)RLAAS_KEY_BAN == (int)RLAAS_CALL_BAN
-                          ? 1
-                          : -1];
-
 /* One gate per kind of line, per child: at most one line a second. */
 static rlaas_log_gate_t gate_error;
 static rlaas_log_gate_t gate_denied;
@@ -525,7 +513,7 @@ static void ban_prepare(decision_t *dc)
     spec.zone = dc->d->zone;
     spec.ns = dc->d->ns;
     spec.sources = dc->d->sources;
-    spec.strategy = RLAAS_KEY_BAN;
+    spec.strategy = RLAAS_BAN;
     spec.window_ms = 0;
     spec.periods = NULL;
     dc->ban_key =
@@ -652,7 +640,7 @@ static rlaas_lerr_e decide_local(decision_t *dc, int divisor)
         rlaas_local_call_t *c = &calls[dc->n];
 
         memset(c, 0, sizeof(*c));
-        c->strategy = RLAAS_LOCAL_BAN;
+        c->strategy = RLAAS_BAN;
         c->key = dc->ban_key;
         c->key_len = dc->ban_key_len;
         c->limit = dc->ban.length_ms;
@@ -745,7 +733,7 @@ static rlaas_rerr_e run(decision_t *dc, char *detail)
         rlaas_call_t *c = &calls[n++];
 
         memset(c, 0, sizeof(*c));
-        c->strategy = (rlaas_strategy_e)RLAAS_CALL_BAN;
+        c->strategy = RLAAS_BAN;
         c->key = dc->ban_key;
         c->key_len = dc->ban_key_len;
         c->limit = rlaas_num_text(dc->r->pool, dc->ban.length_ms);
@@ -1008,7 +996,7 @@ static const char *settle_local(request_rec *r, const pending_t *pd,
         calls[i].mode &= RLAAS_MODE_LIMIT_VARIES;
         calls[i].zone_len = it[i].zone_len;
         if (units != NULL)
-            calls[i].mode |= RLAAS_ALGO_FORCE;
+            calls[i].mode |= RLAAS_MODE_FORCE;
     }
     e = units != NULL
             ? rlaas_backend_eval(r, calls, n, v)

@@ -141,7 +141,7 @@ int rlaas_local_alive(void *baton, int32_t pid, uint64_t start)
  * would write (fixed adds its window number). */
 typedef struct {
     rlaas_algo_call_t ac;
-    rlaas_conc_call_t cc; /* RLAAS_LOCAL_CONC */
+    rlaas_conc_call_t cc; /* RLAAS_CONCURRENCY */
     char key[RLAAS_TABLE_KEY_MAX + 1];
     size_t len;
     int known; /* the first pass found its record */
@@ -160,7 +160,7 @@ static int prepare_conc(const rlaas_local_call_t *call, int64_t now_ms,
                         prepared_t *p)
 {
     memset(&p->ac, 0, sizeof(p->ac));
-    p->ac.strategy = RLAAS_LOCAL_CONC;
+    p->ac.strategy = RLAAS_CONCURRENCY;
     p->ac.mode = call->mode;
     memset(&p->cc, 0, sizeof(p->cc));
     p->cc.limit = call->limit;
@@ -183,13 +183,13 @@ static int prepare_conc(const rlaas_local_call_t *call, int64_t now_ms,
 static int prepare(const rlaas_local_call_t *call, int64_t now_ms,
                    prepared_t *p)
 {
-    if (call->strategy == RLAAS_LOCAL_CONC)
+    if (call->strategy == RLAAS_CONCURRENCY)
         return prepare_conc(call, now_ms, p);
-    if (call->strategy == RLAAS_LOCAL_BAN) {
+    if (call->strategy == RLAAS_BAN) {
         rlaas_ban_conf_t b = {call->limit, call->window_ms, call->cost};
 
         memset(&p->ac, 0, sizeof(p->ac));
-        p->ac.strategy = RLAAS_LOCAL_BAN;
+        p->ac.strategy = RLAAS_BAN;
         if (!rlaas_ban_conf_ok(&b) || call->mode < 0 ||
             call->mode > RLAAS_LOCAL_CALLS_MAX || !ends_in(call, ":ban") ||
             call->key_len > RLAAS_TABLE_KEY_MAX)
@@ -301,7 +301,7 @@ static rlaas_lerr_e hit_held(rlaas_table_hold_t *hd, int i, prepared_t *p,
 
     p->ac.commit = commit;
     p->cc.commit = commit;
-    if (p->ac.strategy == RLAAS_LOCAL_CONC) {
+    if (p->ac.strategy == RLAAS_CONCURRENCY) {
         rc = rlaas_table_update_held(hd, i, p->key, p->len, conc_fn, &c, rep);
         if (rc == RLAAS_TABLE_REFUSED && c.rc == RLAAS_CONC_LEAVE)
             rc = RLAAS_TABLE_OK;
@@ -329,7 +329,7 @@ static rlaas_lerr_e first_pass(rlaas_table_hold_t *hd, prepared_t *p, int n,
 
     *go = 1;
     for (i = 0; i < n; i++) {
-        if (p[i].ac.strategy == RLAAS_LOCAL_BAN)
+        if (p[i].ac.strategy == RLAAS_BAN)
             continue;
         e = hit_held(hd, i, &p[i], 0, &v[i], rep,
                      recs != NULL ? &recs[i] : NULL);
@@ -337,7 +337,7 @@ static rlaas_lerr_e first_pass(rlaas_table_hold_t *hd, prepared_t *p, int n,
             return e;
         p[i].known = rep->vlen > 0;
         if (!v[i].allowed &&
-            !(p[i].ac.mode & (RLAAS_ALGO_DRY_RUN | RLAAS_ALGO_FORCE)))
+            !(p[i].ac.mode & (RLAAS_MODE_DRY_RUN | RLAAS_MODE_FORCE)))
             *go = 0;
     }
     return RLAAS_LERR_NONE;
@@ -355,10 +355,10 @@ static rlaas_lerr_e make_room_for_all(rlaas_table_hold_t *hd, prepared_t *p,
     int i;
 
     for (i = 0; i < n && e == RLAAS_LERR_NONE; i++) {
-        if (p[i].ac.strategy != RLAAS_LOCAL_BAN && !p[i].known)
+        if (p[i].ac.strategy != RLAAS_BAN && !p[i].known)
             e = lerr(rlaas_table_reserve_held(
                 hd, i, p[i].key, p[i].len,
-                p[i].ac.strategy == RLAAS_LOCAL_CONC
+                p[i].ac.strategy == RLAAS_CONCURRENCY
                     ? RLAAS_CONC_FIRST_LEN
                     : rlaas_algo_first_len(p[i].ac.strategy),
                 rep));
@@ -456,7 +456,7 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
     for (i = 0; i < n; i++) {
         if (!prepare(&calls[i], now_ms, &p[i]))
             return RLAAS_LERR_CALL;
-        if (p[i].ac.strategy == RLAAS_LOCAL_BAN) {
+        if (p[i].ac.strategy == RLAAS_BAN) {
             /* one ban, beside a policy */
             if (ban >= 0 || n < 2 || p[i].ac.mode > n || p[i].ac.mode == i + 1)
                 return RLAAS_LERR_CALL;
@@ -501,7 +501,7 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
         e = hit_held(&hd, i, &p[i], 1, &v[i], rep,
                      recs != NULL ? &recs[i] : NULL);
         if (!v[i].allowed &&
-            !(p[i].ac.mode & (RLAAS_ALGO_DRY_RUN | RLAAS_ALGO_FORCE)))
+            !(p[i].ac.mode & (RLAAS_MODE_DRY_RUN | RLAAS_MODE_FORCE)))
             go = 0;
     }
     if (ban >= 0 && e == RLAAS_LERR_NONE) {
@@ -584,8 +584,7 @@ static int prepare_credit(const rlaas_local_call_t *call, int64_t at,
     rlaas_local_call_t one = *call;
 
     one.cost = 1;
-    if (call->strategy == RLAAS_LOCAL_BAN ||
-        call->strategy == RLAAS_LOCAL_CONC ||
+    if (call->strategy == RLAAS_BAN || call->strategy == RLAAS_CONCURRENCY ||
         (!prepare(&one, at, p) &&
          (call->cal == NULL || !prepare(&one, call->cal->b[1], p))))
         return 0;
@@ -593,7 +592,7 @@ static int prepare_credit(const rlaas_local_call_t *call, int64_t at,
     p->ac.cost = call->cost;
     return call->cost >= 1 &&
            call->cost <= rlaas_algo_limit_max(call->strategy) &&
-           (call->mode & ~RLAAS_ALGO_LIMIT_VARIES) == 0;
+           (call->mode & ~RLAAS_MODE_LIMIT_VARIES) == 0;
 }
 
 rlaas_lerr_e rlaas_local_credit_n(rlaas_local_t *lc,
@@ -672,7 +671,7 @@ rlaas_lerr_e rlaas_local_release_n(rlaas_local_t *lc,
     if (e != RLAAS_LERR_NONE)
         return e;
     for (i = 0; i < n; i++) {
-        if (calls[i].strategy != RLAAS_LOCAL_CONC ||
+        if (calls[i].strategy != RLAAS_CONCURRENCY ||
             !ends_in(&calls[i], ":conc") ||
             calls[i].key_len > RLAAS_TABLE_KEY_MAX)
             return RLAAS_LERR_CALL;

@@ -37,34 +37,32 @@ typedef struct {
     int64_t limit;
     int64_t window_ms;
     int64_t cost; /* units, 0 .. limit (0: a check); 1 for a plain hit */
-    int mode;     /* RLAAS_ALGO_LIMIT_VARIES, RLAAS_ALGO_DRY_RUN, _FORCE */
+    int mode;     /* RLAAS_MODE_LIMIT_VARIES, RLAAS_MODE_DRY_RUN, _FORCE */
     /* the key's first zone_len bytes name its zone (prefix, zone and
      * namespace: rlaas_key_zone_len); 0: the zone of keys naming none.
      * A flood of one zone's identities never evicts another zone's
      * records that still limit anyone (rlaas_table.h). */
     size_t zone_len;
-    uint64_t token; /* RLAAS_LOCAL_CONC: the request's slot */
+    uint64_t token; /* RLAAS_CONCURRENCY: the request's slot */
     /* fixed with a calendar window: the periods around now (the call is
      * refused, RLAAS_LERR_CALL, when now is in none); NULL: none */
     const rlaas_cal_table_t *cal;
 } rlaas_local_call_t;
 
 /* A concurrency limit (RLaaSConcurrency, rlaas_conc.h) among a request's
- * calls, as lua/multi.lua takes one: strategy RLAAS_LOCAL_CONC, its key
+ * calls, as lua/multi.lua takes one: strategy RLAAS_CONCURRENCY, its key
  * (ending in ":conc"), limit = N, window_ms = T, the request's token; cost
  * is not read. The slot is taken by this process: when a request finds N
  * slots held, those of processes that are gone are freed. */
-#define RLAAS_LOCAL_CONC RLAAS_CONCURRENCY
 
 /* A ban (RLaaSBan, rlaas_ban.h) among a request's calls, as lua/multi.lua
- * takes one: strategy RLAAS_LOCAL_BAN, the ban's key (ending in ":ban"),
+ * takes one: strategy RLAAS_BAN, the ban's key (ending in ":ban"),
  * limit = its length D ms, window_ms = the longest M ms, cost = the
  * factor F. At most one per call, beside at least one policy. While the
  * ban holds, no policy is decided: each gets {0, 0, left, left}, the ban
  * {0, 1, left, left}; else a denial by the policy at place mode (1-based;
  * mode 0: by any policy that is not a dry run, nor forced) starts a ban:
  * {0, 2, length, length}; no ban: {1, 0, 0, 0}. */
-#define RLAAS_LOCAL_BAN RLAAS_STRATEGY_COUNT
 
 /* Calls (policies and a ban) one call decides at most, as lua/multi.lua. */
 #define RLAAS_LOCAL_CALLS_MAX 8
@@ -136,7 +134,7 @@ rlaas_lerr_e rlaas_local_credit_n(rlaas_local_t *lc,
                                   rlaas_local_record_t *recs);
 
 /* Concurrency slots given back (lua/release.lua): each call's token
- * (RLAAS_LOCAL_CONC calls; limit and window_ms are not read) off its
+ * (RLAAS_CONCURRENCY calls; limit and window_ms are not read) off its
  * record, with the locks of all the records held together. removed gets
  * 1 for a slot that was held, 0 for one that had expired; recs (may be
  * NULL) the records, as rlaas_local_eval_n. */

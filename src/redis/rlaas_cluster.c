@@ -441,8 +441,7 @@ static void ban_place(rlaas_call_t *grp, const int *at, int k)
     int b, j, own;
 
     for (b = 0; b < k; b++) {
-        if (grp[b].strategy != (rlaas_strategy_e)RLAAS_CALL_BAN ||
-            grp[b].mode == 0)
+        if (grp[b].strategy != RLAAS_BAN || grp[b].mode == 0)
             continue;
         for (own = 0, j = 0; j < k && own == 0; j++)
             if (at[j] == grp[b].mode - 1)

@@ -419,10 +419,10 @@ static const char *call_error(const rlaas_call_t *calls, int n)
             return "key too long";
         if (calls[i].strategy < 0 ||
             (calls[i].strategy >= RLAAS_STRATEGY_COUNT &&
-             (calls[i].strategy != RLAAS_CALL_BAN || n < 2) &&
-             calls[i].strategy != RLAAS_CALL_CONC))
+             (calls[i].strategy != RLAAS_BAN || n < 2) &&
+             calls[i].strategy != RLAAS_CONCURRENCY))
             return "no such strategy";
-        if (calls[i].strategy == RLAAS_CALL_CONC &&
+        if (calls[i].strategy == RLAAS_CONCURRENCY &&
             (calls[i].cost == NULL || calls[i].lease_want > 0 ||
              calls[i].credit))
             return "a concurrency limit takes a token, no lease or credit";
@@ -435,7 +435,7 @@ static const char *call_error(const rlaas_call_t *calls, int n)
               calls[i].lease_want > 0 || calls[i].credit_age < 0)))
             return "credits go alone, one per policy";
         if (calls[i].release != calls[0].release ||
-            (calls[i].release && calls[i].strategy != RLAAS_CALL_CONC))
+            (calls[i].release && calls[i].strategy != RLAAS_CONCURRENCY))
             return "releases go alone, one per concurrency limit";
     }
     return NULL;

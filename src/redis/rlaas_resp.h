@@ -26,25 +26,13 @@
 /* Policies one call decides at most (lua/multi.lua refuses more). */
 #define RLAAS_CALL_POLICIES_MAX 8
 
-/* Mode bits (lua/prelude.lua): the limit varies per request (the buckets
- * keep it with their state); a dry run (its denial blocks no other
- * policy). */
-#define RLAAS_MODE_LIMIT_VARIES 1
-#define RLAAS_MODE_DRY_RUN      2
-/* ... a forced charge (charged whatever it decides; the scripts keep it,
- * the module no longer sends it: RLaaSCountIf charges at the check). */
-#define RLAAS_MODE_FORCE 4
-
-/* A ban's record among the calls of the multi script (RLaaSBan): as
- * strategy, then its length (limit), its longest (window) and its factor
- * (cost) in ms; lua/multi.lua. */
-#define RLAAS_CALL_BAN RLAAS_STRATEGY_COUNT
-
-/* A concurrency limit among the calls of the multi script: as strategy,
- * then N (limit), the slot's longest life T (window, ms) and the
- * request's token (cost: 16 hex digits); its key ends in ":conc"
- * (lua/concurrency.lua). */
-#define RLAAS_CALL_CONC RLAAS_CONCURRENCY
+/* A ban's record among the calls of the multi script (RLaaSBan):
+ * strategy RLAAS_BAN, then its length (limit), its longest (window) and
+ * its factor (cost) in ms; lua/multi.lua.
+ *
+ * A concurrency limit among them: strategy RLAAS_CONCURRENCY, then N
+ * (limit), the slot's longest life T (window, ms) and the request's token
+ * (cost: 16 hex digits); its key ends in ":conc" (lua/concurrency.lua). */
 
 /* One policy of a call: a strategy's script on one complete key. */
 typedef struct {

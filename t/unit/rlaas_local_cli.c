@@ -16,7 +16,7 @@
  *   release NOW_MS conc KEY LIMIT TIMEOUT_MS TOKEN MODE ...  (1 to 8)
  *       -> 1 REMOVED 0 0 of each, then RECORD_KEY TTL_MS of each
  *          (lua/release.lua's reply; rlaas_local_release_n)
- * STRATEGY "conc" is a concurrency limit (RLAAS_LOCAL_CONC): LIMIT N,
+ * STRATEGY "conc" is a concurrency limit (RLAAS_CONCURRENCY): LIMIT N,
  * WINDOW_MS its timeout, and the request's token (16 hex digits) in place
  * of the cost. Its slots are held by this process, which is alive.
  *   flush
@@ -71,9 +71,9 @@ static int policy(char **arg, int n, rlaas_local_call_t *call,
         call->cal = cal;
     }
     if (ok && strcmp(arg[0], "ban") == 0)
-        call->strategy = RLAAS_LOCAL_BAN;
+        call->strategy = RLAAS_BAN;
     else if (conc)
-        call->strategy = RLAAS_LOCAL_CONC;
+        call->strategy = RLAAS_CONCURRENCY;
     else if (!ok || rlaas_parse_strategy(arg[0], &call->strategy) != NULL)
         return 0;
     call->key = arg[1];

@@ -100,7 +100,7 @@ static void ban_key(void **state)
     int st;
 
     (void)state;
-    assert_true(key(a, RLAAS_KEY_BAN, "alice") > 0);
+    assert_true(key(a, RLAAS_BAN, "alice") > 0);
     assert_string_equal(a, "rlaas:rate_limit:login:alice:ban");
     /* a user named "ban" is hashed: never alice's ban record, nor a ban
      * record's text under the sliding log (no suffix) */
@@ -129,7 +129,7 @@ static rlaas_lerr_e call(rlaas_local_t *lc, const char *who, int64_t now,
     c[0].limit = 2;
     c[0].window_ms = 1000;
     c[0].cost = 1;
-    c[1].strategy = RLAAS_LOCAL_BAN;
+    c[1].strategy = RLAAS_BAN;
     c[1].key = k[1];
     c[1].key_len = strlen(k[1]);
     c[1].limit = 10000;     /* D */

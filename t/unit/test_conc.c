@@ -466,7 +466,7 @@ static rlaas_local_call_t lconc(const char *key, int64_t n, uint64_t tok)
     rlaas_local_call_t c;
 
     memset(&c, 0, sizeof(c));
-    c.strategy = RLAAS_LOCAL_CONC;
+    c.strategy = RLAAS_CONCURRENCY;
     c.key = key;
     c.key_len = strlen(key);
     c.limit = n;

@@ -416,7 +416,7 @@ static void out_of_bounds_specs(void **state)
     part.name = "X:A";
     assert_int_equal(rlaas_key_build(out, &k), 0);
     part.name = "X-A";
-    k.strategy = RLAAS_KEY_CONC + 1;
+    k.strategy = RLAAS_CONCURRENCY + 1;
     assert_int_equal(rlaas_key_build(out, &k), 0);
     k.strategy = RLAAS_STRATEGY_TOKEN;
     memset(pre, 'p', sizeof(pre));

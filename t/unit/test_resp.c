@@ -165,7 +165,7 @@ static void concurrency_and_release(void **state)
 
     (void)state;
     memset(c, 0, sizeof(c));
-    c[0].strategy = RLAAS_CALL_CONC;
+    c[0].strategy = RLAAS_CONCURRENCY;
     c[0].key = "rlaas:rate_limit:php:1.2.3.4:conc";
     c[0].key_len = strlen(c[0].key);
     c[0].limit = "5";
