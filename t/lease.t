@@ -213,8 +213,6 @@ sub error_log_from {
 
 $_->stop for @srv;
 
-# A server of its own: the same Redis, the lease Locations, a document
-# for each.
 # A server of the two: a location per case, the same Redis; httpd's own
 # process counts (40 clients at once).
 sub start_server {

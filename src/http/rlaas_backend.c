@@ -62,6 +62,8 @@ static apr_shm_t *create(server_rec *s, apr_pool_t *keep, apr_size_t size)
             return shm;
         rv = APR_ENOMEM;
     }
+    /* no table in it: not kept, for the next start to find */
+    rlaas_shm_drop(keep, SHM_KEY);
     ap_log_error(
         APLOG_MARK, APLOG_ERR, rv, s,
         "RLAAS0065: cannot make the local engine's table of %" APR_SIZE_T_FMT

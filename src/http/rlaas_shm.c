@@ -8,15 +8,22 @@ apr_shm_t *rlaas_shm_kept(apr_pool_t *keep, const char *name)
     return shm;
 }
 
-apr_shm_t *rlaas_shm_make(apr_pool_t *keep, const char *name, apr_size_t size,
-                          apr_status_t *rv)
+void rlaas_shm_drop(apr_pool_t *keep, const char *name)
 {
-    apr_shm_t *old = rlaas_shm_kept(keep, name), *shm = NULL;
+    apr_shm_t *old = rlaas_shm_kept(keep, name);
 
     if (old != NULL) {
         apr_pool_userdata_set(NULL, name, apr_pool_cleanup_null, keep);
         apr_shm_destroy(old);
     }
+}
+
+apr_shm_t *rlaas_shm_make(apr_pool_t *keep, const char *name, apr_size_t size,
+                          apr_status_t *rv)
+{
+    apr_shm_t *shm = NULL;
+
+    rlaas_shm_drop(keep, name);
     *rv = apr_shm_create(&shm, size, NULL, keep);
     if (*rv != APR_SUCCESS)
         return NULL;

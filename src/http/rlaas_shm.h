@@ -20,6 +20,9 @@ apr_shm_t *rlaas_shm_kept(apr_pool_t *keep, const char *name);
 apr_shm_t *rlaas_shm_make(apr_pool_t *keep, const char *name, apr_size_t size,
                           apr_status_t *rv);
 
+/* The segment kept under name destroyed, and nothing kept under it. */
+void rlaas_shm_drop(apr_pool_t *keep, const char *name);
+
 /* The segment kept under name if it is size bytes long, else a new one
  * (rlaas_shm_make); *made (unless NULL): 1 if it is new. */
 apr_shm_t *rlaas_shm_sized(apr_pool_t *keep, const char *name, apr_size_t size,

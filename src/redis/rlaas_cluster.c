@@ -202,6 +202,8 @@ static int user_conn(const rlaas_cluster_t *cl, const char *host, int port,
     rlaas_conn_params_t p;
     char why[RLAAS_DETAIL_MAX];
 
+    if (port <= 0)
+        return 0; /* port 0 would name a unix socket */
     memset(&p, 0, sizeof(p));
     p.addr = host;
     p.port = port;

@@ -248,7 +248,9 @@ static void integers_as_printf(void **state)
     int k, sign;
 
     (void)state;
-    for (k = 0; k < 19; k++, p *= 10) {
+    for (k = 0; k < 19; k++) {
+        if (k > 0)
+            p *= 10; /* 10^k, up to 10^18 */
         for (d = -1; d <= 1; d++) {
             for (sign = -1; sign <= 1; sign += 2) {
                 v = sign * (p + d);

@@ -553,7 +553,8 @@ sub set_clock {
 #   env => {VAR => value}  its environment
 #   shim => 1              t/tools/shim.c preloaded
 #   modules => [names]     more of httpd's modules (mod_NAME.so), loaded
-#                          after mod_rlaas
+#                          (as mod_authz_core and mod_alias are) before
+#                          mod_rlaas
 #   rlaas_first => 1       mod_rlaas loaded before every other module
 #   docroot => DIR         DocumentRoot DIR, as it is; without it every
 #                          path answers ok.txt
