@@ -103,7 +103,7 @@ static const char *label_of_key(uint64_t key)
 static apr_shm_t *tally_shm(apr_pool_t *keep, apr_size_t size, server_rec *s)
 {
     apr_status_t rv;
-    apr_shm_t *shm = rlaas_shm_sized(keep, SHM_KEY, size, NULL, &rv);
+    apr_shm_t *shm = rlaas_shm_sized(keep, SHM_KEY, size, &rv);
 
     if (shm == NULL)
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,

@@ -228,7 +228,7 @@ int rlaas_metrics_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     (void)pconf;
     (void)plog;
     (void)ptemp;
-    shm = rlaas_shm_sized(keep, SHM_KEY, size, NULL, &rv);
+    shm = rlaas_shm_sized(keep, SHM_KEY, size, &rv);
     if (shm == NULL) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
                      "RLAAS0030: cannot create shared memory for "

@@ -34,17 +34,12 @@ apr_shm_t *rlaas_shm_make(apr_pool_t *keep, const char *name, apr_size_t size,
 }
 
 apr_shm_t *rlaas_shm_sized(apr_pool_t *keep, const char *name, apr_size_t size,
-                           int *made, apr_status_t *rv)
+                           apr_status_t *rv)
 {
     apr_shm_t *shm = rlaas_shm_kept(keep, name);
 
     *rv = APR_SUCCESS;
-    if (shm != NULL && apr_shm_size_get(shm) == size) {
-        if (made != NULL)
-            *made = 0;
+    if (shm != NULL && apr_shm_size_get(shm) == size)
         return shm;
-    }
-    if (made != NULL)
-        *made = 1;
     return rlaas_shm_make(keep, name, size, rv);
 }

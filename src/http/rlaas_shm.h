@@ -24,8 +24,8 @@ apr_shm_t *rlaas_shm_make(apr_pool_t *keep, const char *name, apr_size_t size,
 void rlaas_shm_drop(apr_pool_t *keep, const char *name);
 
 /* The segment kept under name if it is size bytes long, else a new one
- * (rlaas_shm_make); *made (unless NULL): 1 if it is new. */
+ * (rlaas_shm_make). */
 apr_shm_t *rlaas_shm_sized(apr_pool_t *keep, const char *name, apr_size_t size,
-                           int *made, apr_status_t *rv);
+                           apr_status_t *rv);
 
 #endif
