@@ -30,7 +30,8 @@ LUA_PRELUDE = lua/prelude.lua
 LUA_BODIES = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
              lua/leaky.lua lua/gcra.lua
 LUA = $(patsubst lua/%,build/lua/%,$(LUA_BODIES)) build/lua/multi.lua \
-      build/lua/lease.lua build/lua/credit.lua build/lua/release.lua
+      build/lua/lease.lua build/lua/credit.lua build/lua/release.lua \
+      build/lua/forget.lua
 # Concurrency limits (RLaaSConcurrency): decided by the multi script, with
 # the other policies of the request; their slots given back by the release
 # script (the prelude and lua/release.lua).
@@ -63,14 +64,15 @@ CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
            src/redis/rlaas_conn.c src/redis/rlaas_exchange.c \
            src/redis/rlaas_pool.c src/redis/rlaas_resolve.c \
            src/redis/rlaas_tls.c src/redis/rlaas_redis.c \
-           src/redis/rlaas_cluster.c src/redis/rlaas_nodes.c
+           src/redis/rlaas_cluster.c src/redis/rlaas_nodes.c \
+           src/redis/rlaas_scan.c
 HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_limit.c src/http/rlaas_metrics.c \
             src/http/rlaas_remote.c src/http/rlaas_unit.c \
             src/http/rlaas_authuser.c src/http/rlaas_policies.c \
             src/http/rlaas_backend.c src/http/rlaas_lease.c \
             src/http/rlaas_outcome.c src/http/rlaas_keysecret.c \
-            src/http/rlaas_shm.c
+            src/http/rlaas_shm.c src/http/rlaas_engine.c
 # tenants: roots, bounds, where their settings count
 HTTPD_SRC += src/http/rlaas_tenant.c
 # requests in flight: RLaaSConcurrency, slots given back
@@ -126,6 +128,11 @@ build/lua/credit.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/credit.lua
 build/lua/release.lua: $(LUA_PRELUDE) lua/release.lua
 	@mkdir -p build/lua
 	@cat $(LUA_PRELUDE) lua/release.lua >$@.tmp && mv $@.tmp $@
+
+# The console's reset and unban: lua/forget.lua alone (it needs no helper).
+build/lua/forget.lua: lua/forget.lua
+	@mkdir -p build/lua
+	@cp lua/forget.lua $@.tmp && mv $@.tmp $@
 
 lua: $(LUA) $(GEN_SRC)
 

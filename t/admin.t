@@ -1,55 +1,27 @@
 # The operator's console (SetHandler rlaas-admin): per-zone counts of the
 # last minute, the most-denied identities (a credential only ever hashed),
 # the same as JSON; and its actions, each behind Require, a same-origin
-# check and a form body: reset lets one limited client in again and no
-# other, credit gives units back, unban lifts a ban RLaaSBan made (on
-# Redis and on the local engine) for that client alone; a GET never
-# acts. The local backend's reset clears its record.
+# check and a form body; a GET never acts. The console's round trip
+# (RLaaS::Console::console_roundtrip, which t/redis_tls.t, t/sentinel.t
+# and t/cluster.t run on their backends too) on plain Redis (the main
+# server) and on the local engine (rlaas_adm_local): reset lets one
+# limited client in again and no other, credit gives units back, the
+# bans RLaaSBan made are listed (by the local engine too) and unban lifts
+# one for that client alone. On Redis: reset by a raw API key or an
+# address, credit on every strategy, a ban key written by hand.
 use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use JSON::PP ();
-use Time::HiRes ();
 use File::Spec::Functions qw(catfile);
 use RLaaS::Test qw(:all);
+use RLaaS::Console qw(:all);
 
 plan skip_all => 'mod_rlaas is not loaded' unless have_module();
 
-my $CONSOLE = '/adm/console';
 my $LV = 'rlaas_adm_local';
-my @CAROL = (auth => ['carol', 'carol-pw']);
-
-sub origin { 'http://' . Apache::TestRLaaS::hostport($_[0]) }
-
-sub console_json {
-    my (%o) = @_;
-    my $res = req($CONSOLE, @CAROL, h => { Accept => 'application/json' }, %o);
-    die "console: " . $res->status_line . "\n" . $res->content unless $res->code == 200;
-    return (JSON::PP::decode_json($res->content), $res->content);
-}
-
-# post(FIELDS, OPTIONS): a console action, as its page's form sends it.
-sub post {
-    my ($fields, %o) = @_;
-    my $vhost = delete $o{vhost};
-    my %h = ('Content-Type' => 'application/x-www-form-urlencoded',
-             Accept => 'application/json', Origin => origin($vhost));
-    %h = (%h, %{ delete $o{h} || {} });
-    delete $h{$_} for grep { !defined $h{$_} } keys %h;
-    my $body = join '&', map {
-        my $v = $fields->{$_};
-        $v =~ s/([^A-Za-z0-9_.~-])/sprintf '%%%02X', ord $1/ge;
-        "$_=$v"
-    } sort keys %$fields;
-    return req({ path => $CONSOLE, method => 'POST', content => $body,
-                 headers => \%h, vhost => $vhost, @CAROL, %o });
-}
-
-sub result { my $c = $_[0]->content; my $j = eval { JSON::PP::decode_json($c) }; $j || { raw => $c } }
-
-sub user_codes { my ($path, $u, $n, %o) = @_; join ' ', codes($n, $path, h => { 'X-User' => $u }, %o) }
 
 # ---------------------------------------------------------------- access
 is(hit($CONSOLE), 401, 'the console asks for credentials (Require)');
@@ -181,41 +153,11 @@ is(result($res)->{changed}, 1, '... one ban key deleted') or diag $res->content;
 is(redis_cmd('EXISTS', $BAN), 0, 'the ban key is gone from Redis');
 is(result(post({ action => 'unban', zone => 'adm-user', id => $D }))->{changed}, 0, 'unban again: nothing to delete');
 
-# A ban made by RLaaSBan itself, on Redis and on the local engine: the
-# console lists it (Redis) and unban lifts it for that client alone, whose
-# next request is decided by its counters again.
-sub banned_pair {
-    my ($path, %o) = @_;
-    my ($g, $h) = (uid('adm-g'), uid('adm-h'));
-    is(user_codes($path, $_, 2, %o), '200 429', "$path: $_ denied, so banned") for $g, $h;
-    Time::HiRes::sleep(1.2);    # past the 1 s window: only the ban refuses now
-    my $res = req($path, h => { 'X-User' => $g }, %o);
-    is($res->code, 429, "$path: still refused after the window");
-    is(status_of($res), 'banned', '... by the ban');
-    return ($g, $h);
-}
-{
-    my ($g, $h) = banned_pair('/rl/adm/ban');
-    my $key = ukey('adm-ban', $g) . ':ban';
-    ($j) = console_json();
-    ok((grep { $_->{key} eq $key } @{ $j->{bans} }), 'a ban made by RLaaSBan is listed')
-        or diag explain $j->{bans};
-    $res = post({ action => 'unban', zone => 'adm-ban', id => $g });
-    is(result($res)->{changed}, 1, 'unban of a real ban: its record deleted') or diag $res->content;
-    $res = req('/rl/adm/ban', h => { 'X-User' => $g });
-    is($res->code, 200, 'the unbanned client is served again');
-    is(status_of($res), 'allowed', '... decided by its counters');
-    is(status_of(req('/rl/adm/ban', h => { 'X-User' => $h })), 'banned', 'the other banned client stays banned');
-
-    ($g, $h) = banned_pair('/rl/adm/loban', vhost => $LV);
-    ($j) = console_json(vhost => $LV);
-    like($j->{bans_error} // '', qr/local engine .* not listed/, 'local: the page says its bans are not listed');
-    $res = post({ action => 'unban', zone => 'adm-loban', id => $g }, vhost => $LV);
-    is(result($res)->{changed}, 1, 'local: unban deletes the ban record') or diag $res->content;
-    is(hit('/rl/adm/loban', h => { 'X-User' => $g }, vhost => $LV), 200, 'local: the unbanned client is served again');
-    is(status_of(req('/rl/adm/loban', h => { 'X-User' => $h }, vhost => $LV)), 'banned',
-        'local: the other stays banned');
-}
+# ---------------------------------------------------------------- the round trip
+# reset, credit, a ban RLaaSBan made listed and lifted (RLaaS::Console)
+console_roundtrip(backend => 'redis', label => 'Redis',
+                  limit => '/rl/adm/user', zone => 'adm-user',
+                  ban => '/rl/adm/ban', banzone => 'adm-ban');
 
 # ---------------------------------------------------------------- a tenant's .htaccess
 # AllowOverride FileInfo lets a tenant write `SetHandler rlaas-admin`;
@@ -240,20 +182,11 @@ sub banned_pair {
 }
 
 # ---------------------------------------------------------------- local backend
-my ($E, $F) = (uid('adm-e'), uid('adm-f'));
-is(user_codes('/rl/adm/lo', $E, 3, vhost => $LV), '200 200 429', 'local: E limited');
-is(user_codes('/rl/adm/lo', $F, 3, vhost => $LV), '200 200 429', 'local: F limited');
-($j) = console_json(vhost => $LV);
-is($j->{backend}, 'local', 'local: the console says which backend');
-$res = post({ action => 'reset', zone => 'adm-lo', id => $E }, vhost => $LV);
-is($res->code, 200, 'local: reset of E');
-is(result($res)->{changed}, 1, '... its record cleared') or diag $res->content;
-is(user_codes('/rl/adm/lo', $E, 3, vhost => $LV), '200 200 429', 'local: E is let in again');
-is(user_codes('/rl/adm/lo', $F, 1, vhost => $LV), '429', 'local: F is still limited');
-$res = post({ action => 'credit', zone => 'adm-lo', id => $F, n => 1 }, vhost => $LV);
-is($res->code, 200, 'local: credit 1 to F') or diag $res->content;
-is(result($res)->{changed}, 1, '... 1 unit given back');
-is(user_codes('/rl/adm/lo', $F, 2, vhost => $LV), '200 429', 'local: F gets exactly one more request');
+# the same round trip on the local engine: its records cleared, its bans
+# listed from its table
+console_roundtrip(vhost => $LV, backend => 'local', label => 'local',
+                  limit => '/rl/adm/lo', zone => 'adm-lo',
+                  ban => '/rl/adm/loban', banzone => 'adm-loban');
 
 # ---------------------------------------------------------------- in a browser
 # The page as a browser renders it (Debian's chromium, headless): its

@@ -5,7 +5,9 @@
 # (CLUSTER SETSLOT, MIGRATE) under load gives no wrong decision. Nodes
 # that join, take a slot and leave, 70 times (more than the 64 nodes a
 # child knows at once): the child follows every one and forgets those
-# that left, closing its connections to them.
+# that left, closing its connections to them. The operator's console
+# works on the cluster: its round trip (RLaaS::Console: reset, credit,
+# the bans of every node listed, unban), keys carrying their hash tag.
 use strict;
 use warnings;
 use FindBin;
@@ -13,6 +15,7 @@ use lib "$FindBin::Bin/lib";
 use Test::More;
 use Time::HiRes qw(time sleep);
 use RLaaS::Test qw(:all);
+use RLaaS::Console qw(console_roundtrip);
 
 plan skip_all => 'mod_rlaas is not loaded' unless have_module();
 # A topology of several Redis processes takes seconds to set up: tested
@@ -122,6 +125,11 @@ for my $s (qw(fixed sliding-window-algo sliding token leaky gcra)) {
             "rlaas_redis_node_calls_total for node 127.0.0.1:$p");
     }
 }
+
+# ---- the console, on the cluster (every slot served, none moving)
+console_roundtrip(vhost => 'rlaas_cluster', backend => 'redis', label => 'Cluster', cluster => 1,
+                  limit => '/cl/adm/lim', zone => 'cl-adm',
+                  ban => '/cl/adm/ban', banzone => 'cl-admban');
 
 # ---- a slot moved under load
 sub migrate_under_load {

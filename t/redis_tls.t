@@ -2,12 +2,17 @@
 # none: OpenSSL carries the bytes), checks the server's certificate against
 # the CA and the name, and presents its own; every failure to agree is
 # "Redis unreachable" for the section's policy, with a log line saying why.
+# The operator's console reaches the same Redis over TLS: its round trip
+# (RLaaS::Console: reset, credit, the bans listed, unban) passes there as
+# on plain Redis, and a virtual host sharing that Redis (rlaas_tls_name)
+# does not list rlaas_tls's bans.
 use strict;
 use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use RLaaS::Test qw(:all);
+use RLaaS::Console qw(console_roundtrip);
 
 plan skip_all => 'mod_rlaas is not loaded' unless have_module();
 plan skip_all => 'no Redis with TLS (t/TEST.PL could not start one)'
@@ -29,6 +34,12 @@ for my $vh (qw(rlaas_tls rlaas_tls_name)) {
          ($c, my $l) = @$x; $n += @$l } while $c;
     cmp_ok($n, '>=', 1, "$vh: the counters are in the Redis behind the TLS port");
 }
+# the console, behind TLS
+console_roundtrip(vhost => 'rlaas_tls', backend => 'redis', label => 'TLS',
+                  limit => '/tls/adm/lim', zone => 'tls-adm',
+                  ban => '/tls/adm/ban', banzone => 'tls-admban',
+                  others => ['rlaas_tls_name']);
+
 my $clients = $r->cmd('CLIENT', 'LIST');
 like($clients, qr/name=mod_rlaas-\d+/, 'the module is connected (CLIENT LIST)');
 

@@ -3,7 +3,10 @@
 # test's own, three redis-sentinel processes on the ports httpd was told;
 # under load, SENTINEL FAILOVER: with fail-open off, errors stop within a
 # few seconds of the promotion and requests are counted on the new master;
-# with fail-open on, no 500 at all.
+# with fail-open on, no 500 at all. Before it, with the master up, the
+# operator's console works through Sentinel: its round trip
+# (RLaaS::Console: reset, credit, the bans listed, unban) on the master
+# the sentinels name.
 #
 # Then the trust put in sentinels (private httpds of this test's own):
 # sentinels that lie or are stale (fakes the test controls) cannot move
@@ -24,6 +27,7 @@ use File::Temp qw(tempdir);
 use IO::Socket::INET ();
 use POSIX ();
 use RLaaS::Test qw(:all);
+use RLaaS::Console qw(console_roundtrip);
 use RLaaS::FakeSentinel;
 
 plan skip_all => 'mod_rlaas is not loaded' unless have_module();
@@ -100,6 +104,11 @@ sub zone_keys { my ($r, $z) = @_; my ($c, @k) = (0);
     do { my $x = $r->cmd('SCAN', $c, 'MATCH', prefix() . "$z:*", 'COUNT', 1000);
          ($c, my $l) = @$x; push @k, @$l } while $c; @k }
 ok(scalar(zone_keys($M, 'sen')) >= 1, 'counted on the master');
+
+# ---- the console, through Sentinel (the master up, before the failover)
+console_roundtrip(vhost => 'rlaas_sentinel', backend => 'redis', label => 'Sentinel',
+                  limit => '/sen/adm/lim', zone => 'sen-adm',
+                  ban => '/sen/adm/ban', banzone => 'sen-admban');
 
 # ---- failover under load
 my $tag = uid('sen-tid');

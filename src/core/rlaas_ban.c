@@ -25,6 +25,19 @@ int64_t rlaas_ban_left(const void *state, size_t len, int64_t now,
     return v[0] > now ? v[0] - now : 0;
 }
 
+int rlaas_ban_read(const void *state, size_t len, int64_t *until,
+                   int64_t *length)
+{
+    int64_t v[2];
+
+    if (len != sizeof(v))
+        return 0;
+    memcpy(v, state, sizeof(v));
+    *until = v[0];
+    *length = v[1];
+    return v[0] >= 0 && v[1] >= 0;
+}
+
 int64_t rlaas_ban_length(const rlaas_ban_conf_t *b, int64_t last)
 {
     int64_t n;

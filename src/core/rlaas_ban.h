@@ -46,6 +46,11 @@ int64_t rlaas_ban_left(const void *state, size_t len, int64_t now,
  * none). */
 int64_t rlaas_ban_length(const rlaas_ban_conf_t *b, int64_t last);
 
+/* A ban's record in the local table read: when it ends and how long it
+ * was (ms). 0 if state is not one. */
+int rlaas_ban_read(const void *state, size_t len, int64_t *until,
+                   int64_t *length);
+
 /* Writes the record of a ban of length ms starting at now into state
  * (room for RLAAS_BAN_STATE_LEN bytes), its size into *len; returns its
  * time to live from now. */

@@ -40,7 +40,5 @@ rlaas_local_t *rlaas_backend_table(void);
 /* The table's counters; 0 if there is no table. */
 int rlaas_backend_stats(rlaas_table_stats_t *st);
 
-/* The operator's console: forgets the record of key (rlaas_local_forget). */
-rlaas_lerr_e rlaas_backend_forget(const char *key, int *found);
 
 #endif

@@ -6,9 +6,12 @@
 
 #include "rlaas_clock.h"
 #include "rlaas_config.h"
+#include "rlaas_engine.h"
 #include "rlaas_log.h"
 #include "rlaas_metrics.h"
+#include "rlaas_policies.h"
 #include "rlaas_redis.h"
+#include "rlaas_scan.h"
 
 APLOG_USE_MODULE(rlaas);
 
@@ -284,3 +287,119 @@ int rlaas_remote_check_config(apr_pool_t *pconf, apr_pool_t *plog,
     }
     return OK;
 }
+
+/* ---- the engine's operations (rlaas_engine.h) ---- */
+
+/* A listing's budget: the target's, at least this (SCAN walks rounds). */
+#define LIST_BUDGET_MS 2000
+
+static struct rlaas_redis_t *engine_here(request_rec *r)
+{
+    return rlaas_server_conf(r->server)->target->redis;
+}
+
+/* One call of the console (a forget or a credit) through the child's
+ * engine, as a request's goes; NULL, or why not. */
+static const char *call_one(request_rec *r, const rlaas_call_t *call,
+                            rlaas_verdict_t *v)
+{
+    struct rlaas_redis_t *rd = engine_here(r);
+    char detail[RLAAS_DETAIL_MAX];
+    rlaas_rerr_e e;
+
+    if (rd == NULL)
+        return "no Redis engine in this process";
+    e = rlaas_redis_eval(rd, call, 1, v, detail);
+    if (e == RLAAS_RERR_NONE)
+        return NULL;
+    rlaas_metrics_redis_error(e);
+    return apr_psprintf(r->pool, "Redis %s: %s", rlaas_rerr_name(e), detail);
+}
+
+static const char *redis_forget(request_rec *r, const char *key, int *found)
+{
+    rlaas_call_t call;
+    rlaas_verdict_t v;
+    const char *why;
+
+    memset(&call, 0, sizeof(call));
+    call.key = key;
+    call.key_len = strlen(key);
+    call.forget = 1;
+    *found = 0;
+    if ((why = call_one(r, &call, &v)) == NULL)
+        *found = v.remaining > 0;
+    return why;
+}
+
+static const char *redis_credit(request_rec *r, const rlaas_engine_credit_t *c,
+                                int64_t *given)
+{
+    rlaas_call_t call;
+    rlaas_verdict_t v;
+    const char *why;
+
+    memset(&call, 0, sizeof(call));
+    call.strategy = c->strategy;
+    call.key = c->key;
+    call.key_len = strlen(c->key);
+    call.limit = rlaas_num_text(r->pool, c->limit);
+    call.window = c->cal_window != NULL ? c->cal_window
+                                        : rlaas_num_text(r->pool, c->window_ms);
+    call.cost = rlaas_num_text(r->pool, c->units);
+    call.credit = 1;
+    *given = 0;
+    if ((why = call_one(r, &call, &v)) == NULL)
+        *given = v.remaining;
+    return why;
+}
+
+typedef struct {
+    rlaas_engine_ban_fn fn;
+    void *baton;
+} redis_bans_t;
+
+/* A ban's value in Redis: "<until>:<length>" (ms), as lua/multi.lua
+ * writes it; anything else is listed with -1 for both. */
+static int redis_ban(void *baton, const char *key, size_t klen, const char *val,
+                     size_t vlen)
+{
+    redis_bans_t *b = baton;
+    int64_t until = -1, length = -1;
+    char *end;
+
+    if (val == NULL)
+        return 1; /* gone since SCAN saw it */
+    (void)vlen;
+    until = apr_strtoi64(val, &end, 10);
+    length = *end == ':' ? apr_strtoi64(end + 1, &end, 10) : -1;
+    if (*end != '\0' || length < 0)
+        until = length = -1;
+    return b->fn(b->baton, key, klen, until, length);
+}
+
+static const char *redis_bans(request_rec *r, const char *prefix, int max,
+                              rlaas_engine_ban_fn fn, void *baton)
+{
+    struct rlaas_redis_t *rd = engine_here(r);
+    const rlaas_target_t *t = rlaas_server_conf(r->server)->target;
+    int budget = rlaas_target_timeout_ms(t);
+    char *pattern = apr_palloc(r->pool, 2 * strlen(prefix) + 16);
+    char detail[RLAAS_DETAIL_MAX];
+    redis_bans_t b = {fn, baton};
+    rlaas_rerr_e e;
+
+    if (rd == NULL)
+        return "no Redis engine in this process";
+    if (budget < LIST_BUDGET_MS)
+        budget = LIST_BUDGET_MS;
+    rlaas_scan_pattern(pattern, prefix, ":ban");
+    e = rlaas_scan(rd, pattern, max, rlaas_clock_us() + (int64_t)budget * 1000,
+                   redis_ban, &b, detail);
+    return e == RLAAS_RERR_NONE ? NULL
+                                : apr_psprintf(r->pool, "Redis %s: %s",
+                                               rlaas_rerr_name(e), detail);
+}
+
+const rlaas_engine_t rlaas_engine_redis = {"redis", redis_forget, redis_credit,
+                                           redis_bans};

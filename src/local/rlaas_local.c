@@ -724,3 +724,30 @@ rlaas_lerr_e rlaas_local_forget(rlaas_local_t *lc, const char *key,
                             forget_fn, found, NULL);
     return rc == RLAAS_TABLE_REFUSED ? RLAAS_LERR_NONE : lerr(rc);
 }
+
+typedef struct {
+    rlaas_local_ban_fn fn;
+    void *baton;
+} bans_t;
+
+static int ban_seen(void *baton, const char *key, size_t klen, const void *val,
+                    size_t vlen)
+{
+    bans_t *b = baton;
+    int64_t until, length;
+
+    if (!rlaas_ban_read(val, vlen, &until, &length))
+        return 1; /* not a ban's shape: not listed */
+    return b->fn(b->baton, key, klen, until, length);
+}
+
+rlaas_lerr_e rlaas_local_bans(rlaas_local_t *lc, int64_t now_ms,
+                              rlaas_local_ban_fn fn, void *baton)
+{
+    bans_t b = {fn, baton};
+
+    if (lc == NULL)
+        return RLAAS_LERR_NONE_HERE;
+    return lerr(
+        rlaas_table_bans(lc, now_ms, RLAAS_LOCAL_LOCK_WAIT_US, ban_seen, &b));
+}

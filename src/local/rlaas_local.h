@@ -159,4 +159,12 @@ void rlaas_local_self(int32_t *pid, uint64_t *start);
 rlaas_lerr_e rlaas_local_forget(rlaas_local_t *lc, const char *key,
                                 size_t key_len, int64_t now_ms, int *found);
 
+/* The console's list of bans: fn gets the key of each ban that refuses
+ * its identity at now_ms, when it ends and how long it was (ms); it
+ * returns 0 to stop. */
+typedef int (*rlaas_local_ban_fn)(void *baton, const char *key, size_t klen,
+                                  int64_t until_ms, int64_t length_ms);
+rlaas_lerr_e rlaas_local_bans(rlaas_local_t *lc, int64_t now_ms,
+                              rlaas_local_ban_fn fn, void *baton);
+
 #endif

@@ -999,6 +999,52 @@ rlaas_table_rc_e rlaas_table_update(rlaas_table_t *t, const char *key,
     return rc;
 }
 
+/* ---- the console's list ---- */
+
+/* The live bans of one locked stripe; 0 once fn said stop. */
+static int stripe_bans(const rlaas_table_t *t, stripe_t *s, const when_t *w,
+                       rlaas_table_each_fn fn, void *baton)
+{
+    char key[RLAAS_TABLE_KEY_MAX];
+    unsigned char val[RLAAS_TABLE_BAN_VALUE_MAX];
+    cno_t n;
+
+    for (n = s->newest; n != NIL; n = rec(t, s, n)->older) {
+        const rec_t *r = rec(t, s, n);
+
+        if (class_of(r, w) != BANNED || r->vlen > sizeof(val))
+            continue;
+        record_io(t, s, n, 0, key, r->klen, IO_READ);
+        record_io(t, s, n, r->klen, val, r->vlen, IO_READ);
+        if (!fn(baton, key, r->klen, val, r->vlen))
+            return 0;
+    }
+    return 1;
+}
+
+rlaas_table_rc_e rlaas_table_bans(rlaas_table_t *t, int64_t now_ms,
+                                  int64_t lock_wait_us, rlaas_table_each_fn fn,
+                                  void *baton)
+{
+    rlaas_table_report_t rep;
+    struct timespec at;
+    when_t w = {now_ms, raise_high(t, now_ms)};
+    uint32_t i;
+    int more = 1;
+
+    rlaas_clock_timespec(rlaas_clock_us() + lock_wait_us, &at);
+    for (i = 0; i < t->nstripes && more; i++) {
+        stripe_t *s = stripe_at(t, i);
+        rlaas_table_rc_e rc = lock(t, s, &at, &rep);
+
+        if (rc != RLAAS_TABLE_OK)
+            return rc;
+        more = stripe_bans(t, s, &w, fn, baton);
+        pthread_mutex_unlock(&s->mu);
+    }
+    return RLAAS_TABLE_OK;
+}
+
 void rlaas_table_stats(const rlaas_table_t *t, rlaas_table_stats_t *st)
 {
     uint32_t i;

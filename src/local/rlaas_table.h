@@ -160,6 +160,18 @@ rlaas_table_rc_e rlaas_table_reserve_held(rlaas_table_hold_t *hd, int i,
                                           rlaas_table_report_t *rep);
 void rlaas_table_release(rlaas_table_hold_t *hd);
 
+/* The console's list of bans: fn gets the key and value of each record
+ * of a ban that still refuses its identity at now_ms, stripe by stripe,
+ * called with the stripe's lock held (it must only copy); fn returns 0 to
+ * stop. RLAAS_TABLE_BUSY when a stripe's lock was not free within
+ * lock_wait_us (the stripes before it were walked). */
+#define RLAAS_TABLE_BAN_VALUE_MAX 64
+typedef int (*rlaas_table_each_fn)(void *baton, const char *key, size_t klen,
+                                   const void *val, size_t vlen);
+rlaas_table_rc_e rlaas_table_bans(rlaas_table_t *t, int64_t now_ms,
+                                  int64_t lock_wait_us, rlaas_table_each_fn fn,
+                                  void *baton);
+
 /* A snapshot of the counters, read without taking the locks. */
 void rlaas_table_stats(const rlaas_table_t *t, rlaas_table_stats_t *st);
 

@@ -485,3 +485,29 @@ rlaas_rerr_e rlaas_cluster_eval(rlaas_cluster_t *cl, const rlaas_call_t *calls,
     }
     return RLAAS_RERR_NONE;
 }
+
+rlaas_rerr_e rlaas_cluster_each(rlaas_cluster_t *cl, int64_t deadline,
+                                rlaas_redis_conn_fn fn, void *baton,
+                                char *detail)
+{
+    char hosts[RLAAS_CLUSTER_NODES_MAX][RLAAS_NODE_HOST_MAX];
+    int ports[RLAAS_CLUSTER_NODES_MAX];
+    int n = rlaas_nodes_addrs(cl->nodes, hosts, ports, RLAAS_CLUSTER_NODES_MAX);
+    rlaas_rerr_e e = RLAAS_RERR_NONE;
+    int i;
+
+    if (n == 0) {
+        apr_cpystrn(detail, "no node of the Cluster is known yet",
+                    RLAAS_DETAIL_MAX);
+        return RLAAS_RERR_CONNECT;
+    }
+    for (i = 0; i < n && e == RLAAS_RERR_NONE; i++) {
+        rlaas_hold_t h;
+
+        if (!rlaas_nodes_at(cl->nodes, hosts[i], ports[i], &h))
+            continue; /* forgotten meanwhile: the map moved on */
+        e = rlaas_redis_each_node(rd_of(&h), deadline, fn, baton, detail);
+        rlaas_nodes_release(cl->nodes, &h);
+    }
+    return e;
+}

@@ -46,6 +46,8 @@ int rlaas_job_script(const rlaas_job_t *j)
         return RLAAS_SCRIPT_CREDIT;
     if (j->calls[0].release)
         return RLAAS_SCRIPT_RELEASE;
+    if (j->calls[0].forget)
+        return RLAAS_SCRIPT_FORGET;
     if (j->n == 1 && j->calls[0].lease_want > 0)
         return RLAAS_SCRIPT_LEASE;
     return j->n == 1 && j->calls[0].strategy < RLAAS_STRATEGY_COUNT

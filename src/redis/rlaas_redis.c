@@ -437,6 +437,10 @@ static const char *call_error(const rlaas_call_t *calls, int n)
         if (calls[i].release != calls[0].release ||
             (calls[i].release && calls[i].strategy != RLAAS_CONCURRENCY))
             return "releases go alone, one per concurrency limit";
+        if (calls[i].forget != calls[0].forget ||
+            (calls[i].forget &&
+             (calls[i].credit || calls[i].release || calls[i].lease_want > 0)))
+            return "forgets go alone";
     }
     return NULL;
 }
@@ -531,6 +535,50 @@ rlaas_rerr_e rlaas_redis_warm(rlaas_redis_t *rd, int64_t not_after,
     e = c->ctx != NULL ? RLAAS_RERR_NONE : open_conn(&g, c, detail);
     rlaas_pool_release(rd->pool, c);
     return e;
+}
+
+/* One node's turn of rlaas_redis_each_node: a connection of the pool, as
+ * a group takes one. */
+static rlaas_rerr_e on_conn(rlaas_redis_t *rd, int64_t deadline,
+                            rlaas_redis_conn_fn fn, void *baton, char *detail)
+{
+    group_t g = {rd, deadline};
+    rlaas_conn_t *c;
+    rlaas_rerr_e e;
+    int dropped, was_open;
+
+    follow(rd);
+    if (rlaas_pool_acquire(rd->pool, deadline, &c, &dropped) !=
+        RLAAS_RERR_NONE) {
+        apr_cpystrn(detail, "no pooled connection became free in time",
+                    RLAAS_DETAIL_MAX);
+        return RLAAS_RERR_POOL;
+    }
+    if (c->ctx != NULL && rlaas_conn_is_stale(c)) {
+        rlaas_conn_close(c);
+        dropped = 1;
+    }
+    if (dropped)
+        closed(rd);
+    e = c->ctx != NULL ? RLAAS_RERR_NONE : open_conn(&g, c, detail);
+    was_open = c->ctx != NULL;
+    if (e == RLAAS_RERR_NONE &&
+        (e = fn(baton, c, deadline, detail)) != RLAAS_RERR_NONE)
+        rlaas_conn_close(c);
+    if (was_open && c->ctx == NULL)
+        closed(rd);
+    rlaas_pool_release(rd->pool, c);
+    return e;
+}
+
+rlaas_rerr_e rlaas_redis_each_node(rlaas_redis_t *rd, int64_t deadline,
+                                   rlaas_redis_conn_fn fn, void *baton,
+                                   char *detail)
+{
+    detail[0] = '\0';
+    if (rd->cluster != NULL)
+        return rlaas_cluster_each(rd->cluster, deadline, fn, baton, detail);
+    return on_conn(rd, deadline, fn, baton, detail);
 }
 
 int rlaas_redis_connections(const rlaas_redis_t *rd)

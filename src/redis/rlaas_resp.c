@@ -115,18 +115,20 @@ static size_t words(char *buf, const rlaas_call_t *c)
     return len;
 }
 
-/* Slots given back: the keys, then each one's token. */
-static size_t release(char *buf, const char *sha1, const rlaas_call_t *calls,
-                      int n)
+/* Slots given back: the keys, then each one's token; records forgotten:
+ * the keys alone. */
+static size_t keys_only(char *buf, const char *sha1, const rlaas_call_t *calls,
+                        int n)
 {
-    size_t len = head(buf, 3 + 2 * (int64_t)n);
+    int tokens = calls[0].release;
+    size_t len = head(buf, 3 + (1 + tokens) * (int64_t)n);
     int i;
 
     len += bulk(buf + len, sha1, 40);
     len += bulk_int(buf + len, n);
     for (i = 0; i < n; i++)
         len += bulk(buf + len, calls[i].key, calls[i].key_len);
-    for (i = 0; i < n; i++)
+    for (i = 0; tokens && i < n; i++)
         len += bulk_str(buf + len, calls[i].cost);
     return len;
 }
@@ -137,8 +139,8 @@ size_t rlaas_resp_call(char *buf, const char *sha1, const rlaas_call_t *calls,
     size_t len;
     int i;
 
-    if (calls[0].release)
-        return release(buf, sha1, calls, n);
+    if (calls[0].release || calls[0].forget)
+        return keys_only(buf, sha1, calls, n);
     /* a concurrency limit is decided by the multi script, even alone */
     if (n == 1 && !calls[0].credit && calls[0].strategy < RLAAS_STRATEGY_COUNT)
         return one(buf, sha1, calls);

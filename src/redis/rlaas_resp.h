@@ -14,6 +14,7 @@
  * A concurrency limit goes as a policy of the several form, even alone,
  * its token in place of the cost; its release:
  *              EVALSHA <sha1> <n> <key>... <token>...
+ * Records forgotten (the console): EVALSHA <sha1> <n> <key>...
  */
 #ifndef RLAAS_RESP_H
 #define RLAAS_RESP_H
@@ -67,6 +68,10 @@ typedef struct {
      * token (cost) only. Every call of a job is a release, or none is; the
      * reply holds {1, 1 if the slot was held, 0, 0} each. */
     int release;
+    /* A forget (lua/forget.lua): the key's record deleted (the console's
+     * reset and unban), key only. Every call of a job is a forget, or
+     * none is; the reply holds {1, 1 if the record was there, 0, 0} each. */
+    int forget;
 } rlaas_call_t;
 
 /* Room for the command with a key of key_len bytes and decimal limit and

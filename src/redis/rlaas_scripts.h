@@ -28,10 +28,12 @@ typedef struct {
 #define RLAAS_SCRIPT_CREDIT (RLAAS_STRATEGY_COUNT + 2)
 /* Concurrency slots given back (lua/release.lua). */
 #define RLAAS_SCRIPT_RELEASE (RLAAS_STRATEGY_COUNT + 3)
-#define RLAAS_SCRIPT_COUNT   (RLAAS_STRATEGY_COUNT + 4)
+/* Records deleted: the console's reset and unban (lua/forget.lua). */
+#define RLAAS_SCRIPT_FORGET (RLAAS_STRATEGY_COUNT + 4)
+#define RLAAS_SCRIPT_COUNT  (RLAAS_STRATEGY_COUNT + 5)
 
 /* Indexed by rlaas_strategy_e, then RLAAS_SCRIPT_MULTI, RLAAS_SCRIPT_LEASE,
- * RLAAS_SCRIPT_CREDIT, RLAAS_SCRIPT_RELEASE. */
+ * RLAAS_SCRIPT_CREDIT, RLAAS_SCRIPT_RELEASE, RLAAS_SCRIPT_FORGET. */
 extern const rlaas_script_t rlaas_scripts[RLAAS_SCRIPT_COUNT];
 
 #endif

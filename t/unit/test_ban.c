@@ -171,6 +171,86 @@ static void local_engine(void **state)
     free(mem);
 }
 
+/* The console's list (rlaas_local_bans): the bans that hold now, with
+ * when they end and how long they are; not an identity that is only
+ * limited, nor a ban that is over; the caller may stop it. */
+typedef struct {
+    int n, stop_after;
+    char key[4][64];
+    int64_t until[4], length[4];
+} listed_t;
+
+static int list_fn(void *baton, const char *key, size_t klen, int64_t until,
+                   int64_t length)
+{
+    listed_t *l = baton;
+
+    assert_true(l->n < 4 && klen < sizeof(l->key[0]));
+    memcpy(l->key[l->n], key, klen);
+    l->key[l->n][klen] = '\0';
+    l->until[l->n] = until;
+    l->length[l->n++] = length;
+    return l->n != l->stop_after;
+}
+
+static void local_bans_listed(void **state)
+{
+    static const uint8_t seed[RLAAS_TABLE_SEED_LEN] = "test-ban-list";
+    size_t bytes = 8 * 1024 * 1024;
+    void *mem = calloc(1, bytes);
+    rlaas_local_t *lc = rlaas_table_init(mem, bytes, seed);
+    rlaas_verdict_t v[2];
+    listed_t l;
+    int i;
+
+    (void)state;
+    assert_non_null(lc);
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(call(lc, "a", T0 + i, v), RLAAS_LERR_NONE);
+        assert_int_equal(call(lc, "c", T0 + 10 + i, v), RLAAS_LERR_NONE);
+    }
+    assert_int_equal(call(lc, "b", T0, v), RLAAS_LERR_NONE); /* limited only */
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(rlaas_local_bans(lc, T0 + 20, list_fn, &l),
+                     RLAAS_LERR_NONE);
+    assert_int_equal(l.n, 2);
+    for (i = 0; i < 2; i++) {
+        int a = strcmp(l.key[i], "p:a:ban") == 0;
+
+        assert_true(a || strcmp(l.key[i], "p:c:ban") == 0);
+        assert_int_equal(l.until[i], a ? T0 + 2 + 10000 : T0 + 12 + 10000);
+        assert_int_equal(l.length[i], 10000);
+    }
+    /* the caller stops the walk */
+    memset(&l, 0, sizeof(l));
+    l.stop_after = 1;
+    assert_int_equal(rlaas_local_bans(lc, T0 + 20, list_fn, &l),
+                     RLAAS_LERR_NONE);
+    assert_int_equal(l.n, 1);
+    /* a's over, c's still holds */
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(rlaas_local_bans(lc, T0 + 10005, list_fn, &l),
+                     RLAAS_LERR_NONE);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.key[0], "p:c:ban");
+    assert_int_equal(rlaas_local_bans(NULL, T0, list_fn, &l),
+                     RLAAS_LERR_NONE_HERE);
+    free(mem);
+}
+
+static void ban_read(void **state)
+{
+    int64_t st[2] = {T0 + 5, 5}, until, length;
+
+    (void)state;
+    assert_true(rlaas_ban_read(st, sizeof(st), &until, &length));
+    assert_int_equal(until, T0 + 5);
+    assert_int_equal(length, 5);
+    assert_false(rlaas_ban_read(st, sizeof(st) - 1, &until, &length));
+    st[1] = -1;
+    assert_false(rlaas_ban_read(st, sizeof(st), &until, &length));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -178,6 +258,8 @@ int main(void)
         cmocka_unit_test(left_and_escalation),
         cmocka_unit_test(ban_key),
         cmocka_unit_test(local_engine),
+        cmocka_unit_test(local_bans_listed),
+        cmocka_unit_test(ban_read),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

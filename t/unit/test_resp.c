@@ -154,7 +154,7 @@ static void calls_match_hiredis(void **state)
 
 /* A concurrency limit goes in the several form even alone (the multi
  * script decides it), its token in place of the cost; a release is the
- * keys and their tokens. */
+ * keys and their tokens; a forget the keys alone. */
 static void concurrency_and_release(void **state)
 {
     static const char sha[] = "0123456789abcdef0123456789abcdef01234567";
@@ -188,6 +188,15 @@ static void concurrency_and_release(void **state)
     assert_int_equal(len, (size_t)elen);
     assert_memory_equal(buf, expect, len);
     assert_true(len <= RLAAS_RESP_CALL_MAX(c[0].key_len + c[1].key_len, 2));
+    free(expect);
+    /* records forgotten (the console): the keys alone */
+    c[0].release = c[1].release = 0;
+    c[0].forget = c[1].forget = 1;
+    elen = redisFormatCommand(&expect, "EVALSHA %s 2 %s %s", sha, c[0].key,
+                              c[1].key);
+    len = rlaas_resp_call(buf, sha, c, 2);
+    assert_int_equal(len, (size_t)elen);
+    assert_memory_equal(buf, expect, len);
     free(expect);
 }
 
