@@ -9,6 +9,7 @@
 
 #include "rlaas_admin_impl.h"
 #include "rlaas_admin_zones.h"
+#include "rlaas_engine.h"
 #include "rlaas_metrics.h"
 #include "rlaas_shm.h"
 #include "rlaas_tally.h"
@@ -124,6 +125,11 @@ int rlaas_admin_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     rlaas_admin_zones_build(pconf, ptemp, s);
     hosts_build(pconf, s);
     tally = NULL;
+    /* no console: no counts for it, nothing counted per request */
+    if (!rlaas_config_console_any()) {
+        rlaas_shm_drop(s->process->pool, SHM_KEY);
+        return OK;
+    }
     if ((shm = tally_shm(s->process->pool, size, s)) == NULL)
         return OK;
     tally = rlaas_tally_init(apr_shm_baseaddr_get(shm), size, TALLY_ROWS);
@@ -391,7 +397,7 @@ static void view(request_rec *r, rlaas_admin_view_t *v)
     memset(v, 0, sizeof(*v));
     v->now_ms = apr_time_as_msec(apr_time_now());
     v->scope = !r->server->is_virtual ? NULL : me != NULL ? me->label : "";
-    v->backend = rlaas_server_local(sc) ? "local" : "redis";
+    v->backend = rlaas_engine_of(r->server)->name;
     if (v->scope != NULL)
         v->redis = NULL; /* the server's, not the host's to know */
     else if (t->cluster_n > 0)

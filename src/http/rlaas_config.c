@@ -27,6 +27,8 @@ extern module AP_MODULE_DECLARE_DATA rlaas_module;
 static apr_hash_t *main_policies;
 static int next_policy_id;
 static int main_enforced; /* RLaaSEnforce names in the main server */
+/* RLaaSConsole on somewhere: else the console's counts are not kept */
+static int console_any;
 
 int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
                             apr_pool_t *ptemp)
@@ -36,6 +38,7 @@ int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
     main_policies = apr_hash_make(pconf);
     next_policy_id = 0;
     main_enforced = 0;
+    console_any = 0;
     rlaas_metrics_names_reset(pconf);
     rlaas_keysecret_pre_config();
     return OK;
@@ -1566,6 +1569,8 @@ static const char *set_publish(cmd_parms *cmd, void *dv, int on)
                 "not in an <If> that covers a whole server or virtual host",
                 cmd->cmd->name);
     }
+    if (on && (size_t)cmd->info == APR_OFFSETOF(rlaas_dir_conf_t, console))
+        console_any = 1;
     *(int *)((char *)dv + (size_t)cmd->info) = on;
     return NULL;
 }
@@ -1772,6 +1777,11 @@ int rlaas_dir_lease(const rlaas_dir_conf_t *d)
     return d != NULL && d->lease == 1;
 }
 
+int rlaas_config_console_any(void)
+{
+    return console_any;
+}
+
 int rlaas_dir_console(const rlaas_dir_conf_t *d)
 {
     return d != NULL && d->console == 1;
@@ -1793,23 +1803,6 @@ int rlaas_target_cluster(const rlaas_target_t *t)
     return t->cluster_n > 0;
 }
 
-int rlaas_target_pipeline(const rlaas_target_t *t)
-{
-    return t->pipeline != 0;
-}
-
-int rlaas_target_circuit_failures(const rlaas_target_t *t)
-{
-    return t->circuit_failures >= 0 ? t->circuit_failures
-                                    : RLAAS_DEFAULT_CIRCUIT_FAILURES;
-}
-
-int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t)
-{
-    return t->circuit_cooldown_ms > 0 ? t->circuit_cooldown_ms
-                                      : RLAAS_DEFAULT_CIRCUIT_COOLDOWN_MS;
-}
-
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc)
 {
     return sc->key_prefix != NULL ? sc->key_prefix : RLAAS_DEFAULT_PREFIX;
@@ -1818,11 +1811,6 @@ const char *rlaas_server_prefix(const rlaas_server_conf_t *sc)
 int rlaas_server_ipv6_prefix(const rlaas_server_conf_t *sc)
 {
     return sc->ipv6_prefix > 0 ? sc->ipv6_prefix : RLAAS_IPV6_PREFIX_DEFAULT;
-}
-
-int rlaas_target_timeout_ms(const rlaas_target_t *t)
-{
-    return t->timeout_ms > 0 ? t->timeout_ms : RLAAS_DEFAULT_TIMEOUT_MS;
 }
 
 int64_t rlaas_server_limit_max(const rlaas_server_conf_t *sc)
@@ -1877,12 +1865,34 @@ static void resolve_backends(server_rec *main_s)
                      redis, redis + local);
 }
 
+/* Every Redis target's settings final, once: the defaults where none was
+ * given (a target shared by several hosts is seen again, unchanged). */
+static void resolve_targets(server_rec *s)
+{
+    for (; s != NULL; s = s->next) {
+        rlaas_target_t *t = rlaas_server_conf(s)->target;
+
+        if (t->database < 0)
+            t->database = 0;
+        if (t->timeout_ms <= 0)
+            t->timeout_ms = RLAAS_DEFAULT_TIMEOUT_MS;
+        if (t->circuit_failures < 0)
+            t->circuit_failures = RLAAS_DEFAULT_CIRCUIT_FAILURES;
+        if (t->circuit_cooldown_ms <= 0)
+            t->circuit_cooldown_ms = RLAAS_DEFAULT_CIRCUIT_COOLDOWN_MS;
+        t->pipeline = t->pipeline != 0;
+        t->tls = t->tls == 1;
+        t->tls_announced = t->tls_announced == 1;
+    }
+}
+
 /* A virtual host's own policies count in its namespace unless it has a
  * key prefix of its own: two hosts that both declare "api" never share. */
 void rlaas_config_post_config(apr_pool_t *pconf, server_rec *s)
 {
     ap_add_version_component(pconf, "mod_rlaas/" RLAAS_VERSION);
     resolve_backends(s);
+    resolve_targets(s);
     rlaas_keysecret_post_config(s);
     for (; s != NULL; s = s->next) {
         rlaas_server_conf_t *sc = rlaas_server_conf(s);

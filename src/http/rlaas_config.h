@@ -98,7 +98,10 @@ typedef enum {
 struct rlaas_redis_t;
 
 /* Where and how to reach Redis. Virtual hosts that set no Redis directive
- * share their parent's target, and so its per-child connection pool. */
+ * share their parent's target, and so its per-child connection pool.
+ * The settings marked "unset" are while the configuration is read: from
+ * post_config on, each holds its final value (the default where none
+ * was given). */
 typedef struct {
     const char *host; /* NULL: default; a socket path when is_unix */
     int port;         /* 0 with a unix socket */
@@ -295,15 +298,13 @@ int rlaas_dir_fail_local(const rlaas_dir_conf_t *d);
 rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d);
 int rlaas_dir_lease(const rlaas_dir_conf_t *d);
 int rlaas_dir_console(const rlaas_dir_conf_t *d);
+/* Whether the configuration read last says RLaaSConsole on anywhere. */
+int rlaas_config_console_any(void);
 int rlaas_dir_metrics(const rlaas_dir_conf_t *d);
-int rlaas_target_circuit_failures(const rlaas_target_t *t);
-int rlaas_target_circuit_cooldown_ms(const rlaas_target_t *t);
-int rlaas_target_pipeline(const rlaas_target_t *t);
 /* 1 with RLaaSRedisCluster: keys carry their identity as a hash tag. */
 int rlaas_target_cluster(const rlaas_target_t *t);
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc);
 int rlaas_server_ipv6_prefix(const rlaas_server_conf_t *sc);
-int rlaas_target_timeout_ms(const rlaas_target_t *t);
 int64_t rlaas_server_limit_max(const rlaas_server_conf_t *sc);
 /* The section's settings at the level of r's virtual host (its
  * lookup_defaults): what enforced policies follow on failure. */

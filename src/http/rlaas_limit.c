@@ -949,7 +949,7 @@ static const char *settle_redis(request_rec *r, const pending_t *pd,
     rlaas_call_t calls[RLAAS_POLICIES_MAX];
     rlaas_verdict_t v[RLAAS_POLICIES_MAX];
     char *detail = apr_palloc(r->pool, RLAAS_DETAIL_MAX);
-    int64_t age = charge_age_ms(pd, rlaas_target_timeout_ms(sc->target));
+    int64_t age = charge_age_ms(pd, sc->target->timeout_ms);
     rlaas_rerr_e e;
     int i;
 

@@ -122,8 +122,7 @@ static const rlaas_sentinel_conf_t *sentinel_conf(apr_pool_t *p,
     sc->password = t->sentinel_pass;
     sc->tls_name = t->sentinel_tls_name;
     /* asked in the background: no request waits for it */
-    sc->timeout_ms =
-        rlaas_target_timeout_ms(t) < 500 ? 500 : rlaas_target_timeout_ms(t);
+    sc->timeout_ms = t->timeout_ms < 500 ? 500 : t->timeout_ms;
     return sc;
 }
 
@@ -167,14 +166,14 @@ static rlaas_redis_conf_t resolved(apr_pool_t *p, const rlaas_target_t *t)
     c.is_unix = t->is_unix;
     c.username = t->username;
     c.password = t->password;
-    c.database = t->database > 0 ? t->database : 0;
-    c.timeout_ms = rlaas_target_timeout_ms(t);
+    c.database = t->database;
+    c.timeout_ms = t->timeout_ms;
     c.threads = rlaas_remote_threads();
     c.pool_max = t->pool_max > 0 ? t->pool_max : c.threads;
-    c.pipeline = rlaas_target_pipeline(t);
-    c.circuit_failures = rlaas_target_circuit_failures(t);
-    c.circuit_cooldown_ms = rlaas_target_circuit_cooldown_ms(t);
-    c.tls = t->tls == 1;
+    c.pipeline = t->pipeline;
+    c.circuit_failures = t->circuit_failures;
+    c.circuit_cooldown_ms = t->circuit_cooldown_ms;
+    c.tls = t->tls;
     c.tls_ca = t->tls_ca;
     c.tls_cert = t->tls_cert;
     c.tls_key = t->tls_key;
@@ -368,9 +367,7 @@ static int redis_ban(void *baton, const char *key, size_t klen, const char *val,
     int64_t until = -1, length = -1;
     char *end;
 
-    if (val == NULL)
-        return 1; /* gone since SCAN saw it */
-    (void)vlen;
+    (void)vlen; /* hiredis ends it with a NUL */
     until = apr_strtoi64(val, &end, 10);
     length = *end == ':' ? apr_strtoi64(end + 1, &end, 10) : -1;
     if (*end != '\0' || length < 0)
@@ -383,7 +380,7 @@ static const char *redis_bans(request_rec *r, const char *prefix, int max,
 {
     struct rlaas_redis_t *rd = engine_here(r);
     const rlaas_target_t *t = rlaas_server_conf(r->server)->target;
-    int budget = rlaas_target_timeout_ms(t);
+    int budget = t->timeout_ms;
     char *pattern = apr_palloc(r->pool, 2 * strlen(prefix) + 16);
     char detail[RLAAS_DETAIL_MAX];
     redis_bans_t b = {fn, baton};

@@ -728,6 +728,7 @@ rlaas_lerr_e rlaas_local_forget(rlaas_local_t *lc, const char *key,
 typedef struct {
     rlaas_local_ban_fn fn;
     void *baton;
+    int64_t now_ms;
 } bans_t;
 
 static int ban_seen(void *baton, const char *key, size_t klen, const void *val,
@@ -736,15 +737,19 @@ static int ban_seen(void *baton, const char *key, size_t klen, const void *val,
     bans_t *b = baton;
     int64_t until, length;
 
-    if (!rlaas_ban_read(val, vlen, &until, &length))
-        return 1; /* not a ban's shape: not listed */
+    /* a ban's record: its key's suffix and its shape (a concurrency
+     * limit's record is marked as one too), and not over (the table keeps
+     * the time it refuses until in whole seconds) */
+    if (klen < 4 || memcmp(key + klen - 4, ":ban", 4) != 0 ||
+        !rlaas_ban_read(val, vlen, &until, &length) || until <= b->now_ms)
+        return 1;
     return b->fn(b->baton, key, klen, until, length);
 }
 
 rlaas_lerr_e rlaas_local_bans(rlaas_local_t *lc, int64_t now_ms,
                               rlaas_local_ban_fn fn, void *baton)
 {
-    bans_t b = {fn, baton};
+    bans_t b = {fn, baton, now_ms};
 
     if (lc == NULL)
         return RLAAS_LERR_NONE_HERE;

@@ -1012,7 +1012,8 @@ static int stripe_bans(const rlaas_table_t *t, stripe_t *s, const when_t *w,
     for (n = s->newest; n != NIL; n = rec(t, s, n)->older) {
         const rec_t *r = rec(t, s, n);
 
-        if (class_of(r, w) != BANNED || r->vlen > sizeof(val))
+        if (class_of(r, w) != BANNED || r->vlen > sizeof(val) ||
+            r->klen > sizeof(key))
             continue;
         record_io(t, s, n, 0, key, r->klen, IO_READ);
         record_io(t, s, n, r->klen, val, r->vlen, IO_READ);
@@ -1026,12 +1027,13 @@ rlaas_table_rc_e rlaas_table_bans(rlaas_table_t *t, int64_t now_ms,
                                   int64_t lock_wait_us, rlaas_table_each_fn fn,
                                   void *baton)
 {
-    rlaas_table_report_t rep;
+    rlaas_table_report_t rep; /* a repair on the way: counted in stats */
     struct timespec at;
     when_t w = {now_ms, raise_high(t, now_ms)};
     uint32_t i;
     int more = 1;
 
+    report_init(&rep);
     rlaas_clock_timespec(rlaas_clock_us() + lock_wait_us, &at);
     for (i = 0; i < t->nstripes && more; i++) {
         stripe_t *s = stripe_at(t, i);

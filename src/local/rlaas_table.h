@@ -161,10 +161,12 @@ rlaas_table_rc_e rlaas_table_reserve_held(rlaas_table_hold_t *hd, int i,
 void rlaas_table_release(rlaas_table_hold_t *hd);
 
 /* The console's list of bans: fn gets the key and value of each record
- * of a ban that still refuses its identity at now_ms, stripe by stripe,
- * called with the stripe's lock held (it must only copy); fn returns 0 to
- * stop. RLAAS_TABLE_BUSY when a stripe's lock was not free within
- * lock_wait_us (the stripes before it were walked). */
+ * marked a ban that still refuses its identity at now_ms (a concurrency
+ * limit's record holding slots is marked so too: the caller tells them
+ * apart), stripe by stripe, called with the stripe's lock held (it must be
+ * quick: the stripe's requests wait); fn returns 0 to stop. RLAAS_TABLE_BUSY
+ * when a stripe's lock was not free within lock_wait_us (the stripes before it
+ * were walked). */
 #define RLAAS_TABLE_BAN_VALUE_MAX 64
 typedef int (*rlaas_table_each_fn)(void *baton, const char *key, size_t klen,
                                    const void *val, size_t vlen);

@@ -488,7 +488,7 @@ rlaas_rerr_e rlaas_cluster_eval(rlaas_cluster_t *cl, const rlaas_call_t *calls,
 
 rlaas_rerr_e rlaas_cluster_each(rlaas_cluster_t *cl, int64_t deadline,
                                 rlaas_redis_conn_fn fn, void *baton,
-                                char *detail)
+                                char *detail, int *stop)
 {
     char hosts[RLAAS_CLUSTER_NODES_MAX][RLAAS_NODE_HOST_MAX];
     int ports[RLAAS_CLUSTER_NODES_MAX];
@@ -501,12 +501,12 @@ rlaas_rerr_e rlaas_cluster_each(rlaas_cluster_t *cl, int64_t deadline,
                     RLAAS_DETAIL_MAX);
         return RLAAS_RERR_CONNECT;
     }
-    for (i = 0; i < n && e == RLAAS_RERR_NONE; i++) {
+    for (i = 0; i < n && e == RLAAS_RERR_NONE && !*stop; i++) {
         rlaas_hold_t h;
 
-        if (!rlaas_nodes_at(cl->nodes, hosts[i], ports[i], &h))
+        if (!rlaas_nodes_known(cl->nodes, hosts[i], ports[i], &h))
             continue; /* forgotten meanwhile: the map moved on */
-        e = rlaas_redis_each_node(rd_of(&h), deadline, fn, baton, detail);
+        e = rlaas_redis_each_node(rd_of(&h), deadline, fn, baton, detail, stop);
         rlaas_nodes_release(cl->nodes, &h);
     }
     return e;

@@ -33,10 +33,11 @@ rlaas_cluster_t *rlaas_cluster_create(apr_pool_t *p,
 rlaas_rerr_e rlaas_cluster_eval(rlaas_cluster_t *cl, const rlaas_call_t *calls,
                                 int n, rlaas_verdict_t *v, char *detail);
 
-/* rlaas_redis_each_node on each master the map names now. */
+/* rlaas_redis_each_node on each node the child knows now (the masters
+ * the map names, and nodes calls were sent to). */
 rlaas_rerr_e rlaas_cluster_each(rlaas_cluster_t *cl, int64_t deadline,
                                 rlaas_redis_conn_fn fn, void *baton,
-                                char *detail);
+                                char *detail, int *stop);
 
 /* "host:port" or "[v6]:port", as Redis writes nodes, into host and port;
  * 0 if it is not one. */

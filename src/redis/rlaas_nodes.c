@@ -191,6 +191,20 @@ int rlaas_nodes_at(rlaas_nodes_t *ns, const char *host, int port,
     return h->i >= 0;
 }
 
+int rlaas_nodes_known(rlaas_nodes_t *ns, const char *host, int port,
+                      rlaas_hold_t *h)
+{
+    int i;
+
+    h->i = -1;
+    h->engine = NULL;
+    pthread_mutex_lock(&ns->mu);
+    if ((i = find(ns, host, port)) >= 0 && ns->node[i].state == NODE_LIVE)
+        hold(ns, i, h);
+    pthread_mutex_unlock(&ns->mu);
+    return h->i >= 0;
+}
+
 void rlaas_nodes_release(rlaas_nodes_t *ns, rlaas_hold_t *h)
 {
     node_t *nd;

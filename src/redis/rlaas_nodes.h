@@ -51,6 +51,10 @@ int rlaas_nodes_for_slot(rlaas_nodes_t *ns, int slot, rlaas_hold_t *h);
 int rlaas_nodes_at(rlaas_nodes_t *ns, const char *host, int port,
                    rlaas_hold_t *h);
 
+/* The node at host:port held if it is known and live now; 0 if not
+ * (nothing is made). */
+int rlaas_nodes_known(rlaas_nodes_t *ns, const char *host, int port,
+                      rlaas_hold_t *h);
 void rlaas_nodes_release(rlaas_nodes_t *ns, rlaas_hold_t *h);
 
 /* MOVED: slot is the held node's now. */

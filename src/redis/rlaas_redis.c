@@ -540,7 +540,8 @@ rlaas_rerr_e rlaas_redis_warm(rlaas_redis_t *rd, int64_t not_after,
 /* One node's turn of rlaas_redis_each_node: a connection of the pool, as
  * a group takes one. */
 static rlaas_rerr_e on_conn(rlaas_redis_t *rd, int64_t deadline,
-                            rlaas_redis_conn_fn fn, void *baton, char *detail)
+                            rlaas_redis_conn_fn fn, void *baton, char *detail,
+                            int *stop)
 {
     group_t g = {rd, deadline};
     rlaas_conn_t *c;
@@ -563,7 +564,7 @@ static rlaas_rerr_e on_conn(rlaas_redis_t *rd, int64_t deadline,
     e = c->ctx != NULL ? RLAAS_RERR_NONE : open_conn(&g, c, detail);
     was_open = c->ctx != NULL;
     if (e == RLAAS_RERR_NONE &&
-        (e = fn(baton, c, deadline, detail)) != RLAAS_RERR_NONE)
+        (e = fn(baton, c, deadline, detail, stop)) != RLAAS_RERR_NONE)
         rlaas_conn_close(c);
     if (was_open && c->ctx == NULL)
         closed(rd);
@@ -573,12 +574,15 @@ static rlaas_rerr_e on_conn(rlaas_redis_t *rd, int64_t deadline,
 
 rlaas_rerr_e rlaas_redis_each_node(rlaas_redis_t *rd, int64_t deadline,
                                    rlaas_redis_conn_fn fn, void *baton,
-                                   char *detail)
+                                   char *detail, int *stop)
 {
     detail[0] = '\0';
+    if (*stop)
+        return RLAAS_RERR_NONE;
     if (rd->cluster != NULL)
-        return rlaas_cluster_each(rd->cluster, deadline, fn, baton, detail);
-    return on_conn(rd, deadline, fn, baton, detail);
+        return rlaas_cluster_each(rd->cluster, deadline, fn, baton, detail,
+                                  stop);
+    return on_conn(rd, deadline, fn, baton, detail, stop);
 }
 
 int rlaas_redis_connections(const rlaas_redis_t *rd)

@@ -121,16 +121,17 @@ int64_t rlaas_redis_deadline(const rlaas_redis_t *rd);
 int rlaas_redis_connections(const rlaas_redis_t *rd);
 
 /* The console's listings, beside the request path's calls: runs fn on a
- * pooled connection of every node (the one Redis; each master of a
- * Cluster the map names now), opened if need be, all by deadline (an
- * absolute rlaas_clock_us()). fn returns NONE or an error with detail
- * saying why, which ends the walk (and closes that connection: a reply
- * may be left unread). Not a call: the circuit does not count it. */
+ * pooled connection of every node (the one Redis; each node of a Cluster
+ * the child knows now), opened if need be, all by deadline (an absolute
+ * rlaas_clock_us()), until fn sets *stop. fn returns NONE or an error with
+ * detail saying why, which ends the walk (and closes that connection: a
+ * reply may be left unread). Not a call: the circuit does not count it. */
 typedef rlaas_rerr_e (*rlaas_redis_conn_fn)(void *baton, rlaas_conn_t *c,
-                                            int64_t deadline, char *detail);
+                                            int64_t deadline, char *detail,
+                                            int *stop);
 rlaas_rerr_e rlaas_redis_each_node(rlaas_redis_t *rd, int64_t deadline,
                                    rlaas_redis_conn_fn fn, void *baton,
-                                   char *detail);
+                                   char *detail, int *stop);
 
 /* The name this module gives its connections, followed by "-<pid>" of the
  * child holding them: CLIENT LIST shows whose they are. */

@@ -120,7 +120,7 @@ static size_t words(char *buf, const rlaas_call_t *c)
 static size_t keys_only(char *buf, const char *sha1, const rlaas_call_t *calls,
                         int n)
 {
-    int tokens = calls[0].release;
+    int tokens = calls[0].release != 0;
     size_t len = head(buf, 3 + (1 + tokens) * (int64_t)n);
     int i;
 

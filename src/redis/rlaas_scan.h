@@ -1,8 +1,10 @@
 /*
  * The console's list of records by pattern on a Redis target: SCAN MATCH
- * on every node (rlaas_redis_each_node), then each key's value. Bounded:
- * at most a number of keys and of SCAN rounds per node, all by one
- * deadline. Outside the request path's calls; no httpd headers.
+ * on every node (rlaas_redis_each_node), then the values of the keys
+ * each SCAN found, in one round trip. Bounded: at most a number of keys
+ * and of SCAN rounds per node, all by one deadline. The pooled connection
+ * of a node is held while its rounds run. Outside the request path's calls; no
+ * httpd headers.
  */
 #ifndef RLAAS_SCAN_H
 #define RLAAS_SCAN_H
@@ -12,8 +14,8 @@
 
 #include "rlaas_redis.h"
 
-/* Gets each key found and its value (a string; NULL when the key is gone
- * or holds another type); returns 0 to stop. */
+/* Gets each key found that holds a string, and its value; returns 0 to
+ * stop. */
 typedef int (*rlaas_scan_fn)(void *baton, const char *key, size_t klen,
                              const char *val, size_t vlen);
 

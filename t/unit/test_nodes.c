@@ -261,6 +261,37 @@ static void forgotten_and_back(void **state)
     assert_int_equal(w.destroyed, 1);
 }
 
+/* The console's walk: a node known and live is held, nothing is made
+ * for one not known, and one the map forgot (held by a call meanwhile)
+ * is not taken up again. */
+static void known_only(void **state)
+{
+    static short owner[RLAAS_SLOTS];
+    world_t w;
+    rlaas_nodes_t *ns = fresh(&w);
+    rlaas_hold_t a, k;
+    int s;
+
+    (void)state;
+    assert_false(rlaas_nodes_known(ns, "10.0.0.1", 7000, &k));
+    assert_int_equal(k.i, -1);
+    assert_int_equal(w.made, 0);
+    assert_true(rlaas_nodes_at(ns, "10.0.0.1", 7000, &a));
+    assert_true(rlaas_nodes_known(ns, "10.0.0.1", 7000, &k));
+    assert_int_equal(k.i, a.i);
+    assert_ptr_equal(k.engine, a.engine);
+    rlaas_nodes_release(ns, &k);
+    assert_false(rlaas_nodes_known(ns, "10.0.0.1", 7001, &k));
+    for (s = 0; s < RLAAS_SLOTS; s++)
+        owner[s] = -1;
+    rlaas_nodes_set_map(ns, owner); /* forgotten: a still holds it */
+    assert_false(rlaas_nodes_known(ns, "10.0.0.1", 7000, &k));
+    rlaas_nodes_release(ns, &a);
+    assert_int_equal(w.made, 1);
+    assert_int_equal(w.destroyed, 1);
+    rlaas_nodes_destroy(ns);
+}
+
 /* Nothing known: no node. A slot the map does not know: any node. An
  * engine that can't be made: no node, nothing left behind. */
 static void unknown_and_refused(void **state)
@@ -379,6 +410,7 @@ int main(void)
         cmocka_unit_test(full_of_mapped_nodes),
         cmocka_unit_test(held_node_outlives_the_map),
         cmocka_unit_test(forgotten_and_back),
+        cmocka_unit_test(known_only),
         cmocka_unit_test(unknown_and_refused),
         cmocka_unit_test(calls_while_the_map_changes),
     };
