@@ -1,6 +1,6 @@
 package RLaaS::Console;
 # The operator's console (SetHandler rlaas-admin) as the tests speak to
-# it: the main server's <Location /adm/console> in t/conf/extra.conf.in
+# it: the main server's <Location /adm/console> in t/conf/x-admin.conf.in
 # (Basic auth, user carol), which every virtual host inherits.
 #
 #   use RLaaS::Console qw(:all);
