@@ -323,17 +323,12 @@ static const char *set_ipv6_prefix(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
-static const char *set_redis_pipeline(cmd_parms *cmd, void *dummy, int on)
+/* A flag of the Redis target: its offset in cmd->info (the target's
+ * ap_set_flag_slot). */
+static const char *set_target_flag(cmd_parms *cmd, void *dummy, int on)
 {
     (void)dummy;
-    target_for(cmd)->pipeline = on;
-    return NULL;
-}
-
-static const char *set_redis_tls(cmd_parms *cmd, void *dummy, int on)
-{
-    (void)dummy;
-    target_for(cmd)->tls = on;
+    *(int *)((char *)target_for(cmd) + (size_t)cmd->info) = on;
     return NULL;
 }
 
@@ -395,13 +390,6 @@ static const char *set_sentinel_tls_name(cmd_parms *cmd, void *dummy,
 {
     (void)dummy;
     return tls_name(cmd, arg, &target_for(cmd)->sentinel_tls_name);
-}
-
-static const char *set_tls_announced(cmd_parms *cmd, void *dummy, int on)
-{
-    (void)dummy;
-    target_for(cmd)->tls_announced = on;
-    return NULL;
 }
 
 /* "RLaaSRedisSentinel MASTER host:port [host:port ...]" */
@@ -1455,13 +1443,6 @@ static const char *set_fail_open(cmd_parms *cmd, void *dv, const char *arg)
     return NULL;
 }
 
-static const char *set_engine(cmd_parms *cmd, void *dv, int on)
-{
-    (void)cmd;
-    ((rlaas_dir_conf_t *)dv)->engine = on;
-    return NULL;
-}
-
 static const char *set_headers(cmd_parms *cmd, void *dv, const char *arg)
 {
     rlaas_headers_e mode;
@@ -1503,13 +1484,6 @@ static const char *set_ban(cmd_parms *cmd, void *dv, int argc,
                               cmd, argv[argc - 1], d->ban_max_ms)) != NULL)
         return err;
     rlaas_tenant_mark(cmd, d, RLAAS_T_BAN);
-    return NULL;
-}
-
-static const char *set_circuit_fail_open(cmd_parms *cmd, void *dv, int on)
-{
-    (void)cmd;
-    ((rlaas_dir_conf_t *)dv)->circuit_fail_open = on;
     return NULL;
 }
 
@@ -1602,7 +1576,8 @@ const command_rec rlaas_cmds[] = {
                   "ACL user for the sentinels"),
     AP_INIT_TAKE1(RLAAS_D_SENTINEL_PASS, set_sentinel_pass, NULL, RSRC_CONF,
                   "Password for the sentinels"),
-    AP_INIT_FLAG(RLAAS_D_REDIS_TLS, set_redis_tls, NULL, RSRC_CONF,
+    AP_INIT_FLAG(RLAAS_D_REDIS_TLS, set_target_flag,
+                 (void *)APR_OFFSETOF(rlaas_target_t, tls), RSRC_CONF,
                  "On: talk to Redis over TLS (its tls-port)"),
     AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_CA, set_redis_tls_ca, NULL, RSRC_CONF,
                   "CA certificate file that signs the Redis server's "
@@ -1614,7 +1589,8 @@ const command_rec rlaas_cmds[] = {
     AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_NAME, set_redis_tls_name, NULL, RSRC_CONF,
                   "Name the Redis server's certificate must carry (default: "
                   "the host of RLaaSRedis)"),
-    AP_INIT_FLAG(RLAAS_D_REDIS_PIPELINE, set_redis_pipeline, NULL, RSRC_CONF,
+    AP_INIT_FLAG(RLAAS_D_REDIS_PIPELINE, set_target_flag,
+                 (void *)APR_OFFSETOF(rlaas_target_t, pipeline), RSRC_CONF,
                  "On: calls of one child that meet in time share one write "
                  "and one read on one connection (default On)"),
     AP_INIT_TAKE1(RLAAS_D_KEY_PREFIX, set_key_prefix, NULL, RSRC_CONF,
@@ -1666,7 +1642,8 @@ const command_rec rlaas_cmds[] = {
                   "default) or local (decide with the local engine)"),
     AP_INIT_TAKE1(RLAAS_D_ZONE, set_zone, NULL, DIR_SCOPE,
                   "Name separating this section's counters from others"),
-    AP_INIT_FLAG(RLAAS_D_ENGINE, set_engine, NULL, DIR_SCOPE,
+    AP_INIT_FLAG(RLAAS_D_ENGINE, ap_set_flag_slot,
+                 (void *)APR_OFFSETOF(rlaas_dir_conf_t, engine), DIR_SCOPE,
                  "Off exempts this section from limiting"),
     AP_INIT_TAKE1(RLAAS_D_HEADERS, set_headers, NULL, DIR_SCOPE,
                   "Rate-limit header fields: draft, legacy, both or off"),
@@ -1681,7 +1658,8 @@ const command_rec rlaas_cmds[] = {
     AP_INIT_TAKE1(RLAAS_D_LEASE, set_lease, NULL, DIR_SCOPE,
                   "On: spend a busy identity's quota in portions taken "
                   "from Redis (not with the sliding log)"),
-    AP_INIT_FLAG(RLAAS_D_CIRCUIT_FAIL_OPEN, set_circuit_fail_open, NULL,
+    AP_INIT_FLAG(RLAAS_D_CIRCUIT_FAIL_OPEN, ap_set_flag_slot,
+                 (void *)APR_OFFSETOF(rlaas_dir_conf_t, circuit_fail_open),
                  DIR_SCOPE,
                  "On: allow requests while the circuit breaker is open, "
                  "even with RLaaSFailOpen off"),
@@ -1713,7 +1691,8 @@ const command_rec rlaas_cmds[] = {
                   RSRC_CONF,
                   "Name every sentinel's certificate must carry (default: "
                   "each sentinel's host as RLaaSRedisSentinel names it)"),
-    AP_INIT_FLAG(RLAAS_D_TLS_ANNOUNCED, set_tls_announced, NULL, RSRC_CONF,
+    AP_INIT_FLAG(RLAAS_D_TLS_ANNOUNCED, set_target_flag,
+                 (void *)APR_OFFSETOF(rlaas_target_t, tls_announced), RSRC_CONF,
                  "On: with Sentinel and TLS, check the master's certificate "
                  "against the address the sentinels announce (default Off: "
                  "RLaaSRedisTLSServerName is required)"),
