@@ -230,7 +230,6 @@ typedef struct {
     request_rec *r;
     apr_array_header_t *out;
     apr_hash_t *seen; /* a Cluster's node may answer for another's keys */
-    int64_t now_ms;
 } bans_t;
 
 static int ban_found(void *baton, const char *key, size_t klen,
@@ -240,8 +239,6 @@ static int ban_found(void *baton, const char *key, size_t klen,
     rlaas_admin_ban_t *ban;
     char *k;
 
-    if (until_ms >= 0 && until_ms < b->now_ms)
-        return 1; /* over: not an active ban */
     k = apr_pstrmemdup(b->r->pool, key, klen);
     /* a virtual host's console: its own bans only */
     if ((b->r->server->is_virtual &&
@@ -259,8 +256,7 @@ static int ban_found(void *baton, const char *key, size_t klen,
 const char *rlaas_admin_bans(request_rec *r, apr_array_header_t *out)
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
-    bans_t b = {r, out, apr_hash_make(r->pool),
-                apr_time_as_msec(apr_time_now())};
+    bans_t b = {r, out, apr_hash_make(r->pool)};
 
     return rlaas_engine_of(r->server)->bans(r, rlaas_server_prefix(sc),
                                             BANS_LOOKED_AT, ban_found, &b);

@@ -356,10 +356,12 @@ static const char *redis_credit(request_rec *r, const rlaas_engine_credit_t *c,
 typedef struct {
     rlaas_engine_ban_fn fn;
     void *baton;
+    int64_t now_ms;
 } redis_bans_t;
 
 /* A ban's value in Redis: "<until>:<length>" (ms), as lua/multi.lua
- * writes it; anything else is listed with -1 for both. */
+ * writes it; anything else is listed with -1 for both. A ban over is not
+ * listed: escalation keeps its record past its end. */
 static int redis_ban(void *baton, const char *key, size_t klen, const char *val,
                      size_t vlen)
 {
@@ -372,6 +374,8 @@ static int redis_ban(void *baton, const char *key, size_t klen, const char *val,
     length = *end == ':' ? apr_strtoi64(end + 1, &end, 10) : -1;
     if (*end != '\0' || length < 0)
         until = length = -1;
+    else if (until < b->now_ms)
+        return 1;
     return b->fn(b->baton, key, klen, until, length);
 }
 
@@ -383,7 +387,7 @@ static const char *redis_bans(request_rec *r, const char *prefix, int max,
     int budget = t->timeout_ms;
     char *pattern = apr_palloc(r->pool, 2 * strlen(prefix) + 16);
     char detail[RLAAS_DETAIL_MAX];
-    redis_bans_t b = {fn, baton};
+    redis_bans_t b = {fn, baton, apr_time_as_msec(apr_time_now())};
     rlaas_rerr_e e;
 
     if (rd == NULL)

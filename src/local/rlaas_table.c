@@ -1029,7 +1029,9 @@ rlaas_table_rc_e rlaas_table_bans(rlaas_table_t *t, int64_t now_ms,
 {
     rlaas_table_report_t rep; /* a repair on the way: counted in stats */
     struct timespec at;
-    when_t w = {now_ms, raise_high(t, now_ms)};
+    int64_t high = __atomic_load_n(&t->high_ms, __ATOMIC_RELAXED);
+    /* a listing reads the clock's high-water, it does not move it */
+    when_t w = {now_ms, now_ms > high ? now_ms : high};
     uint32_t i;
     int more = 1;
 

@@ -138,12 +138,20 @@ static rlaas_lerr_e call(rlaas_local_t *lc, const char *who, int64_t now,
     return rlaas_local_eval_n(lc, c, 2, now, v, NULL, NULL);
 }
 
-static void local_engine(void **state)
+/* A local engine's table in plain memory (*mem: to free). */
+#define TABLE_BYTES (8 * 1024 * 1024)
+static rlaas_local_t *fresh_table(void **mem)
 {
     static const uint8_t seed[RLAAS_TABLE_SEED_LEN] = "test-ban";
-    size_t bytes = 8 * 1024 * 1024;
-    void *mem = calloc(1, bytes);
-    rlaas_local_t *lc = rlaas_table_init(mem, bytes, seed);
+
+    *mem = calloc(1, TABLE_BYTES);
+    return rlaas_table_init(*mem, TABLE_BYTES, seed);
+}
+
+static void local_engine(void **state)
+{
+    void *mem;
+    rlaas_local_t *lc = fresh_table(&mem);
     rlaas_verdict_t v[2];
     int64_t t = T0;
 
@@ -195,10 +203,8 @@ static int list_fn(void *baton, const char *key, size_t klen, int64_t until,
 
 static void local_bans_listed(void **state)
 {
-    static const uint8_t seed[RLAAS_TABLE_SEED_LEN] = "test-ban-list";
-    size_t bytes = 8 * 1024 * 1024;
-    void *mem = calloc(1, bytes);
-    rlaas_local_t *lc = rlaas_table_init(mem, bytes, seed);
+    void *mem;
+    rlaas_local_t *lc = fresh_table(&mem);
     rlaas_verdict_t v[2];
     listed_t l;
     int i;

@@ -235,21 +235,28 @@ static void held_node_outlives_the_map(void **state)
     rlaas_nodes_destroy(ns);
 }
 
+/* A whole new map that leads to no node: every node is forgotten. */
+static void map_nothing(rlaas_nodes_t *ns)
+{
+    static short owner[RLAAS_SLOTS];
+    int s;
+
+    for (s = 0; s < RLAAS_SLOTS; s++)
+        owner[s] = -1;
+    rlaas_nodes_set_map(ns, owner);
+}
+
 /* A node forgotten while held and named again (MOVED back to it) is the
  * same node, and stays. */
 static void forgotten_and_back(void **state)
 {
-    static short owner[RLAAS_SLOTS];
     world_t w;
     rlaas_nodes_t *ns = fresh(&w);
     rlaas_hold_t a, again;
-    int s;
 
     (void)state;
     assert_true(rlaas_nodes_at(ns, "10.0.0.1", 7000, &a));
-    for (s = 0; s < RLAAS_SLOTS; s++)
-        owner[s] = -1;
-    rlaas_nodes_set_map(ns, owner);
+    map_nothing(ns);
     assert_true(rlaas_nodes_at(ns, "10.0.0.1", 7000, &again));
     assert_int_equal(again.i, a.i);
     rlaas_nodes_moved(ns, 7, &again);
@@ -266,11 +273,9 @@ static void forgotten_and_back(void **state)
  * is not taken up again. */
 static void known_only(void **state)
 {
-    static short owner[RLAAS_SLOTS];
     world_t w;
     rlaas_nodes_t *ns = fresh(&w);
     rlaas_hold_t a, k;
-    int s;
 
     (void)state;
     assert_false(rlaas_nodes_known(ns, "10.0.0.1", 7000, &k));
@@ -282,9 +287,7 @@ static void known_only(void **state)
     assert_ptr_equal(k.engine, a.engine);
     rlaas_nodes_release(ns, &k);
     assert_false(rlaas_nodes_known(ns, "10.0.0.1", 7001, &k));
-    for (s = 0; s < RLAAS_SLOTS; s++)
-        owner[s] = -1;
-    rlaas_nodes_set_map(ns, owner); /* forgotten: a still holds it */
+    map_nothing(ns); /* forgotten: a still holds it */
     assert_false(rlaas_nodes_known(ns, "10.0.0.1", 7000, &k));
     rlaas_nodes_release(ns, &a);
     assert_int_equal(w.made, 1);
