@@ -186,7 +186,8 @@ console_roundtrip(backend => 'redis', label => 'Redis',
 # listed from its table
 console_roundtrip(vhost => $LV, backend => 'local', label => 'local',
                   limit => '/rl/adm/lo', zone => 'adm-lo',
-                  ban => '/rl/adm/loban', banzone => 'adm-loban');
+                  ban => '/rl/adm/loban', banzone => 'adm-loban',
+                  others => ['rlaas_local']);
 
 # ---------------------------------------------------------------- in a browser
 # The page as a browser renders it (Debian's chromium, headless): its

@@ -21,7 +21,7 @@ use Exporter 'import';
 use JSON::PP ();
 use Time::HiRes ();
 use Test::More ();
-use RLaaS::Test qw(req codes uid ukey rkey tseg status_of);
+use RLaaS::Test qw(req codes uid ukey rkey tseg status_of parallel_codes);
 
 our @EXPORT_OK = qw(
     $CONSOLE @CAROL origin console_json post result user_codes banned_pair
@@ -100,7 +100,8 @@ sub banned_pair {
 #   banzone  its RLaaSZone
 #   label    the prefix of the tests' names (default: the vhost's name)
 #   cluster  1: keys carry the identity as a hash tag (RLaaSRedisCluster)
-#   others   virtual hosts whose consoles must not list this one's bans
+#   others   virtual hosts whose consoles must neither list nor lift this
+#            one's bans
 # Every check runs and can fail; an action that does not answer (501 on
 # a backend the console cannot reach) fails its checks, it skips none.
 sub console_roundtrip {
@@ -176,6 +177,10 @@ sub console_roundtrip {
         Test::More::ok(!$listed->($oj, $kg) && !$listed->($oj, $kh),
             "$label: the console of $o does not list these bans (not its zones)")
             or Test::More::diag(Test::More::explain($oj->{bans}));
+        # nor lift one: the zone is not among that host's
+        my $res = post({ action => 'unban', zone => $banzone, id => $H }, vhost => $o);
+        Test::More::is($res->code, 404, "$label: the console of $o cannot unban H (404)")
+            or Test::More::diag($res->content);
     }
     $r = $act->({ action => 'unban', zone => $banzone, id => $G }, 'unban of G');
     Test::More::is($r->{changed}, 1, "$label: unban of G: its ban record deleted") or Test::More::diag(Test::More::explain($r));
@@ -190,6 +195,13 @@ sub console_roundtrip {
     Test::More::ok($listed->($j, $kh), "$label: H's still is");
     $r = $act->({ action => 'unban', zone => $banzone, id => $G }, 'unban of G again');
     Test::More::is($r->{changed}, 0, "$label: unban of G again: nothing to delete") or Test::More::diag(Test::More::explain($r));
+
+    # ---- a burst of the client still banned: 50 at once, none let in by
+    # the unban of the other
+    # (its 1 s window would let one in if the ban did not hold)
+    my @c = parallel_codes(50, $banp, h => { 'X-User' => $H }, @vh);
+    Test::More::is(join(' ', @c), join(' ', ('429') x 50),
+        "$label: 50 concurrent requests of H: all refused by its ban");
 
     # ---- an identity without state
     $r = $act->({ action => 'reset', zone => $zone, id => uid('con-nobody') }, 'reset of an unknown identity');
