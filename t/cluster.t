@@ -31,21 +31,32 @@ plan skip_all => 'redis-cli is not installed' unless $cli;
 require RLaaS::Redis;
 # three masters on the ports httpd knows, then a replica for each
 my %BUS;    # a node's cluster bus port, by its port
+# node(PORT): a cluster node on PORT (undef: a free one). Its ports are
+# picked at random and can be taken before it binds them: tried again
+# with fresh ones (the bus port always, the port too when not given).
 sub node {
-    my $bus = free_port();
-    my $r = RLaaS::Redis->start(port => $_[0], extra => [
-        '--cluster-enabled', 'yes', '--cluster-port', $bus,
-        '--cluster-node-timeout', 1500, '--repl-diskless-sync-delay', 0,
-        '--cluster-config-file', "nodes-$_[0].conf"]);
-    $BUS{ $r->port } = $bus;
-    return $r;
+    my ($want) = @_;
+    for my $try (1 .. 5) {
+        my ($port, $bus) = ($want // free_port(), free_port());
+        my $r = eval {
+            RLaaS::Redis->start(port => $port, extra => [
+                '--cluster-enabled', 'yes', '--cluster-port', $bus,
+                '--cluster-node-timeout', 1500, '--repl-diskless-sync-delay', 0,
+                '--cluster-config-file', "nodes-$port.conf"]);
+        };
+        if ($r) {
+            $BUS{ $r->port } = $bus;
+            return $r;
+        }
+        die $@ if $try == 5;
+    }
 }
 my @N = map { node($_) } @CP;
 my $out = `$cli --cluster create @{[ map { "127.0.0.1:" . $_->port } @N ]} --cluster-yes 2>&1`;
 is($?, 0, 'redis-cli --cluster create: three masters') or diag($out);
 my @ALL = @N;
 for my $m (@N) {
-    my $r = node(free_port());
+    my $r = node();
     push @ALL, $r;
     $out = `$cli --cluster add-node 127.0.0.1:@{[ $r->port ]} 127.0.0.1:@{[ $N[0]->port ]} --cluster-slave --cluster-master-id @{[ $m->cmd('CLUSTER', 'MYID') ]} 2>&1`;
     is($?, 0, 'a replica for :' . $m->port) or diag($out);
@@ -312,7 +323,7 @@ EOC
     # earliest.
     my @spare;
     my $join = sub {
-        my $n = node(free_port());
+        my $n = node();
         $_->cmd('CLUSTER', 'MEET', '127.0.0.1', $n->port, $BUS{ $n->port }) for @M;
         return $n;
     };
