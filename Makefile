@@ -72,7 +72,8 @@ HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
             src/http/rlaas_authuser.c src/http/rlaas_policies.c \
             src/http/rlaas_backend.c src/http/rlaas_lease.c \
             src/http/rlaas_outcome.c src/http/rlaas_keysecret.c \
-            src/http/rlaas_shm.c src/http/rlaas_engine.c
+            src/http/rlaas_shm.c src/http/rlaas_engine.c \
+            src/http/rlaas_engine_local.c src/http/rlaas_engine_redis.c
 # tenants: roots, bounds, where their settings count
 HTTPD_SRC += src/http/rlaas_tenant.c
 # requests in flight: RLaaSConcurrency, slots given back

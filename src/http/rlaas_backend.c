@@ -6,7 +6,6 @@
 
 #include "rlaas_clock.h"
 #include "rlaas_config.h"
-#include "rlaas_engine.h"
 #include "rlaas_log.h"
 #include "rlaas_metrics.h"
 #include "rlaas_shm.h"
@@ -222,68 +221,3 @@ rlaas_local_t *rlaas_backend_table(void)
 {
     return table;
 }
-
-/* The operator's console (rlaas_admin): forget one record. */
-/* ---- the engine's operations (rlaas_engine.h) ---- */
-
-static const char *why_not(request_rec *r, rlaas_lerr_e e)
-{
-    return e == RLAAS_LERR_NONE ? NULL
-                                : apr_psprintf(r->pool, "the local engine: %s",
-                                               rlaas_lerr_name(e));
-}
-
-static const char *local_forget(request_rec *r, const char *key, int *found)
-{
-    return why_not(r, rlaas_local_forget(table, key, strlen(key),
-                                         rlaas_local_now_ms(), found));
-}
-
-static const char *local_credit(request_rec *r, const rlaas_engine_credit_t *c,
-                                int64_t *given)
-{
-    rlaas_local_call_t lc;
-
-    memset(&lc, 0, sizeof(lc));
-    lc.strategy = c->strategy;
-    lc.key = c->key;
-    lc.key_len = strlen(c->key);
-    lc.limit = c->limit;
-    lc.window_ms = c->cal != NULL ? c->cal->b[2] - c->cal->b[1] : c->window_ms;
-    lc.cal = c->cal;
-    lc.cost = c->units;
-    return why_not(r, rlaas_backend_credit(r, &lc, 1, 0, given));
-}
-
-typedef struct {
-    const char *prefix;
-    size_t plen;
-    int left;
-    rlaas_engine_ban_fn fn;
-    void *baton;
-} local_bans_t;
-
-static int local_ban(void *baton, const char *key, size_t klen,
-                     int64_t until_ms, int64_t length_ms)
-{
-    local_bans_t *b = baton;
-
-    if (klen < b->plen || memcmp(key, b->prefix, b->plen) != 0)
-        return 1; /* another prefix's: another server's */
-    b->left--;
-    return b->fn(b->baton, key, klen, until_ms, length_ms) && b->left > 0;
-}
-
-static const char *local_bans(request_rec *r, const char *prefix, int max,
-                              rlaas_engine_ban_fn fn, void *baton)
-{
-    local_bans_t b = {prefix, strlen(prefix), max, fn, baton};
-
-    if (max < 1)
-        return NULL; /* local_ban counts down from at least 1 */
-    return why_not(
-        r, rlaas_local_bans(table, rlaas_local_now_ms(), local_ban, &b));
-}
-
-const rlaas_engine_t rlaas_engine_local = {"local", local_forget, local_credit,
-                                           local_bans};

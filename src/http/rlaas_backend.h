@@ -4,7 +4,7 @@
  * identities' state is kept; a changed RLaaSLocalSize starts a new table),
  * inherited by every child; and what the engine reports (evictions, a
  * stripe emptied after a child died in it) turned into metrics and log
- * lines. The request path only chooses which engine to call.
+ * lines. The engine's operations over it are rlaas_engine_local.c.
  */
 #ifndef RLAAS_BACKEND_H
 #define RLAAS_BACKEND_H

@@ -4,13 +4,10 @@
 #include "apr_strings.h"
 
 #include "rlaas_admin.h"
-#include "rlaas_backend.h"
 #include "rlaas_clock.h"
 #include "rlaas_conc.h"
-#include "rlaas_local.h"
 #include "rlaas_log.h"
 #include "rlaas_metrics.h"
-#include "rlaas_redis.h"
 #include "rlaas_tenant.h"
 #include "rlaas_unit.h"
 
@@ -135,9 +132,9 @@ void rlaas_concurrency_item(rlaas_item_t *it, const rlaas_dir_conf_t *d)
 
 typedef struct {
     rlaas_item_t it;
-    int divisor; /* 0: Redis; else the local engine */
-    int done;    /* given back, or tried: never twice */
-    int row;     /* the console's row counting it (rlaas_admin_take) */
+    const rlaas_engine_t *en; /* the engine that took it */
+    int done;                 /* given back, or tried: never twice */
+    int row; /* the console's row counting it (rlaas_admin_take) */
 } held_t;
 
 typedef struct {
@@ -186,109 +183,49 @@ static void log_lost(server_rec *s, const char *key, const char *why)
         key, why, dropped > 0 ? " (and similar lines since)" : "");
 }
 
-/* Errors that say the call was never sent: it may be tried again. */
-static int not_sent(rlaas_rerr_e e)
+/* The slots h[0..n), each engine's in one call (a slot never given back
+ * twice: each is marked done first, whatever happens). */
+static void release_by(conc_t *c, const rlaas_engine_t *en, held_t *all,
+                       int count)
 {
-    return e == RLAAS_RERR_POOL || e == RLAAS_RERR_CONNECT ||
-           e == RLAAS_RERR_AUTH || e == RLAAS_RERR_SELECT ||
-           e == RLAAS_RERR_CIRCUIT;
-}
+    rlaas_item_t it[RLAAS_POLICIES_MAX];
+    held_t *h[RLAAS_POLICIES_MAX];
+    rlaas_engine_fault_t f;
+    const char *why = NULL;
+    int i, n = 0;
 
-/* The slots h[0..n) given back in Redis; NULL, or why not. */
-static const char *release_redis(conc_t *c, held_t **h, int n, char *detail)
-{
-    const rlaas_server_conf_t *sc = rlaas_server_conf(c->s);
-    rlaas_call_t calls[RLAAS_POLICIES_MAX];
-    rlaas_verdict_t v[RLAAS_POLICIES_MAX];
-    rlaas_rerr_e e = RLAAS_RERR_NONE;
-    int i, tries;
-
-    if (sc->target->redis == NULL)
-        return "no Redis engine in this process";
+    for (i = 0; i < count && n < RLAAS_POLICIES_MAX; i++) {
+        if (all[i].done || all[i].en != en)
+            continue;
+        all[i].done = 1;
+        h[n] = &all[i];
+        it[n++] = all[i].it;
+    }
+    if (n == 0)
+        return;
+    if (!en->release(c->s, c->held->pool, it, n, &f))
+        why = rlaas_engine_why(c->held->pool, &f);
     for (i = 0; i < n; i++) {
-        calls[i] = h[i]->it.call;
-        calls[i].mode = 0;
-        calls[i].lease_want = 0;
-        calls[i].credit = 0;
-        calls[i].release = 1;
+        rlaas_admin_give(c->s, &h[i]->it, h[i]->row); /* or lost */
+        rlaas_metrics_outcome(why == NULL ? RLAAS_METRIC_CONC_RELEASED
+                                          : RLAAS_METRIC_CONC_LOST);
+        if (why != NULL)
+            log_lost(c->s, h[i]->it.call.key, why);
     }
-    /* a call that was sent is never sent again */
-    for (tries = 0; tries < 2; tries++) {
-        e = rlaas_redis_eval(sc->target->redis, calls, n, v, detail);
-        if (e == RLAAS_RERR_NONE)
-            return NULL;
-        rlaas_metrics_redis_error(e);
-        if (!not_sent(e))
-            break;
-    }
-    return rlaas_rerr_name(e);
 }
 
-/* ... by the local engine. */
-static const char *release_local(held_t **h, int n)
-{
-    rlaas_local_call_t calls[RLAAS_POLICIES_MAX];
-    int removed[RLAAS_POLICIES_MAX], i, tries;
-    rlaas_lerr_e e = RLAAS_LERR_NONE;
-
-    memset(calls, 0, sizeof(calls));
-    for (i = 0; i < n; i++) {
-        calls[i].strategy = RLAAS_CONCURRENCY;
-        calls[i].key = h[i]->it.call.key;
-        calls[i].key_len = h[i]->it.call.key_len;
-        calls[i].limit = h[i]->it.limit;
-        calls[i].window_ms = h[i]->it.window_ms;
-        calls[i].zone_len = h[i]->it.zone_len;
-        rlaas_conc_token_parse(h[i]->it.call.cost, RLAAS_CONC_TOKEN_LEN,
-                               &calls[i].token);
-    }
-    for (tries = 0; tries < 2; tries++) {
-        e = rlaas_backend_release(NULL, calls, n, removed);
-        if (e == RLAAS_LERR_NONE)
-            return NULL;
-        rlaas_metrics_local_error(e);
-        if (e != RLAAS_LERR_BUSY)
-            break;
-    }
-    return rlaas_lerr_name(e);
-}
-
-/* Every slot not given back yet, each engine's in one call. Each is
- * marked done first: whatever happens, never given back twice. */
+/* Every slot not given back yet. */
 static void release_all(conc_t *c)
 {
-    held_t *all, *h[2][RLAAS_POLICIES_MAX];
-    int n[2] = {0, 0}, e, i;
-    char detail[RLAAS_DETAIL_MAX];
-    const char *why;
+    held_t *all;
+    int i;
 
     if (c->held == NULL)
         return;
     all = (held_t *)c->held->elts;
-    for (i = 0; i < c->held->nelts; i++) {
-        e = all[i].divisor > 0;
-        if (all[i].done || n[e] == RLAAS_POLICIES_MAX)
-            continue;
-        all[i].done = 1;
-        h[e][n[e]++] = &all[i];
-    }
-    for (e = 0; e < 2; e++) {
-        if (n[e] == 0)
-            continue;
-        detail[0] = '\0';
-        why = e ? release_local(h[e], n[e])
-                : release_redis(c, h[e], n[e], detail);
-        for (i = 0; i < n[e]; i++) {
-            rlaas_admin_give(c->s, &h[e][i]->it, h[e][i]->row); /* or lost */
-            rlaas_metrics_outcome(why == NULL ? RLAAS_METRIC_CONC_RELEASED
-                                              : RLAAS_METRIC_CONC_LOST);
-            if (why != NULL)
-                log_lost(c->s, h[e][i]->it.call.key,
-                         detail[0] ? apr_pstrcat(c->held->pool, why, ": ",
-                                                 detail, NULL)
-                                   : why);
-        }
-    }
+    for (i = 0; i < c->held->nelts; i++)
+        if (!all[i].done)
+            release_by(c, all[i].en, all, c->held->nelts);
 }
 
 /* The request's pool goes: httpd is done with the client request, whether
@@ -300,7 +237,7 @@ static apr_status_t release_cleanup(void *data)
 }
 
 void rlaas_concurrency_hold(request_rec *r, const rlaas_item_t *it, int n,
-                            int divisor)
+                            const rlaas_engine_t *en)
 {
     conc_t *c = NULL;
     int i;
@@ -323,7 +260,7 @@ void rlaas_concurrency_hold(request_rec *r, const rlaas_item_t *it, int n,
         }
         h = apr_array_push(c->held);
         h->it = it[i];
-        h->divisor = divisor;
+        h->en = en;
         h->done = 0;
         h->row = rlaas_admin_take(c->s, it + i);
         rlaas_metrics_outcome(RLAAS_METRIC_CONC_TAKEN);

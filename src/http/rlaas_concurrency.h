@@ -18,6 +18,7 @@
 #include "http_config.h"
 
 #include "rlaas_config.h"
+#include "rlaas_engine.h"
 #include "rlaas_policies.h"
 
 #define RLAAS_D_CONCURRENCY  "RLaaSConcurrency"
@@ -63,10 +64,9 @@ void rlaas_concurrency_prepare(request_rec *r, rlaas_item_t *it);
 
 /* After a decision that admitted the request: the slots its items took
  * (it[0..n), those with conc set) are held until httpd is done with the
- * client request. divisor: 0 taken in Redis, else by the local engine
- * with each limit shared out among divisor servers. */
+ * client request, and then given back by the engine en that took them. */
 void rlaas_concurrency_hold(request_rec *r, const rlaas_item_t *it, int n,
-                            int divisor);
+                            const rlaas_engine_t *en);
 
 /* log_transaction: the client request's slots given back. */
 void rlaas_concurrency_release(request_rec *r);

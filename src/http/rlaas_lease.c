@@ -82,7 +82,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
 
     /* a tenant's lease is its own limit's alone */
     /* a slot in flight is no quota to take a portion of */
-    if (!rlaas_dir_lease(d) || n < 1 || rlaas_server_local(sc) || it->conc ||
+    if (!rlaas_dir_lease(d) || n < 1 || it->conc ||
         (it->p != NULL && (d->by_tenant & RLAAS_T_LEASE)))
         return RLAAS_LEASE_NO;
     if (n > 1)

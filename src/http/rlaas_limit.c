@@ -11,12 +11,11 @@
 #include "rlaas_admin.h"
 #include "rlaas_admin_zones.h"
 #include "rlaas_authuser.h"
-#include "rlaas_backend.h"
 #include "rlaas_bytes.h"
 #include "rlaas_clock.h"
-#include "rlaas_conc.h"
 #include "rlaas_concurrency.h"
 #include "rlaas_config.h"
+#include "rlaas_engine.h"
 #include "rlaas_headers.h"
 #include "rlaas_identity.h"
 #include "rlaas_lease.h"
@@ -25,7 +24,6 @@
 #include "rlaas_outcome.h"
 #include "rlaas_policies.h"
 #include "rlaas_policy.h"
-#include "rlaas_redis.h"
 #include "rlaas_tenant.h"
 #include "rlaas_unit.h"
 #include "rlaas_verdict.h"
@@ -45,22 +43,17 @@ static rlaas_log_gate_t gate_denied;
 static rlaas_log_gate_t gate_alert;
 
 /* One decision: the policies a request meets at one point, decided
- * together in one call. */
+ * together in one call (a: them and the ban's record; a.ban_v the ban's
+ * verdict: remaining 1 refused by a ban, 2 banned now). */
 typedef struct {
     request_rec *r;
     const rlaas_dir_conf_t *d;
     rlaas_unit_t *u;
     rlaas_item_t it[RLAAS_POLICIES_MAX];
     int n;
-    /* RLaaSBan: the ban's record goes with the policies (ban_key NULL:
-     * none), and its verdict: remaining 1 refused by a ban, 2 banned now */
-    const char *ban_key;
-    size_t ban_key_len;
-    int ban_own; /* the section's own limit, 1-based: its denial bans */
-    rlaas_ban_conf_t ban;
-    rlaas_verdict_t ban_v;
-    rlaas_outcome_e out; /* as record() counted it */
-    int with;            /* RLAAS_LEASE_WITH_*: what a lease can't carry */
+    rlaas_engine_ask_t a;
+    const rlaas_engine_t *by; /* the engine that decided, or NULL */
+    rlaas_outcome_e out;      /* as record() counted it */
 } decision_t;
 
 /* RLaaSCountIf: a decision's charges, made at the check, that the
@@ -72,9 +65,7 @@ typedef struct {
     ap_expr_info_t *expr[RLAAS_POLICIES_MAX]; /* each item's condition */
     int at[RLAAS_POLICIES_MAX];               /* its place in the decision */
     int n;
-    /* 0: charged in Redis; else by the local engine, each limit shared
-     * out among this many servers (rlaas_limit.c: decide_local) */
-    int divisor;
+    const rlaas_engine_t *en; /* the engine that charged them */
     int64_t t0_us; /* rlaas_clock_us() before the decision was asked */
     /* RLaaSCost bytes: the items (checked only) are charged the bytes
      * sent where their condition holds (or they have none: expr NULL),
@@ -398,7 +389,7 @@ static void log_denied(const decision_t *dc, const rlaas_item_t *it,
                   suppressed(r, dropped));
 }
 
-static void log_error(const decision_t *dc, const char *kind,
+static void log_error(const decision_t *dc, const char *tag, const char *kind,
                       const char *detail, const char *policy, int level)
 {
     request_rec *r = dc->r;
@@ -407,22 +398,22 @@ static void log_error(const decision_t *dc, const char *kind,
 
     if (dropped < 0)
         return;
-    ap_log_rerror(APLOG_MARK, level, 0, r,
-                  "RLAAS0021: %s error: %s; request %s%s", kind,
-                  detail ? detail : "-", policy, suppressed(r, dropped));
+    ap_log_rerror(APLOG_MARK, level, 0, r, "%s: %s error: %s; request %s%s",
+                  tag, kind, detail && detail[0] ? detail : "-", policy,
+                  suppressed(r, dropped));
 }
 
 /* Whether d's settings let a request through that the limiter could not
  * decide, and why (NULL: they don't); dry: whether RLaaSDryRun counts. */
-static const char *lets_through(const rlaas_dir_conf_t *d, rlaas_rerr_e e,
-                                int dry, int *level)
+static const char *lets_through(const rlaas_dir_conf_t *d, int circuit, int dry,
+                                int *level)
 {
     *level = APLOG_WARNING;
     if (rlaas_dir_fail_open(d))
         return "allowed (RLaaSFailOpen on)";
     if (dry && d->dry_run == 1)
         return "allowed (RLaaSDryRun on)";
-    if (e == RLAAS_RERR_CIRCUIT && d->circuit_fail_open == 1) {
+    if (circuit && d->circuit_fail_open == 1) {
         *level = APLOG_ALERT;
         return "allowed: RLaaSCircuitFailOpen switched this section to "
                "fail-open while Redis keeps failing";
@@ -434,15 +425,15 @@ static const char *lets_through(const rlaas_dir_conf_t *d, rlaas_rerr_e e,
  * doesn't): the section's failure policy, and where an enforced policy
  * takes part, the host's as well (a .htaccess can't fail it open, a dry
  * run doesn't count). */
-static const char *open_anyway(const decision_t *dc, rlaas_rerr_e e, int *level)
+static const char *open_anyway(const decision_t *dc, int circuit, int *level)
 {
-    const char *why = lets_through(dc->d, e, 1, level);
+    const char *why = lets_through(dc->d, circuit, 1, level);
     int level2, i, enforced = 0;
 
     for (i = 0; i < dc->n; i++)
         enforced |= dc->it[i].enforced;
     if (why != NULL && enforced &&
-        lets_through(rlaas_server_dir_conf(dc->r), e, 0, &level2) == NULL)
+        lets_through(rlaas_server_dir_conf(dc->r), circuit, 0, &level2) == NULL)
         why = NULL;
     return why;
 }
@@ -492,7 +483,7 @@ static void ban_prepare(decision_t *dc)
     size_t window_at;
     int i, own = 0;
 
-    dc->ban_key = NULL;
+    dc->a.ban_key = NULL;
     if (dc->n >= RLAAS_POLICIES_MAX)
         return;
     for (i = 0; i < dc->n && !own; i++)
@@ -500,15 +491,15 @@ static void ban_prepare(decision_t *dc)
             own = i + 1;
     if (!own)
         return;
-    if (!rlaas_outcome_ban(dc->d, &dc->ban)) {
+    if (!rlaas_outcome_ban(dc->d, &dc->a.ban)) {
         if (!ban_honoured(r, sc, dc->d))
             return;
-        dc->ban.length_ms = dc->ban.max_ms = RLAAS_BAN_MS_MAX;
-        dc->ban.factor = RLAAS_BAN_READ;
+        dc->a.ban.length_ms = dc->a.ban.max_ms = RLAAS_BAN_MS_MAX;
+        dc->a.ban.factor = RLAAS_BAN_READ;
     }
     /* only the section's own limit bans: a policy keyed otherwise (an
      * enforced floor per API key, say) denying must not ban this identity */
-    dc->ban_own = own;
+    dc->a.ban_own = own;
     spec.prefix = rlaas_server_prefix(sc);
     spec.zone = dc->d->zone;
     spec.ns = dc->d->ns;
@@ -516,23 +507,23 @@ static void ban_prepare(decision_t *dc)
     spec.strategy = RLAAS_BAN;
     spec.window_ms = 0;
     spec.periods = NULL;
-    dc->ban_key =
-        rlaas_identity_key(r, sc, &spec, &dc->ban_key_len, &window_at);
-    if (dc->ban_key_len == 0)
-        dc->ban_key = NULL;
+    dc->a.ban_key =
+        rlaas_identity_key(r, sc, &spec, &dc->a.ban_key_len, &window_at);
+    if (dc->a.ban_key_len == 0)
+        dc->a.ban_key = NULL;
     else
-        dc->with |= RLAAS_LEASE_WITH_BAN;
+        dc->a.with |= RLAAS_LEASE_WITH_BAN;
 }
 
 /* A ban started by this denial: Retry-After and the RateLimit fields say
  * when it ends. */
 static void ban_started(decision_t *dc)
 {
-    int64_t len = dc->ban_v.retry_ms;
+    int64_t len = dc->a.ban_v.retry_ms;
     long dropped;
     int i;
 
-    if (dc->ban_key == NULL || dc->ban_v.remaining != 2)
+    if (dc->a.ban_key == NULL || dc->a.ban_v.remaining != 2)
         return;
     for (i = 0; i < dc->n; i++) {
         rlaas_verdict_t *v = &dc->it[i].v;
@@ -552,7 +543,7 @@ static void ban_started(decision_t *dc)
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, dc->r,
                       "RLAAS0101: %s banned for %" APR_INT64_T_FMT
                       "ms (RLaaSBan)%s",
-                      dc->ban_key, len, suppressed(dc->r, dropped));
+                      dc->a.ban_key, len, suppressed(dc->r, dropped));
 }
 
 /* Refused by a ban: nothing was decided; RLAAS_STATUS says banned. */
@@ -585,7 +576,7 @@ static int decided(decision_t *dc, rlaas_outcome_e allowed,
     shown = rlaas_policy_pick(o, dc->n, &why);
     switch (why) {
     case RLAAS_PICK_DENIED:
-        if (dc->ban_key != NULL && dc->ban_v.remaining == 1)
+        if (dc->a.ban_key != NULL && dc->a.ban_v.remaining == 1)
             return banned(dc, shown, denied);
         log_denied(dc, &dc->it[shown], 0);
         return deny(dc, shown, denied);
@@ -598,180 +589,49 @@ static int decided(decision_t *dc, rlaas_outcome_e allowed,
     return record(dc, allowed, DECLINED, 1, shown);
 }
 
-/* A policy as the local engine takes it, its limit shared out among
- * divisor servers (at least 1 each, a cost at most that). */
-static void to_local(const rlaas_item_t *it, int divisor, rlaas_local_call_t *c)
+/* The engine could not decide (f says why; NULL: no engine was asked,
+ * why: the reason): where the section says RLaaSFailOpen local, the
+ * engine's stand-in decides in its place; else the failure policy says
+ * what happens (open_anyway). */
+static int undecided(decision_t *dc, const rlaas_engine_t *en,
+                     rlaas_engine_fault_t *f, const char *why)
 {
-    int64_t cost;
-
-    c->strategy = it->call.strategy;
-    c->key = it->call.key;
-    /* the local engine appends fixed's window number itself, by its own
-     * clock, to the key as it ends before one (Redis Cluster declares
-     * it) */
-    c->key_len = it->call.window_at > 0 ? it->call.window_at : it->call.key_len;
-    c->limit = it->limit / divisor > 0 ? it->limit / divisor : 1;
-    c->window_ms = it->window_ms;
-    if (it->call.cost == NULL ||
-        rlaas_parse_nonneg_int(it->call.cost, RLAAS_LIMIT_MAX, &cost))
-        cost = 1;
-    c->cost = cost < c->limit ? cost : c->limit;
-    c->mode = it->call.mode;
-    c->token = 0;
-    if (it->conc)
-        rlaas_conc_token_parse(it->call.cost, RLAAS_CONC_TOKEN_LEN, &c->token);
-    c->zone_len = it->zone_len;
-    /* a calendar's periods: the engine picks the one holding its time */
-    c->cal = it->periods;
-}
-
-/* The local engine decides every policy of the decision together, each
- * limit shared out among divisor servers. */
-static rlaas_lerr_e decide_local(decision_t *dc, int divisor)
-{
-    rlaas_local_call_t calls[RLAAS_POLICIES_MAX + 1];
-    rlaas_verdict_t v[RLAAS_POLICIES_MAX + 1];
-    rlaas_lerr_e e;
-    int i;
-
-    for (i = 0; i < dc->n; i++)
-        to_local(&dc->it[i], divisor, &calls[i]);
-    if (dc->ban_key != NULL) {
-        rlaas_local_call_t *c = &calls[dc->n];
-
-        memset(c, 0, sizeof(*c));
-        c->strategy = RLAAS_BAN;
-        c->key = dc->ban_key;
-        c->key_len = dc->ban_key_len;
-        c->limit = dc->ban.length_ms;
-        c->window_ms = dc->ban.max_ms;
-        c->cost = dc->ban.factor;
-        c->mode = dc->ban_own;
-        /* the ban's record is of its section's zone */
-        c->zone_len = dc->it[dc->ban_own - 1].zone_len;
-    }
-    /* each record's zone: newcomers of one never evict another's state */
-    for (i = 0; i < dc->n; i++)
-        calls[i].zone_len = dc->it[i].zone_len;
-    e = rlaas_backend_eval(dc->r, calls, dc->n + (dc->ban_key != NULL), v);
-    if (e != RLAAS_LERR_NONE)
-        rlaas_metrics_local_error(e);
-    for (i = 0; e == RLAAS_LERR_NONE && i < dc->n; i++)
-        dc->it[i].v = v[i];
-    if (e == RLAAS_LERR_NONE && dc->ban_key != NULL)
-        dc->ban_v = v[dc->n];
-    return e;
-}
-
-/* The local engine could not decide (RLaaSBackend local, or in Redis'
- * place): allowed as the failure policy says (open_anyway), else 500. */
-static int local_undecided(decision_t *dc, rlaas_lerr_e e)
-{
-    request_rec *r = dc->r;
-    int level;
-    const char *open = open_anyway(dc, RLAAS_RERR_NONE, &level);
-    long dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);
-
-    if (dropped >= 0)
-        ap_log_rerror(APLOG_MARK, open ? APLOG_WARNING : APLOG_ERR, 0, r,
-                      "RLAAS0063: the local engine could not decide (%s); "
-                      "request %s%s",
-                      rlaas_lerr_name(e), open ? "allowed" : "refused with 500",
-                      suppressed(r, dropped));
-    return open ? record(dc, RLAAS_OUT_FAIL_OPEN, DECLINED, 0, 0)
-                : record(dc, RLAAS_OUT_ERROR, HTTP_INTERNAL_SERVER_ERROR, 0, 0);
-}
-
-/* The limiter could not decide (e: why, NONE when it was no fault of
- * Redis'): with RLaaSFailOpen local the local engine decides in Redis'
- * place; else the failure policy says what happens (open_anyway). */
-static int undecided(decision_t *dc, rlaas_rerr_e e, const char *detail)
-{
-    const rlaas_server_conf_t *sc = rlaas_server_conf(dc->r->server);
-    const char *kind =
-        e != RLAAS_RERR_NONE
-            ? apr_pstrcat(dc->r->pool, "Redis ", rlaas_rerr_name(e), NULL)
-            : "limit";
-    const char *why;
+    const char *tag = f != NULL ? f->tag : "RLAAS0021";
+    const char *kind = f != NULL ? f->kind : "limit";
+    const char *detail = f != NULL ? f->detail : why;
+    rlaas_engine_fault_t f2;
     int level;
 
-    if (e != RLAAS_RERR_NONE)
-        rlaas_metrics_redis_error(e);
-    if (e != RLAAS_RERR_NONE && rlaas_dir_fail_local(dc->d) &&
-        decide_local(dc, rlaas_server_local_divisor(sc)) == RLAAS_LERR_NONE) {
-        log_error(dc, kind, detail,
+    if (en != NULL && en->stand_in != NULL && rlaas_dir_fail_local(dc->d) &&
+        en->stand_in->decide(dc->r, &dc->a, &f2)) {
+        log_error(dc, tag, kind, detail,
                   "decided by the local engine (RLaaSFailOpen local)",
                   APLOG_WARNING);
+        dc->by = en->stand_in;
         return decided(dc, RLAAS_OUT_LOCAL, RLAAS_OUT_LOCAL_DENIED);
     }
-    if ((why = open_anyway(dc, e, &level)) != NULL) {
-        log_error(dc, kind, detail, why, level);
+    if ((why = open_anyway(dc, f != NULL && f->circuit, &level)) != NULL) {
+        log_error(dc, tag, kind, detail, why, level);
         return record(dc, RLAAS_OUT_FAIL_OPEN, DECLINED, 0, 0);
     }
-    log_error(dc, kind, detail, "refused with 500 (RLaaSFailOpen off)",
+    log_error(dc, tag, kind, detail, "refused with 500 (RLaaSFailOpen off)",
               APLOG_ERR);
     return record(dc, RLAAS_OUT_ERROR, HTTP_INTERNAL_SERVER_ERROR, 0, 0);
 }
 
-/* Every policy of the decision in one call to the engine. */
-static rlaas_rerr_e run(decision_t *dc, char *detail)
-{
-    const rlaas_server_conf_t *sc = rlaas_server_conf(dc->r->server);
-    rlaas_call_t calls[RLAAS_POLICIES_MAX + 1];
-    rlaas_verdict_t v[RLAAS_POLICIES_MAX + 1];
-    rlaas_rerr_e e;
-    int i, n = dc->n;
-
-    if (sc->target->redis == NULL) {
-        apr_cpystrn(detail, "no Redis engine in this process",
-                    RLAAS_DETAIL_MAX);
-        return RLAAS_RERR_POOL;
-    }
-    for (i = 0; i < dc->n; i++)
-        calls[i] = dc->it[i].call;
-    if (dc->ban_key != NULL) {
-        rlaas_call_t *c = &calls[n++];
-
-        memset(c, 0, sizeof(*c));
-        c->strategy = RLAAS_BAN;
-        c->key = dc->ban_key;
-        c->key_len = dc->ban_key_len;
-        c->limit = rlaas_num_text(dc->r->pool, dc->ban.length_ms);
-        c->window = rlaas_num_text(dc->r->pool, dc->ban.max_ms);
-        c->cost = rlaas_num_text(dc->r->pool, dc->ban.factor);
-        c->mode = dc->ban_own;
-    }
-    e = rlaas_redis_eval(sc->target->redis, calls, n, v, detail);
-    for (i = 0; e == RLAAS_RERR_NONE && i < dc->n; i++)
-        dc->it[i].v = v[i];
-    if (e == RLAAS_RERR_NONE && dc->ban_key != NULL)
-        dc->ban_v = v[dc->n];
-    return e;
-}
-
+/* Every policy of the decision, and the ban's record, in one call to the
+ * server's engine. */
 static int limit(decision_t *dc)
 {
-    char detail[RLAAS_DETAIL_MAX];
-    rlaas_rerr_e e;
-    rlaas_lerr_e le;
+    const rlaas_engine_t *en = rlaas_engine_of(dc->r->server);
+    rlaas_engine_fault_t f;
 
-    if (rlaas_server_local(rlaas_server_conf(dc->r->server))) {
-        le = decide_local(dc, 1);
-        return le == RLAAS_LERR_NONE
-                   ? decided(dc, RLAAS_OUT_ALLOWED, RLAAS_OUT_DENIED)
-                   : local_undecided(dc, le);
-    }
-    switch (
-        rlaas_lease_decide(dc->r, dc->d, dc->it, dc->n, dc->with, &e, detail)) {
-    case RLAAS_LEASE_DECIDED:
-        return decided(dc, RLAAS_OUT_ALLOWED, RLAAS_OUT_DENIED);
-    case RLAAS_LEASE_FAILED:
-        return undecided(dc, e, detail);
-    case RLAAS_LEASE_NO:
-        break;
-    }
-    if ((e = run(dc, detail)) != RLAAS_RERR_NONE)
-        return undecided(dc, e, detail);
+    dc->a.d = dc->d;
+    dc->a.it = dc->it;
+    dc->a.n = dc->n;
+    if (!en->decide(dc->r, &dc->a, &f))
+        return undecided(dc, en, &f, NULL);
+    dc->by = en;
     return decided(dc, RLAAS_OUT_ALLOWED, RLAAS_OUT_DENIED);
 }
 
@@ -885,7 +745,7 @@ static pending_t *pending_prepare(decision_t *dc, int bytes)
         pd->expr[pd->n++] = expr;
     }
     if (pd != NULL && !bytes)
-        dc->with |= RLAAS_LEASE_WITH_REFUND;
+        dc->a.with |= RLAAS_LEASE_WITH_REFUND;
     return pd;
 }
 
@@ -894,16 +754,13 @@ static pending_t *pending_prepare(decision_t *dc, int bytes)
  * (refused, or let through undecided). */
 static int countif_charged(const decision_t *dc, pending_t *pd)
 {
-    const rlaas_server_conf_t *sc = rlaas_server_conf(dc->r->server);
     int i, n = 0;
 
     switch (dc->out) {
     case RLAAS_OUT_ALLOWED:
     case RLAAS_OUT_DRY_RUN_DENIED:
-        pd->divisor = rlaas_server_local(sc) ? 1 : 0;
-        break;
     case RLAAS_OUT_LOCAL:
-        pd->divisor = rlaas_server_local_divisor(sc);
+        pd->en = dc->by;
         break;
     default:
         return 0;
@@ -919,107 +776,16 @@ static int countif_charged(const decision_t *dc, pending_t *pd)
     return n > 0;
 }
 
-/* How long ago, at least, the charges were made, as the engine reckons
- * it: the time since before the decision was asked, and, for Redis, the
- * budget the credit itself may wait. Too long errs on the safe side: a
- * window strategy then gives back to an earlier window, or hits a
- * little older than the charge's own, or nothing. */
-static int64_t charge_age_ms(const pending_t *pd, int64_t budget_ms)
-{
-    return (rlaas_clock_us() - pd->t0_us) / 1000 + 1 + budget_ms;
-}
-
-/* Errors that say the call was never sent: it may be tried again (one
- * that was sent may have run: never sent twice). */
-static int not_sent(rlaas_rerr_e e)
-{
-    return e == RLAAS_RERR_POOL || e == RLAAS_RERR_CONNECT ||
-           e == RLAAS_RERR_AUTH || e == RLAAS_RERR_SELECT ||
-           e == RLAAS_RERR_CIRCUIT;
-}
-
-/* The credits of it[0..n) in Redis, or (units not NULL) their charges
- * of units[i], forced (made whatever the counter says: the response is
- * sent); NULL, or why not (*again: worth another try). */
-static const char *settle_redis(request_rec *r, const pending_t *pd,
-                                const rlaas_item_t *it, int n,
-                                const int64_t *units, int *again)
-{
-    const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
-    rlaas_call_t calls[RLAAS_POLICIES_MAX];
-    rlaas_verdict_t v[RLAAS_POLICIES_MAX];
-    char *detail = apr_palloc(r->pool, RLAAS_DETAIL_MAX);
-    int64_t age = charge_age_ms(pd, sc->target->timeout_ms);
-    rlaas_rerr_e e;
-    int i;
-
-    *again = 0;
-    if (sc->target->redis == NULL)
-        return "no Redis engine in this process";
-    for (i = 0; i < n; i++) {
-        calls[i] = it[i].call;
-        calls[i].mode &= RLAAS_MODE_LIMIT_VARIES;
-        calls[i].lease_want = 0;
-        calls[i].credit = units == NULL;
-        calls[i].credit_age = age;
-        if (units != NULL) {
-            calls[i].cost = rlaas_num_text(r->pool, units[i]);
-            calls[i].mode |= RLAAS_MODE_FORCE;
-        }
-    }
-    e = rlaas_redis_eval(sc->target->redis, calls, n, v, detail);
-    if (e == RLAAS_RERR_NONE)
-        return NULL;
-    rlaas_metrics_redis_error(e);
-    *again = not_sent(e);
-    return apr_pstrcat(r->pool, "Redis ", rlaas_rerr_name(e), ": ", detail,
-                       NULL);
-}
-
-/* ... in the local engine, each limit shared out as it was charged. */
-static const char *settle_local(request_rec *r, const pending_t *pd,
-                                const rlaas_item_t *it, int n,
-                                const int64_t *units, int *again)
-{
-    rlaas_local_call_t calls[RLAAS_POLICIES_MAX];
-    rlaas_verdict_t v[RLAAS_POLICIES_MAX];
-    int64_t given[RLAAS_POLICIES_MAX];
-    rlaas_lerr_e e;
-    int i;
-
-    for (i = 0; i < n; i++) {
-        rlaas_item_t one = it[i];
-
-        if (units != NULL)
-            one.call.cost = rlaas_num_text(r->pool, units[i]);
-        to_local(&one, pd->divisor, &calls[i]);
-        calls[i].mode &= RLAAS_MODE_LIMIT_VARIES;
-        calls[i].zone_len = it[i].zone_len;
-        if (units != NULL)
-            calls[i].mode |= RLAAS_MODE_FORCE;
-    }
-    e = units != NULL
-            ? rlaas_backend_eval(r, calls, n, v)
-            : rlaas_backend_credit(r, calls, n, charge_age_ms(pd, 0), given);
-    if (e != RLAAS_LERR_NONE)
-        rlaas_metrics_local_error(e);
-    *again = e == RLAAS_LERR_BUSY;
-    return e == RLAAS_LERR_NONE ? NULL : rlaas_lerr_name(e);
-}
-
-/* it[0..n) settled where they were charged (settle_redis, settle_local),
- * tried once more if the first try was never sent; NULL, or why not. */
+/* it[0..n) settled by the engine that charged them; NULL, or why not. */
 static const char *settle_engine(request_rec *r, const pending_t *pd,
                                  const rlaas_item_t *it, int n,
                                  const int64_t *units)
 {
-    const char *why = "";
-    int again = 1, tries;
+    rlaas_engine_fault_t f;
 
-    for (tries = 0; tries < 2 && again && why != NULL; tries++)
-        why = pd->divisor > 0 ? settle_local(r, pd, it, n, units, &again)
-                              : settle_redis(r, pd, it, n, units, &again);
-    return why;
+    return pd->en->settle(r, it, n, units, pd->t0_us, &f)
+               ? NULL
+               : rlaas_engine_why(r->pool, &f);
 }
 
 /* The charges of it[0..n) given back, where they were made: tried once
@@ -1168,22 +934,15 @@ int rlaas_limit_log_transaction(request_rec *r)
     return DECLINED;
 }
 
-/* The slots an admitted decision took, where it took them (as
- * countif_charged tells the engine): none when it was let through
- * undecided. */
+/* The slots an admitted decision took, by the engine that took them
+ * (as countif_charged): none when it was let through undecided. */
 static void conc_taken(const decision_t *dc)
 {
-    const rlaas_server_conf_t *sc = rlaas_server_conf(dc->r->server);
-
     switch (dc->out) {
     case RLAAS_OUT_ALLOWED:
     case RLAAS_OUT_DRY_RUN_DENIED:
-        rlaas_concurrency_hold(dc->r, dc->it, dc->n,
-                               rlaas_server_local(sc) ? 1 : 0);
-        break;
     case RLAAS_OUT_LOCAL:
-        rlaas_concurrency_hold(dc->r, dc->it, dc->n,
-                               rlaas_server_local_divisor(sc));
+        rlaas_concurrency_hold(dc->r, dc->it, dc->n, dc->by);
         break;
     default:
         break;
@@ -1213,7 +972,7 @@ static int decide(decision_t *dc, int before_auth)
     if (before_auth)
         rlaas_authuser_before_auth(r, 0);
     if (err != NULL)
-        return undecided(dc, RLAAS_RERR_NONE, err);
+        return undecided(dc, NULL, NULL, err);
     pd[0] = pending_prepare(dc, 0);
     pd[1] = pending_prepare(dc, 1);
     for (i = 0; i < 2; i++)
@@ -1287,10 +1046,11 @@ static int checkpoint(request_rec *r, phase_e phase)
     if (r->main != NULL)
         return DECLINED;
     dc.r = r;
-    dc.ban_key = NULL;
-    dc.with = 0;
+    dc.a.ban_key = NULL;
+    dc.a.with = 0;
+    dc.by = NULL;
     dc.out = RLAAS_OUT_ERROR;
-    memset(&dc.ban_v, 0, sizeof(dc.ban_v));
+    memset(&dc.a.ban_v, 0, sizeof(dc.a.ban_v));
     dc.u = rlaas_unit_find(r);
     if (dc.u != NULL) {
         /* the access checker decided everything for this very record */
