@@ -39,7 +39,7 @@ typedef struct {
 /* Why an engine could not do what it was asked. */
 typedef struct {
     const char *tag;  /* the log line's: RLAAS0021 (Redis), RLAAS0063 */
-    const char *kind; /* "Redis timeout", "local engine busy" */
+    const char *kind; /* "Redis timeout", "local engine" */
     char detail[RLAAS_DETAIL_MAX];
     int circuit; /* Redis' circuit is open (RLaaSCircuitFailOpen) */
 } rlaas_engine_fault_t;

@@ -97,10 +97,12 @@ static int decide_among(request_rec *r, rlaas_engine_ask_t *a, int divisor,
 
 typedef enum { OP_CHARGE, OP_CREDIT, OP_RELEASE } op_e;
 
-/* calls[0..n) charged (forced), credited (made age_ms ago at least) or
- * released; a lock not had in time: once more. */
+/* calls[0..n) charged (forced), credited (charged at t0_us) or released;
+ * a lock not had in time: once more. A credit's age is reckoned at each
+ * try, and errs long: a window strategy then gives back to an earlier
+ * window, or nothing. */
 static int on_table(request_rec *r, op_e op, const rlaas_local_call_t *calls,
-                    int n, int64_t age_ms, rlaas_engine_fault_t *f)
+                    int n, int64_t t0_us, rlaas_engine_fault_t *f)
 {
     rlaas_verdict_t v[RLAAS_POLICIES_MAX];
     int64_t given[RLAAS_POLICIES_MAX];
@@ -108,9 +110,11 @@ static int on_table(request_rec *r, op_e op, const rlaas_local_call_t *calls,
     rlaas_lerr_e e = RLAAS_LERR_NONE;
 
     for (tries = 0; tries < 2; tries++) {
-        e = op == OP_CHARGE   ? rlaas_backend_eval(r, calls, n, v)
-            : op == OP_CREDIT ? rlaas_backend_credit(r, calls, n, age_ms, given)
-                              : rlaas_backend_release(r, calls, n, removed);
+        e = op == OP_CHARGE ? rlaas_backend_eval(r, calls, n, v)
+            : op == OP_CREDIT
+                ? rlaas_backend_credit(
+                      r, calls, n, (rlaas_clock_us() - t0_us) / 1000 + 1, given)
+                : rlaas_backend_release(r, calls, n, removed);
         if (e == RLAAS_LERR_NONE)
             return 1;
         rlaas_metrics_local_error(e);
@@ -133,10 +137,8 @@ static int settle_among(request_rec *r, const rlaas_item_t *it, int n,
         if (units != NULL)
             calls[i].mode |= RLAAS_MODE_FORCE;
     }
-    /* the charges' age errs long: a window strategy then gives back to an
-     * earlier window, or nothing */
-    return on_table(r, units != NULL ? OP_CHARGE : OP_CREDIT, calls, n,
-                    (rlaas_clock_us() - t0_us) / 1000 + 1, f);
+    return on_table(r, units != NULL ? OP_CHARGE : OP_CREDIT, calls, n, t0_us,
+                    f);
 }
 
 static int local_decide(request_rec *r, rlaas_engine_ask_t *a,

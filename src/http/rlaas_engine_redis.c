@@ -44,17 +44,25 @@ static int not_sent(rlaas_rerr_e e)
 }
 
 /* calls[0..n) through the child's engine, tried once more if the first
- * try was never sent (again). */
-static int eval(server_rec *s, apr_pool_t *p, const rlaas_call_t *calls, int n,
-                rlaas_verdict_t *v, int again, rlaas_engine_fault_t *f)
+ * try was never sent (again). A credit's age (t0_us >= 0: the charges'
+ * time) is reckoned at each try: at least the time since before the
+ * decision was asked, and the budget the credit itself may wait. Too long
+ * errs on the safe side: a window strategy gives back to an earlier
+ * window, or nothing. */
+static int eval(server_rec *s, apr_pool_t *p, rlaas_call_t *calls, int n,
+                rlaas_verdict_t *v, int again, int64_t t0_us,
+                rlaas_engine_fault_t *f)
 {
     struct rlaas_redis_t *rd = engine_here(s);
     rlaas_rerr_e e = RLAAS_RERR_POOL;
-    int tries;
+    int i, tries;
 
     if (rd == NULL)
         return fault(p, e, "no Redis engine in this process", f);
     for (tries = 0; tries < 1 + again; tries++) {
+        for (i = 0; t0_us >= 0 && i < n; i++)
+            calls[i].credit_age = (rlaas_clock_us() - t0_us) / 1000 + 1 +
+                                  rlaas_server_conf(s)->target->timeout_ms;
         e = rlaas_redis_eval(rd, calls, n, v, f->detail);
         if (e == RLAAS_RERR_NONE)
             return 1;
@@ -97,7 +105,7 @@ static int redis_decide(request_rec *r, rlaas_engine_ask_t *a,
         c->cost = rlaas_num_text(r->pool, a->ban.factor);
         c->mode = a->ban_own;
     }
-    if (!eval(r->server, r->pool, calls, n, v, 0, f))
+    if (!eval(r->server, r->pool, calls, n, v, 0, -1, f))
         return 0;
     for (i = 0; i < a->n; i++)
         a->it[i].v = v[i];
@@ -110,14 +118,8 @@ static int redis_settle(request_rec *r, const rlaas_item_t *it, int n,
                         const int64_t *units, int64_t t0_us,
                         rlaas_engine_fault_t *f)
 {
-    const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     rlaas_call_t calls[RLAAS_POLICIES_MAX];
     rlaas_verdict_t v[RLAAS_POLICIES_MAX];
-    /* at least the time since before the decision was asked, and the
-     * budget the credit itself may wait: too long errs on the safe side
-     * (a window strategy gives back to an earlier window, or nothing) */
-    int64_t age =
-        (rlaas_clock_us() - t0_us) / 1000 + 1 + sc->target->timeout_ms;
     int i;
 
     for (i = 0; i < n; i++) {
@@ -125,13 +127,13 @@ static int redis_settle(request_rec *r, const rlaas_item_t *it, int n,
         calls[i].mode &= RLAAS_MODE_LIMIT_VARIES;
         calls[i].lease_want = 0;
         calls[i].credit = units == NULL;
-        calls[i].credit_age = age;
         if (units != NULL) {
             calls[i].cost = rlaas_num_text(r->pool, units[i]);
             calls[i].mode |= RLAAS_MODE_FORCE;
         }
     }
-    return eval(r->server, r->pool, calls, n, v, 1, f);
+    return eval(r->server, r->pool, calls, n, v, 1, units == NULL ? t0_us : -1,
+                f);
 }
 
 static int redis_release(server_rec *s, apr_pool_t *p, const rlaas_item_t *it,
@@ -148,7 +150,7 @@ static int redis_release(server_rec *s, apr_pool_t *p, const rlaas_item_t *it,
         calls[i].credit = 0;
         calls[i].release = 1;
     }
-    return eval(s, p, calls, n, v, 1, f);
+    return eval(s, p, calls, n, v, 1, -1, f);
 }
 
 /* ---- the console's ---- */
@@ -157,12 +159,12 @@ static int redis_release(server_rec *s, apr_pool_t *p, const rlaas_item_t *it,
 
 /* One call of the console (a forget or a credit), as a request's goes;
  * NULL, or why not. */
-static const char *call_one(request_rec *r, const rlaas_call_t *call,
+static const char *call_one(request_rec *r, rlaas_call_t *call,
                             rlaas_verdict_t *v)
 {
     rlaas_engine_fault_t f;
 
-    return eval(r->server, r->pool, call, 1, v, 0, &f)
+    return eval(r->server, r->pool, call, 1, v, 0, -1, &f)
                ? NULL
                : rlaas_engine_why(r->pool, &f);
 }
