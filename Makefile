@@ -66,7 +66,9 @@ CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
            src/redis/rlaas_tls.c src/redis/rlaas_redis.c \
            src/redis/rlaas_cluster.c src/redis/rlaas_nodes.c \
            src/redis/rlaas_scan.c
-HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_identity.c \
+HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_target.c \
+            src/http/rlaas_config_policy.c \
+            src/http/rlaas_identity.c \
             src/http/rlaas_limit.c src/http/rlaas_metrics.c \
             src/http/rlaas_remote.c src/http/rlaas_unit.c \
             src/http/rlaas_authuser.c src/http/rlaas_policies.c \

@@ -11,6 +11,7 @@
 #include "rlaas_ip.h"
 #include "rlaas_keybuild.h"
 #include "rlaas_keysecret.h"
+#include "rlaas_target.h"
 #include "rlaas_verdict.h"
 
 APLOG_USE_MODULE(rlaas);

@@ -7,11 +7,13 @@
 
 #include "rlaas_bytes.h"
 #include "rlaas_calendar.h"
+#include "rlaas_config_policy.h"
 #include "rlaas_ip.h"
 #include "rlaas_keysecret.h"
 #include "rlaas_metrics.h"
 #include "rlaas_outcome.h"
 #include "rlaas_version.h"
+#include "rlaas_target.h"
 #include "rlaas_tenant.h"
 #include "rlaas_conc.h"
 #include "rlaas_concurrency.h"
@@ -20,13 +22,6 @@ APLOG_USE_MODULE(rlaas);
 
 extern module AP_MODULE_DECLARE_DATA rlaas_module;
 
-/* The main server's policies, filled while its directives are read, so
- * that a virtual host and its sections find those declared before them
- * (as a Define); and the number the next policy gets. Both are made anew
- * in pre_config, for every reading of the configuration. */
-static apr_hash_t *main_policies;
-static int next_policy_id;
-static int main_enforced; /* RLaaSEnforce names in the main server */
 /* RLaaSConsole on somewhere: else the console's counts are not kept */
 static int console_any;
 
@@ -35,9 +30,7 @@ int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
 {
     (void)plog;
     (void)ptemp;
-    main_policies = apr_hash_make(pconf);
-    next_policy_id = 0;
-    main_enforced = 0;
+    rlaas_config_policy_pre_config(pconf);
     console_any = 0;
     rlaas_metrics_names_reset(pconf);
     rlaas_keysecret_pre_config();
@@ -49,9 +42,8 @@ static int in_htaccess(const cmd_parms *cmd)
     return rlaas_tenant_reading(cmd);
 }
 
-/* "RLaaSLimit: invalid value 'abc': expected an integer from 1 to ..." */
-static const char *bad_value(cmd_parms *cmd, const char *arg,
-                             const char *accepted)
+const char *rlaas_config_bad_value(cmd_parms *cmd, const char *arg,
+                                   const char *accepted)
 {
     return apr_psprintf(cmd->pool, "%s: invalid value '%s': expected %s",
                         cmd->cmd->name, arg, accepted);
@@ -59,27 +51,12 @@ static const char *bad_value(cmd_parms *cmd, const char *arg,
 
 /* ---- server scope ---- */
 
-static rlaas_target_t *new_target(apr_pool_t *p)
-{
-    rlaas_target_t *t = apr_pcalloc(p, sizeof(*t));
-
-    t->database = -1;
-    t->timeout_ms = -1;
-    t->pool_max = -1;
-    t->circuit_failures = -1;
-    t->circuit_cooldown_ms = -1;
-    t->pipeline = -1;
-    t->tls = -1;
-    t->tls_announced = -1;
-    return t;
-}
-
 void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s)
 {
     rlaas_server_conf_t *sc = apr_pcalloc(p, sizeof(*sc));
 
     (void)s;
-    sc->target = new_target(p);
+    sc->target = rlaas_target_new(p);
     sc->ipv6_prefix = -1;
     sc->limit_max = -1;
     sc->backend = RLAAS_BACKEND_UNSET;
@@ -93,99 +70,15 @@ void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s)
 
 #define PICK(field, unset) (add->field != (unset) ? add->field : base->field)
 
-static rlaas_target_t *merge_target(apr_pool_t *p, const rlaas_target_t *base,
-                                    const rlaas_target_t *add)
-{
-    rlaas_target_t *t = new_target(p);
-
-    if (add->host != NULL) {
-        t->host = add->host;
-        t->port = add->port;
-        t->is_unix = add->is_unix;
-    }
-    else {
-        t->host = base->host;
-        t->port = base->port;
-        t->is_unix = base->is_unix;
-    }
-    /* Credentials travel together: a vhost naming its own user or password
-     * must not inherit half of its parent's pair. */
-    if (add->username != NULL || add->password != NULL) {
-        t->username = add->username;
-        t->password = add->password;
-    }
-    else {
-        t->username = base->username;
-        t->password = base->password;
-    }
-    t->database = PICK(database, -1);
-    t->timeout_ms = PICK(timeout_ms, -1);
-    t->pool_max = PICK(pool_max, -1);
-    t->pipeline = PICK(pipeline, -1);
-    t->tls = PICK(tls, -1);
-    t->tls_ca = PICK(tls_ca, NULL);
-    t->tls_server_name = PICK(tls_server_name, NULL);
-    t->sentinel_tls_name = PICK(sentinel_tls_name, NULL);
-    t->tls_announced = PICK(tls_announced, -1);
-    /* the sentinels of a master, and their credentials, travel together */
-    if (add->sentinel_master != NULL) {
-        t->sentinel_master = add->sentinel_master;
-        t->sentinel_hosts = add->sentinel_hosts;
-        t->sentinel_ports = add->sentinel_ports;
-        t->sentinel_n = add->sentinel_n;
-    }
-    else {
-        t->sentinel_master = base->sentinel_master;
-        t->sentinel_hosts = base->sentinel_hosts;
-        t->sentinel_ports = base->sentinel_ports;
-        t->sentinel_n = base->sentinel_n;
-    }
-    if (add->sentinel_user != NULL || add->sentinel_pass != NULL) {
-        t->sentinel_user = add->sentinel_user;
-        t->sentinel_pass = add->sentinel_pass;
-    }
-    else {
-        t->sentinel_user = base->sentinel_user;
-        t->sentinel_pass = base->sentinel_pass;
-    }
-    if (add->cluster_n > 0) {
-        t->cluster_hosts = add->cluster_hosts;
-        t->cluster_ports = add->cluster_ports;
-        t->cluster_n = add->cluster_n;
-    }
-    else {
-        t->cluster_hosts = base->cluster_hosts;
-        t->cluster_ports = base->cluster_ports;
-        t->cluster_n = base->cluster_n;
-    }
-    /* a certificate and its key travel together */
-    if (add->tls_cert != NULL || add->tls_key != NULL) {
-        t->tls_cert = add->tls_cert;
-        t->tls_key = add->tls_key;
-    }
-    else {
-        t->tls_cert = base->tls_cert;
-        t->tls_key = base->tls_key;
-    }
-    if (add->circuit_failures != -1) {
-        t->circuit_failures = add->circuit_failures;
-        t->circuit_cooldown_ms = add->circuit_cooldown_ms;
-    }
-    else {
-        t->circuit_failures = base->circuit_failures;
-        t->circuit_cooldown_ms = base->circuit_cooldown_ms;
-    }
-    return t;
-}
-
 void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
 {
     const rlaas_server_conf_t *base = basev, *add = addv;
     rlaas_server_conf_t *sc = apr_pcalloc(p, sizeof(*sc));
 
     sc->target_set = add->target_set;
-    sc->target = add->target_set ? merge_target(p, base->target, add->target)
-                                 : base->target;
+    sc->target = add->target_set
+                     ? rlaas_target_merge(p, base->target, add->target)
+                     : base->target;
     sc->key_prefix = PICK(key_prefix, NULL);
     sc->prefix_own = add->prefix_own;
     sc->ipv6_prefix = PICK(ipv6_prefix, -1);
@@ -212,96 +105,13 @@ void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     return sc;
 }
 
-static rlaas_target_t *target_for(cmd_parms *cmd)
-{
-    rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
-
-    sc->target_set = 1;
-    return sc->target;
-}
-
-static const char *set_redis(cmd_parms *cmd, void *dummy, const char *arg)
-{
-    rlaas_target_t *t = target_for(cmd);
-    char *host = apr_palloc(cmd->pool, strlen(arg) + 1);
-    const char *err = rlaas_parse_redis_addr(arg, host, &t->port, &t->is_unix);
-
-    (void)dummy;
-    if (err != NULL)
-        return bad_value(cmd, arg, err);
-    t->host = host;
-    return NULL;
-}
-
-static const char *set_redis_user(cmd_parms *cmd, void *dummy, const char *arg)
-{
-    (void)dummy;
-    if (*arg == '\0')
-        return bad_value(cmd, arg, "a non-empty ACL user name");
-    target_for(cmd)->username = arg;
-    return NULL;
-}
-
-static const char *set_redis_pass(cmd_parms *cmd, void *dummy, const char *arg)
-{
-    (void)dummy;
-    /* The value is not repeated in the message: it is a secret. */
-    if (*arg == '\0')
-        return apr_psprintf(cmd->pool, "%s: expected a non-empty password",
-                            cmd->cmd->name);
-    target_for(cmd)->password = arg;
-    return NULL;
-}
-
-static const char *set_redis_db(cmd_parms *cmd, void *dummy, const char *arg)
-{
-    int64_t v;
-    const char *err = rlaas_parse_nonneg_int(arg, 1000000, &v);
-
-    (void)dummy;
-    if (err != NULL)
-        return bad_value(cmd, arg, "an integer from 0 to 1000000");
-    target_for(cmd)->database = (int)v;
-    return NULL;
-}
-
-static const char *set_redis_timeout(cmd_parms *cmd, void *dummy,
-                                     const char *arg)
-{
-    int64_t ms;
-    const char *err =
-        rlaas_parse_duration_ms(arg, 1, RLAAS_TIMEOUT_MAX_MS, &ms);
-
-    (void)dummy;
-    if (err != NULL)
-        return apr_psprintf(cmd->pool,
-                            "%s: invalid value '%s': expected %s, "
-                            "from 1ms to 60s",
-                            cmd->cmd->name, arg, err);
-    target_for(cmd)->timeout_ms = (int)ms;
-    return NULL;
-}
-
-static const char *set_redis_pool_max(cmd_parms *cmd, void *dummy,
-                                      const char *arg)
-{
-    int64_t v;
-    const char *err = rlaas_parse_nonneg_int(arg, 100000, &v);
-
-    (void)dummy;
-    if (err != NULL || v < 1)
-        return bad_value(cmd, arg, "an integer from 1 to 100000");
-    target_for(cmd)->pool_max = (int)v;
-    return NULL;
-}
-
 static const char *set_key_prefix(cmd_parms *cmd, void *dummy, const char *arg)
 {
     const char *err = rlaas_parse_prefix(arg);
 
     (void)dummy;
     if (err != NULL)
-        return bad_value(cmd, arg, err);
+        return rlaas_config_bad_value(cmd, arg, err);
     rlaas_server_conf(cmd->server)->key_prefix = arg;
     rlaas_server_conf(cmd->server)->prefix_own = 1;
     return NULL;
@@ -316,661 +126,11 @@ static const char *set_ipv6_prefix(cmd_parms *cmd, void *dummy, const char *arg)
 
     (void)dummy;
     if (err != NULL || v < RLAAS_IPV6_PREFIX_MIN)
-        return bad_value(cmd, arg,
-                         "an IPv6 prefix length from 32 to 128 (64: one "
-                         "client per /64 network; 128: every address)");
+        return rlaas_config_bad_value(
+            cmd, arg,
+            "an IPv6 prefix length from 32 to 128 (64: one "
+            "client per /64 network; 128: every address)");
     rlaas_server_conf(cmd->server)->ipv6_prefix = (int)v;
-    return NULL;
-}
-
-/* A flag of the Redis target: its offset in cmd->info (the target's
- * ap_set_flag_slot). */
-static const char *set_target_flag(cmd_parms *cmd, void *dummy, int on)
-{
-    (void)dummy;
-    *(int *)((char *)target_for(cmd) + (size_t)cmd->info) = on;
-    return NULL;
-}
-
-/* A file the TLS context will read in every child: refused at start-up
- * when it can't be read, as mod_ssl does with its own. */
-static const char *tls_file(cmd_parms *cmd, const char *arg, const char **out)
-{
-    const char *path = ap_server_root_relative(cmd->pool, arg);
-    apr_finfo_t fi;
-
-    if (path == NULL ||
-        apr_stat(&fi, path, APR_FINFO_TYPE, cmd->pool) != APR_SUCCESS ||
-        fi.filetype != APR_REG)
-        return bad_value(cmd, arg, "a readable file (PEM)");
-    *out = path;
-    return NULL;
-}
-
-static const char *set_redis_tls_ca(cmd_parms *cmd, void *dummy,
-                                    const char *arg)
-{
-    (void)dummy;
-    return tls_file(cmd, arg, &target_for(cmd)->tls_ca);
-}
-
-static const char *set_redis_tls_cert(cmd_parms *cmd, void *dummy,
-                                      const char *arg)
-{
-    (void)dummy;
-    return tls_file(cmd, arg, &target_for(cmd)->tls_cert);
-}
-
-static const char *set_redis_tls_key(cmd_parms *cmd, void *dummy,
-                                     const char *arg)
-{
-    (void)dummy;
-    return tls_file(cmd, arg, &target_for(cmd)->tls_key);
-}
-
-/* A name a certificate is checked against: RLaaSRedisTLSServerName,
- * RLaaSRedisSentinelTLSServerName. */
-static const char *tls_name(cmd_parms *cmd, const char *arg, const char **out)
-{
-    if (*arg == '\0' || strlen(arg) > 253 || strpbrk(arg, " /\t") != NULL)
-        return bad_value(cmd, arg, "a host name or address");
-    *out = arg;
-    return NULL;
-}
-
-static const char *set_redis_tls_name(cmd_parms *cmd, void *dummy,
-                                      const char *arg)
-{
-    (void)dummy;
-    return tls_name(cmd, arg, &target_for(cmd)->tls_server_name);
-}
-
-static const char *set_sentinel_tls_name(cmd_parms *cmd, void *dummy,
-                                         const char *arg)
-{
-    (void)dummy;
-    return tls_name(cmd, arg, &target_for(cmd)->sentinel_tls_name);
-}
-
-/* "RLaaSRedisSentinel MASTER host:port [host:port ...]" */
-static const char *set_sentinel(cmd_parms *cmd, void *dummy, int argc,
-                                char *const argv[])
-{
-    rlaas_target_t *t = target_for(cmd);
-    const char *err;
-    int i;
-
-    (void)dummy;
-    if (argc < 2 || argc > RLAAS_SENTINELS_MAX + 1)
-        return apr_psprintf(cmd->pool,
-                            "%s: expected the master's name and 1 to %d "
-                            "sentinels as host:port, got %d arguments",
-                            cmd->cmd->name, RLAAS_SENTINELS_MAX, argc);
-    if ((err = rlaas_parse_name(argv[0])) != NULL)
-        return bad_value(cmd, argv[0], err);
-    t->sentinel_master = argv[0];
-    t->sentinel_n = argc - 1;
-    t->sentinel_hosts = apr_pcalloc(cmd->pool, sizeof(char *) * (argc - 1));
-    t->sentinel_ports = apr_pcalloc(cmd->pool, sizeof(int) * (argc - 1));
-    for (i = 1; i < argc; i++) {
-        char *host = apr_palloc(cmd->pool, strlen(argv[i]) + 1);
-        int is_unix = 0;
-
-        err = rlaas_parse_redis_addr(argv[i], host, &t->sentinel_ports[i - 1],
-                                     &is_unix);
-        if (err != NULL || is_unix)
-            return bad_value(cmd, argv[i], "a sentinel as host:port");
-        t->sentinel_hosts[i - 1] = host;
-    }
-    return NULL;
-}
-
-/* "RLaaSRedisCluster host:port [host:port ...]": seed nodes */
-static const char *set_cluster(cmd_parms *cmd, void *dummy, int argc,
-                               char *const argv[])
-{
-    rlaas_target_t *t = target_for(cmd);
-    int i;
-
-    (void)dummy;
-    if (argc < 1 || argc > RLAAS_SENTINELS_MAX)
-        return apr_psprintf(cmd->pool,
-                            "%s: expected 1 to %d seed nodes as host:port, "
-                            "got %d",
-                            cmd->cmd->name, RLAAS_SENTINELS_MAX, argc);
-    t->cluster_n = argc;
-    t->cluster_hosts = apr_pcalloc(cmd->pool, sizeof(char *) * argc);
-    t->cluster_ports = apr_pcalloc(cmd->pool, sizeof(int) * argc);
-    for (i = 0; i < argc; i++) {
-        char *host = apr_palloc(cmd->pool, strlen(argv[i]) + 1);
-        int is_unix = 0;
-        const char *err = rlaas_parse_redis_addr(
-            argv[i], host, &t->cluster_ports[i], &is_unix);
-
-        if (err != NULL || is_unix)
-            return bad_value(cmd, argv[i], "a cluster node as host:port");
-        t->cluster_hosts[i] = host;
-    }
-    return NULL;
-}
-
-static const char *set_sentinel_user(cmd_parms *cmd, void *dummy,
-                                     const char *arg)
-{
-    (void)dummy;
-    if (*arg == '\0')
-        return bad_value(cmd, arg, "a non-empty ACL user name");
-    target_for(cmd)->sentinel_user = arg;
-    return NULL;
-}
-
-static const char *set_sentinel_pass(cmd_parms *cmd, void *dummy,
-                                     const char *arg)
-{
-    (void)dummy;
-    /* The value is not repeated in the message: it is a secret. */
-    if (*arg == '\0')
-        return apr_psprintf(cmd->pool, "%s: expected a non-empty password",
-                            cmd->cmd->name);
-    target_for(cmd)->sentinel_pass = arg;
-    return NULL;
-}
-
-/* "RLaaSCircuitBreaker off" or "RLaaSCircuitBreaker <failures> [cooldown]" */
-static const char *set_circuit(cmd_parms *cmd, void *dummy, const char *n,
-                               const char *cool)
-{
-    rlaas_target_t *t = target_for(cmd);
-    int64_t failures, ms = RLAAS_DEFAULT_CIRCUIT_COOLDOWN_MS;
-    const char *err;
-
-    (void)dummy;
-    if (cool == NULL && ap_cstr_casecmp(n, "off") == 0) {
-        t->circuit_failures = 0;
-        t->circuit_cooldown_ms = 0;
-        return NULL;
-    }
-    err = rlaas_parse_nonneg_int(n, 1000000, &failures);
-    if (err != NULL || failures < 1)
-        return bad_value(cmd, n,
-                         "off, or a number of consecutive failures from 1 to "
-                         "1000000 followed by an optional cool-down");
-    if (cool != NULL) {
-        err = rlaas_parse_duration_ms(cool, 1, RLAAS_TIMEOUT_MAX_MS, &ms);
-        if (err != NULL)
-            return apr_psprintf(cmd->pool,
-                                "%s: invalid cool-down '%s': expected %s, "
-                                "from 1ms to 60s",
-                                cmd->cmd->name, cool, err);
-    }
-    t->circuit_failures = (int)failures;
-    t->circuit_cooldown_ms = (int)ms;
-    return NULL;
-}
-
-/* ---- policies ---- */
-
-/* A policy by name, as a directive sees them: in a .htaccess, the merged
- * table of the request's host; in a virtual host, its own and the main
- * server's declared before it; in the main server, its own. */
-static rlaas_policy_t *find_policy(cmd_parms *cmd, const char *name)
-{
-    rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
-    rlaas_policy_t *p = NULL;
-
-    if (sc->policies != NULL)
-        p = apr_hash_get(sc->policies, name, APR_HASH_KEY_STRING);
-    if (p == NULL && !in_htaccess(cmd) && cmd->server->is_virtual)
-        p = apr_hash_get(main_policies, name, APR_HASH_KEY_STRING);
-    return p;
-}
-
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static void add_names(apr_array_header_t *names, apr_hash_t *h)
-{
-    apr_hash_index_t *hi;
-
-    for (hi = h ? apr_hash_first(NULL, h) : NULL; hi; hi = apr_hash_next(hi)) {
-        const void *k;
-        int i;
-
-        apr_hash_this(hi, &k, NULL, NULL);
-        for (i = 0; i < names->nelts; i++) {
-            if (strcmp(APR_ARRAY_IDX(names, i, const char *), k) == 0)
-                break;
-        }
-        if (i == names->nelts)
-            APR_ARRAY_PUSH(names, const char *) = k;
-    }
-}
-
-/* "a, b, c", the names a directive could have used. */
-static const char *known_names(cmd_parms *cmd)
-{
-    apr_array_header_t *names =
-        apr_array_make(cmd->temp_pool, 8, sizeof(char *));
-
-    add_names(names, rlaas_server_conf(cmd->server)->policies);
-    if (!in_htaccess(cmd) && cmd->server->is_virtual)
-        add_names(names, main_policies);
-    if (names->nelts == 0)
-        return "none is declared";
-    qsort(names->elts, (size_t)names->nelts, sizeof(char *), by_name);
-    return apr_pstrcat(cmd->temp_pool, "declared: ",
-                       apr_array_pstrcat(cmd->temp_pool, names, ','), NULL);
-}
-
-static const char *unknown_policy(cmd_parms *cmd, const char *name)
-{
-    return apr_psprintf(cmd->pool,
-                        "%s: unknown policy '%s': expected the name of a "
-                        "policy declared before with " RLAAS_D_POLICY " (%s)",
-                        cmd->cmd->name, name, known_names(cmd));
-}
-
-/* The words of a raw line (rlaas_parse_word). */
-static const char *split_words(cmd_parms *cmd, const char *line,
-                               apr_array_header_t **out)
-{
-    char *w = apr_palloc(cmd->temp_pool, strlen(line) + 1);
-    int rc;
-
-    *out = apr_array_make(cmd->temp_pool, 8, sizeof(char *));
-    while ((rc = rlaas_parse_word(&line, w)) == 1) {
-        APR_ARRAY_PUSH(*out, char *) = apr_pstrdup(cmd->pool, w);
-        w = apr_palloc(cmd->temp_pool, strlen(line) + 1);
-    }
-    if (rc < 0)
-        return apr_psprintf(cmd->pool, "%s: a quote is left open in '%s'",
-                            cmd->cmd->name, line);
-    return NULL;
-}
-
-static const char *add_source(cmd_parms *cmd, rlaas_key_source_t *ks,
-                              const char *arg);
-
-/* key="SOURCES": one to eight sources, as RLaaSKeyBy takes them. */
-static const char *policy_sources(cmd_parms *cmd, rlaas_policy_t *p,
-                                  const char *text)
-{
-    apr_array_header_t *words;
-    const char *err = split_words(cmd, text, &words);
-    int i;
-
-    if (err != NULL)
-        return err;
-    if (words->nelts < 1 || words->nelts > RLAAS_SOURCES_MAX)
-        return apr_psprintf(cmd->pool,
-                            "%s %s: key=\"%s\": expected 1 to %d sources",
-                            cmd->cmd->name, p->name, text, RLAAS_SOURCES_MAX);
-    p->sources =
-        apr_array_make(cmd->pool, words->nelts, sizeof(rlaas_key_source_t));
-    for (i = 0; i < words->nelts; i++) {
-        rlaas_key_source_t *ks = apr_array_push(p->sources);
-
-        memset(ks, 0, sizeof(*ks));
-        if ((err = add_source(cmd, ks, APR_ARRAY_IDX(words, i, char *))))
-            return err;
-        p->sources_need_user |= ks->src.type == RLAAS_SRC_USER;
-    }
-    return NULL;
-}
-
-/* cost=N (0 to the limit) or cost=bytes, one of them. bytes_unit < 0:
- * the limit is a size (policy_limit), whose unit cost=bytes takes. */
-static const char *policy_cost(cmd_parms *cmd, rlaas_policy_t *p,
-                               const char *opt)
-{
-    int64_t v;
-
-    if (rlaas_parse_keyword(opt + 5, "bytes")) {
-        if (p->cost_arg != NULL && p->bytes_unit <= 0)
-            return apr_psprintf(cmd->pool,
-                                "%s %s: invalid value '%s': cost=%s is set "
-                                "already; expected one cost",
-                                cmd->cmd->name, p->name, opt, p->cost_arg);
-        if (p->bytes_unit <= 0)
-            p->bytes_unit = p->bytes_unit < 0 ? -p->bytes_unit : 1;
-        p->cost_arg = "0"; /* checked; charged after the response */
-        return NULL;
-    }
-    if (p->bytes_unit > 0)
-        return apr_psprintf(cmd->pool,
-                            "%s %s: invalid value '%s': the policy counts "
-                            "bytes (cost=bytes); expected one cost",
-                            cmd->cmd->name, p->name, opt);
-    if (rlaas_parse_nonneg_int(opt + 5, RLAAS_LIMIT_MAX, &v) != NULL ||
-        v > p->limit)
-        return apr_psprintf(cmd->pool,
-                            "%s %s: invalid value '%s': expected a cost from "
-                            "0 to the limit (%" APR_INT64_T_FMT
-                            ") or cost=bytes",
-                            cmd->cmd->name, p->name, opt, p->limit);
-    p->cost_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, v);
-    return NULL;
-}
-
-/* strategy=S, key="SOURCES", cost=N or cost=bytes. */
-static const char *policy_option(cmd_parms *cmd, rlaas_policy_t *p,
-                                 const char *opt)
-{
-    const char *err;
-
-    if (rlaas_parse_prefixed(opt, "strategy=")) {
-        if ((err = rlaas_parse_strategy(opt + 9, &p->strategy)) != NULL)
-            return apr_psprintf(cmd->pool,
-                                "%s %s: invalid value '%s': expected %s",
-                                cmd->cmd->name, p->name, opt, err);
-        return NULL;
-    }
-    if (rlaas_parse_prefixed(opt, "key="))
-        return policy_sources(cmd, p, opt + 4);
-    if (rlaas_parse_prefixed(opt, "countif="))
-        return rlaas_outcome_policy_count_if(cmd, p->name, opt + 8,
-                                             &p->count_if);
-    if (rlaas_parse_prefixed(opt, "cost="))
-        return policy_cost(cmd, p, opt);
-    return apr_psprintf(cmd->pool,
-                        "%s %s: invalid option '%s': expected "
-                        "strategy=STRATEGY, key=\"SOURCES\", cost=N, "
-                        "cost=bytes or countif=EXPR",
-                        cmd->cmd->name, p->name, opt);
-}
-
-/* LIMIT: a number, or a size (3M, 10G) that cost=bytes must count. */
-static const char *policy_limit(cmd_parms *cmd, rlaas_policy_t *p,
-                                const char *arg)
-{
-    const char *err;
-
-    if (rlaas_bytes_is_size(arg)) {
-        if ((err = rlaas_bytes_limit(arg, &p->limit, &p->bytes_unit)) != NULL)
-            return apr_psprintf(cmd->pool,
-                                "%s %s: invalid limit '%s': expected %s",
-                                cmd->cmd->name, p->name, arg, err);
-        p->bytes_unit = -p->bytes_unit; /* a size: cost=bytes must follow */
-    }
-    else if ((err = rlaas_parse_limit(arg, &p->limit)) != NULL)
-        return apr_psprintf(cmd->pool,
-                            "%s %s: invalid limit '%s': expected %s (or a "
-                            "size such as 3M with cost=bytes)",
-                            cmd->cmd->name, p->name, arg, err);
-    p->limit_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->limit);
-    return NULL;
-}
-
-/* cost=bytes: a size limit needs it, and a bucket can't count bytes. */
-static const char *policy_bytes(cmd_parms *cmd, rlaas_policy_t *p,
-                                const char *limit)
-{
-    if (p->bytes_unit < 0)
-        return apr_psprintf(cmd->pool,
-                            "%s %s: invalid limit '%s': a size (K, M or G) "
-                            "counts bytes: it needs cost=bytes",
-                            cmd->cmd->name, p->name, limit);
-    if (p->bytes_unit > 0 && rlaas_bytes_bucket(p->strategy))
-        return apr_psprintf(cmd->pool,
-                            "%s %s: invalid value 'strategy=%s': cost=bytes "
-                            "counts with the fixed, sliding or sliding_log "
-                            "strategy (a bucket can't be charged beyond "
-                            "empty after the response)",
-                            cmd->cmd->name, p->name,
-                            rlaas_strategy_name(p->strategy));
-    return NULL;
-}
-
-/* The window, w[2], and the calendar word after it if any: *next is the
- * first option's place. */
-static const char *policy_window(cmd_parms *cmd, rlaas_policy_t *p,
-                                 const apr_array_header_t *w, int *next)
-{
-    const char *arg = APR_ARRAY_IDX(w, 2, char *);
-    const char *word = w->nelts > 3 ? APR_ARRAY_IDX(w, 3, char *) : "";
-    const char *err;
-
-    *next = 3;
-    if (strcasecmp(word, RLAAS_CAL_WORD) == 0) {
-        *next = 4;
-        err = rlaas_calendar_parse(
-            cmd, apr_pstrcat(cmd->pool, cmd->cmd->name, " ", p->name, NULL),
-            arg, word, &p->cal);
-        if (err != NULL)
-            return err;
-        p->window_ms = rlaas_cal_nominal_ms(p->cal);
-    }
-    else if ((err = rlaas_parse_duration_ms(arg, 1, RLAAS_WINDOW_MAX_MS,
-                                            &p->window_ms)) != NULL)
-        return apr_psprintf(cmd->pool,
-                            "%s %s: invalid window '%s': expected %s, from "
-                            "1ms to 30d (or Nd, Nw, NM followed by "
-                            "'" RLAAS_CAL_WORD "')",
-                            cmd->cmd->name, p->name, arg, err);
-    p->window_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->window_ms);
-    return NULL;
-}
-
-/* RLaaSPolicy NAME concurrency=N [timeout=DURATION] [key="SOURCES"]: at
- * most N requests of one identity in flight (rlaas_concurrency.h). */
-static const char *conc_policy(cmd_parms *cmd, rlaas_policy_t *p,
-                               apr_array_header_t *w)
-{
-    const char *arg = APR_ARRAY_IDX(w, 1, char *) + 12, *err;
-    int i;
-
-    if (rlaas_parse_nonneg_int(arg, RLAAS_CONC_MAX, &p->limit) != NULL ||
-        p->limit < 1)
-        return apr_psprintf(cmd->pool,
-                            "%s %s: invalid value 'concurrency=%s': expected "
-                            "an integer from 1 to %d (requests in flight)",
-                            cmd->cmd->name, p->name, arg, RLAAS_CONC_MAX);
-    p->strategy = RLAAS_CONCURRENCY;
-    p->limit_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->limit);
-    p->window_ms = RLAAS_CONC_TIMEOUT_DEFAULT_MS;
-    for (i = 2; i < w->nelts; i++) {
-        const char *opt = APR_ARRAY_IDX(w, i, char *);
-
-        if (rlaas_parse_prefixed(opt, "key=")) {
-            if ((err = policy_sources(cmd, p, opt + 4)) != NULL)
-                return err;
-        }
-        else if (rlaas_parse_prefixed(opt, "timeout=")) {
-            if ((err = rlaas_parse_duration_ms(opt + 8, 1, RLAAS_WINDOW_MAX_MS,
-                                               &p->window_ms)) != NULL)
-                return apr_psprintf(cmd->pool,
-                                    "%s %s: invalid value '%s': expected %s, "
-                                    "from 1ms to 30d",
-                                    cmd->cmd->name, p->name, opt, err);
-        }
-        else
-            return apr_psprintf(cmd->pool,
-                                "%s %s: invalid option '%s': a concurrency "
-                                "policy takes timeout=DURATION and "
-                                "key=\"SOURCES\"",
-                                cmd->cmd->name, p->name, opt);
-    }
-    p->window_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->window_ms);
-    return NULL;
-}
-
-/* LIMIT WINDOW [strategy=S] [key="SOURCES"] [cost=N|bytes] [countif=EXPR] */
-static const char *rate_policy(cmd_parms *cmd, rlaas_policy_t *p,
-                               apr_array_header_t *w)
-{
-    const char *limit = APR_ARRAY_IDX(w, 1, char *), *arg, *err;
-    int i;
-
-    if ((err = policy_limit(cmd, p, limit)) != NULL)
-        return err;
-    arg = APR_ARRAY_IDX(w, 2, char *);
-    if ((err = policy_window(cmd, p, w, &i)) != NULL)
-        return err;
-    for (; i < w->nelts; i++) {
-        if ((err = policy_option(cmd, p, APR_ARRAY_IDX(w, i, char *))))
-            return err;
-    }
-    /* a calendar window counts with fixed, the one strategy it has */
-    if (p->strategy == RLAAS_STRATEGY_UNSET)
-        p->strategy =
-            p->cal != NULL ? RLAAS_STRATEGY_FIXED : RLAAS_DEFAULT_STRATEGY;
-    if ((err = policy_bytes(cmd, p, limit)) != NULL)
-        return err;
-    if ((err = rlaas_calendar_strategy(
-             cmd, apr_pstrcat(cmd->pool, cmd->cmd->name, " ", p->name, NULL),
-             apr_pstrcat(cmd->pool, arg, " " RLAAS_CAL_WORD " strategy=",
-                         rlaas_strategy_name(p->strategy), NULL),
-             p->cal, p->strategy)) != NULL)
-        return err;
-    return NULL;
-}
-
-/* RLaaSPolicy NAME LIMIT WINDOW [calendar] [strategy=S] [key="SOURCES"]
- * [cost=N|bytes], or
- * RLaaSPolicy NAME concurrency=N [timeout=DURATION] [key="SOURCES"] */
-static const char *set_policy(cmd_parms *cmd, void *dummy, const char *line)
-{
-    static const char usage[] = "NAME LIMIT WINDOW [calendar] "
-                                "[strategy=STRATEGY] "
-                                "[key=\"SOURCES\"] [cost=N|bytes]";
-    rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
-    apr_array_header_t *w;
-    rlaas_policy_t *p;
-    const char *err;
-    int conc;
-
-    (void)dummy;
-    if ((err = split_words(cmd, line, &w)) != NULL)
-        return err;
-    conc = w->nelts >= 2 &&
-           rlaas_parse_prefixed(APR_ARRAY_IDX(w, 1, char *), "concurrency=");
-    if (w->nelts < 3 && !conc)
-        return apr_psprintf(cmd->pool,
-                            "%s: expected %s, got '%s' (or NAME "
-                            "concurrency=N [timeout=DURATION] "
-                            "[key=\"SOURCES\"])",
-                            cmd->cmd->name, usage, line);
-    p = apr_pcalloc(cmd->pool, sizeof(*p));
-    p->name = APR_ARRAY_IDX(w, 0, char *);
-    p->strategy = RLAAS_STRATEGY_UNSET;
-    if ((err = rlaas_parse_name(p->name)) != NULL)
-        return apr_psprintf(cmd->pool,
-                            "%s: invalid name '%s': expected %s (the name is "
-                            "the policy's zone)",
-                            cmd->cmd->name, p->name, err);
-    if (find_policy(cmd, p->name) != NULL)
-        return apr_psprintf(cmd->pool,
-                            "%s: duplicate name '%s': a policy of that name is "
-                            "declared already; expected a name of its own",
-                            cmd->cmd->name, p->name);
-    if ((err = conc ? conc_policy(cmd, p, w) : rate_policy(cmd, p, w)))
-        return err;
-    p->id = next_policy_id++;
-    p->server = cmd->server;
-    p->metric = rlaas_metrics_name(p->name, 1);
-    if (!cmd->server->is_virtual)
-        sc->policies = main_policies;
-    else if (sc->policies == NULL)
-        sc->policies = apr_hash_make(cmd->pool);
-    apr_hash_set(sc->policies, p->name, APR_HASH_KEY_STRING, p);
-    return NULL;
-}
-
-/* Enforced policies a virtual host sees: the main server's and its own. */
-static int enforced_count(cmd_parms *cmd)
-{
-    const rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
-    int n = sc->enforce ? sc->enforce->nelts : 0;
-
-    if (!in_htaccess(cmd) && cmd->server->is_virtual)
-        n += main_enforced;
-    return n;
-}
-
-/* RLaaSEnforce NAME... */
-static const char *set_enforce(cmd_parms *cmd, void *dummy, int argc,
-                               char *const argv[])
-{
-    rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
-    int i;
-
-    (void)dummy;
-    if (argc < 1)
-        return apr_psprintf(cmd->pool, "%s: expected one or more policy names",
-                            cmd->cmd->name);
-    for (i = 0; i < argc; i++) {
-        rlaas_policy_t *p = find_policy(cmd, argv[i]);
-        rlaas_apply_op_t *op;
-
-        if (p == NULL)
-            return unknown_policy(cmd, argv[i]);
-        if (enforced_count(cmd) + 1 > RLAAS_POLICIES_MAX - 1)
-            return apr_psprintf(cmd->pool,
-                                "%s: too many policies enforced with '%s': "
-                                "expected at most %d for a host, so that a "
-                                "request meets at most %d policies",
-                                cmd->cmd->name, argv[i], RLAAS_POLICIES_MAX - 1,
-                                RLAAS_POLICIES_MAX);
-        if (sc->enforce == NULL)
-            sc->enforce =
-                apr_array_make(cmd->pool, 4, sizeof(rlaas_apply_op_t));
-        op = apr_array_push(sc->enforce);
-        op->kind = RLAAS_APPLY_ADD;
-        op->id = p->id;
-        op->ref = p;
-        if (!cmd->server->is_virtual)
-            main_enforced++;
-    }
-    return NULL;
-}
-
-/* RLaaSApply NAME | -NAME | none ... */
-static const char *set_apply(cmd_parms *cmd, void *dv, int argc,
-                             char *const argv[])
-{
-    rlaas_dir_conf_t *d = dv;
-    apr_array_header_t *ops;
-    const rlaas_apply_op_t **sel;
-    int i;
-
-    if (argc < 1)
-        return apr_psprintf(cmd->pool,
-                            "%s: expected policy names, -NAME or none",
-                            cmd->cmd->name);
-    ops = d->apply ? d->apply
-                   : apr_array_make(cmd->pool, argc, sizeof(rlaas_apply_op_t));
-    for (i = 0; i < argc; i++) {
-        rlaas_apply_op_t *op = apr_array_push(ops);
-        const char *name = argv[i][0] == '-' ? argv[i] + 1 : argv[i];
-        const rlaas_policy_t *p;
-
-        memset(op, 0, sizeof(*op));
-        if (rlaas_parse_keyword(argv[i], "none")) {
-            op->kind = RLAAS_APPLY_NONE;
-            continue;
-        }
-        if ((p = find_policy(cmd, name)) == NULL)
-            return unknown_policy(cmd, name);
-        op->kind = argv[i][0] == '-' ? RLAAS_APPLY_REMOVE : RLAAS_APPLY_ADD;
-        op->id = p->id;
-        op->ref = p;
-    }
-    /* what the section's lines apply together, with those enforced and
-     * the section's own limit (one place), fits one call */
-    sel = apr_palloc(cmd->temp_pool, sizeof(*sel) * RLAAS_POLICIES_MAX);
-    if (rlaas_policy_resolve(NULL, 0, (const rlaas_apply_op_t *)ops->elts,
-                             ops->nelts, sel,
-                             RLAAS_POLICIES_MAX - 1 - enforced_count(cmd)) < 0)
-        return apr_psprintf(
-            cmd->pool,
-            "%s: too many policies: with those enforced and "
-            "the section's own limit, a request here would "
-            "meet more than %d (counting what every " RLAAS_D_APPLY
-            " line of the section applies)",
-            cmd->cmd->name, RLAAS_POLICIES_MAX);
-    d->apply = ops;
     return NULL;
 }
 
@@ -981,7 +141,7 @@ static const char *set_limit_max(cmd_parms *cmd, void *dummy, const char *arg)
 
     (void)dummy;
     if (err != NULL)
-        return bad_value(cmd, arg, err);
+        return rlaas_config_bad_value(cmd, arg, err);
     return NULL;
 }
 
@@ -995,9 +155,10 @@ static const char *set_backend(cmd_parms *cmd, void *dummy, const char *arg)
     else if (ap_cstr_casecmp(arg, "local") == 0)
         sc->backend = RLAAS_BACKEND_LOCAL;
     else
-        return bad_value(cmd, arg,
-                         "redis (state in Redis, shared by every server) or "
-                         "local (state in this server's shared memory)");
+        return rlaas_config_bad_value(
+            cmd, arg,
+            "redis (state in Redis, shared by every server) or "
+            "local (state in this server's shared memory)");
     return NULL;
 }
 
@@ -1013,9 +174,10 @@ static const char *set_local_size(cmd_parms *cmd, void *dummy, const char *arg)
         return err;
     if (rlaas_parse_size(arg, RLAAS_LOCAL_SIZE_MIN, RLAAS_LOCAL_SIZE_MAX, &v) !=
         NULL)
-        return bad_value(cmd, arg,
-                         "a size from 64K to 4G: a number of bytes, or "
-                         "followed by K, M or G (64K, 10M, 1G)");
+        return rlaas_config_bad_value(
+            cmd, arg,
+            "a size from 64K to 4G: a number of bytes, or "
+            "followed by K, M or G (64K, 10M, 1G)");
     rlaas_server_conf(cmd->server)->local_size = v;
     return NULL;
 }
@@ -1028,9 +190,10 @@ static const char *set_local_divisor(cmd_parms *cmd, void *dummy,
     (void)dummy;
     if (rlaas_parse_nonneg_int(arg, RLAAS_LOCAL_DIVISOR_MAX, &v) != NULL ||
         v < 1)
-        return bad_value(cmd, arg,
-                         "an integer from 1 to 1000: the number of servers "
-                         "sharing the limit");
+        return rlaas_config_bad_value(
+            cmd, arg,
+            "an integer from 1 to 1000: the number of servers "
+            "sharing the limit");
     rlaas_server_conf(cmd->server)->local_divisor = (int)v;
     return NULL;
 }
@@ -1267,9 +430,10 @@ static const char *set_cost(cmd_parms *cmd, void *dv, const char *arg)
         return NULL;
     }
     if (rlaas_parse_nonneg_int(arg, RLAAS_LIMIT_MAX, &d->cost) != NULL)
-        return bad_value(cmd, arg,
-                         "an integer from 0 (check without consuming) to "
-                         "the limit, expr=EXPRESSION, or bytes");
+        return rlaas_config_bad_value(
+            cmd, arg,
+            "an integer from 0 (check without consuming) to "
+            "the limit, expr=EXPRESSION, or bytes");
     d->cost_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, d->cost);
     d->cost_expr = NULL;
     rlaas_tenant_mark(cmd, d, RLAAS_T_COST);
@@ -1338,7 +502,7 @@ static const char *set_lease(cmd_parms *cmd, void *dv, const char *arg)
     else if (strcasecmp(arg, "off") == 0)
         d->lease = 0;
     else
-        return bad_value(cmd, arg, "on or off");
+        return rlaas_config_bad_value(cmd, arg, "on or off");
     rlaas_tenant_mark(cmd, d, RLAAS_T_LEASE);
     return NULL;
 }
@@ -1350,7 +514,7 @@ static const char *set_strategy(cmd_parms *cmd, void *dv, const char *arg)
     const char *err = rlaas_parse_strategy(arg, &st);
 
     if (err != NULL)
-        return bad_value(cmd, arg, err);
+        return rlaas_config_bad_value(cmd, arg, err);
     if (st == RLAAS_STRATEGY_SLIDING_LOG && d->lease == 1)
         return lease_vs_log(cmd, arg);
     if ((err = rlaas_calendar_strategy(cmd, cmd->cmd->name, arg, d->cal, st)) !=
@@ -1363,13 +527,13 @@ static const char *set_strategy(cmd_parms *cmd, void *dv, const char *arg)
     return rlaas_tenant_log_bound(cmd, d);
 }
 
-static const char *add_source(cmd_parms *cmd, rlaas_key_source_t *ks,
-                              const char *arg)
+const char *rlaas_config_add_source(cmd_parms *cmd, rlaas_key_source_t *ks,
+                                    const char *arg)
 {
     const char *err = rlaas_parse_source(arg, &ks->src);
 
     if (err != NULL)
-        return bad_value(cmd, arg, err);
+        return rlaas_config_bad_value(cmd, arg, err);
     rlaas_keysecret_note_source(&ks->src);
     /* a copy that lives as long as the configuration: the key names the
      * source by it (an expression by a hash of its text) */
@@ -1401,7 +565,7 @@ static const char *set_key_by(cmd_parms *cmd, void *dv, int argc,
         const char *err;
 
         memset(ks, 0, sizeof(*ks));
-        err = add_source(cmd, ks, argv[i]);
+        err = rlaas_config_add_source(cmd, ks, argv[i]);
         if (err != NULL)
             return err;
         need_user |= ks->src.type == RLAAS_SRC_USER;
@@ -1418,7 +582,7 @@ static const char *set_zone(cmd_parms *cmd, void *dv, const char *arg)
     const char *err = rlaas_parse_name(arg);
 
     if (err != NULL)
-        return bad_value(cmd, arg, err);
+        return rlaas_config_bad_value(cmd, arg, err);
     d->zone = arg;
     rlaas_tenant_mark(cmd, d, RLAAS_T_ZONE);
     /* a tenant's zones are counted together, as "other" */
@@ -1437,9 +601,10 @@ static const char *set_fail_open(cmd_parms *cmd, void *dv, const char *arg)
     else if (ap_cstr_casecmp(arg, "local") == 0)
         d->fail_open = RLAAS_FAIL_LOCAL;
     else
-        return bad_value(cmd, arg,
-                         "on (allow), off (refuse with 500) or local "
-                         "(decide with this server's local engine)");
+        return rlaas_config_bad_value(
+            cmd, arg,
+            "on (allow), off (refuse with 500) or local "
+            "(decide with this server's local engine)");
     return NULL;
 }
 
@@ -1449,7 +614,7 @@ static const char *set_headers(cmd_parms *cmd, void *dv, const char *arg)
     const char *err = rlaas_parse_headers_mode(arg, &mode);
 
     if (err != NULL)
-        return bad_value(cmd, arg, err);
+        return rlaas_config_bad_value(cmd, arg, err);
     ((rlaas_dir_conf_t *)dv)->headers = mode;
     return NULL;
 }
@@ -1499,9 +664,10 @@ static const char *set_user_case(cmd_parms *cmd, void *dummy, const char *arg)
     else if (ap_cstr_casecmp(arg, "fold") == 0)
         v = 1;
     else
-        return bad_value(cmd, arg,
-                         "exact (user names as sent) or fold (names that "
-                         "differ only in ASCII case or spacing are one)");
+        return rlaas_config_bad_value(
+            cmd, arg,
+            "exact (user names as sent) or fold (names that "
+            "differ only in ASCII case or spacing are one)");
     rlaas_server_conf(cmd->server)->user_case = v;
     return NULL;
 }
@@ -1554,53 +720,13 @@ static const char *set_publish(cmd_parms *cmd, void *dv, int on)
 #define DIR_SCOPE (RSRC_CONF | ACCESS_CONF | OR_LIMIT)
 
 const command_rec rlaas_cmds[] = {
-    AP_INIT_TAKE1(RLAAS_D_REDIS, set_redis, NULL, RSRC_CONF,
-                  "Redis server: host[:port], [IPv6]:port or unix:/path"),
-    AP_INIT_TAKE1(RLAAS_D_REDIS_USER, set_redis_user, NULL, RSRC_CONF,
-                  "Redis ACL user name"),
-    AP_INIT_TAKE1(RLAAS_D_REDIS_PASS, set_redis_pass, NULL, RSRC_CONF,
-                  "Redis password"),
-    AP_INIT_TAKE1(RLAAS_D_REDIS_DB, set_redis_db, NULL, RSRC_CONF,
-                  "Redis database number"),
-    AP_INIT_TAKE1(RLAAS_D_REDIS_TIMEOUT, set_redis_timeout, NULL, RSRC_CONF,
-                  "Bound on connecting, each command and waiting for a "
-                  "pooled connection, e.g. 100ms"),
-    AP_INIT_TAKE1(RLAAS_D_REDIS_POOLMAX, set_redis_pool_max, NULL, RSRC_CONF,
-                  "Redis connections per child process"),
-    AP_INIT_TAKE_ARGV(RLAAS_D_REDIS_SENTINEL, set_sentinel, NULL, RSRC_CONF,
-                      "MASTER-NAME host:port ...: find the Redis master "
-                      "through Redis Sentinel and follow its failovers"),
-    AP_INIT_TAKE_ARGV(RLAAS_D_REDIS_CLUSTER, set_cluster, NULL, RSRC_CONF,
-                      "host:port ...: seed nodes of a Redis Cluster"),
-    AP_INIT_TAKE1(RLAAS_D_SENTINEL_USER, set_sentinel_user, NULL, RSRC_CONF,
-                  "ACL user for the sentinels"),
-    AP_INIT_TAKE1(RLAAS_D_SENTINEL_PASS, set_sentinel_pass, NULL, RSRC_CONF,
-                  "Password for the sentinels"),
-    AP_INIT_FLAG(RLAAS_D_REDIS_TLS, set_target_flag,
-                 (void *)APR_OFFSETOF(rlaas_target_t, tls), RSRC_CONF,
-                 "On: talk to Redis over TLS (its tls-port)"),
-    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_CA, set_redis_tls_ca, NULL, RSRC_CONF,
-                  "CA certificate file that signs the Redis server's "
-                  "certificate (PEM)"),
-    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_CERT, set_redis_tls_cert, NULL, RSRC_CONF,
-                  "Client certificate file for Redis (PEM)"),
-    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_KEY, set_redis_tls_key, NULL, RSRC_CONF,
-                  "Private key file of the client certificate (PEM)"),
-    AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_NAME, set_redis_tls_name, NULL, RSRC_CONF,
-                  "Name the Redis server's certificate must carry (default: "
-                  "the host of RLaaSRedis)"),
-    AP_INIT_FLAG(RLAAS_D_REDIS_PIPELINE, set_target_flag,
-                 (void *)APR_OFFSETOF(rlaas_target_t, pipeline), RSRC_CONF,
-                 "On: calls of one child that meet in time share one write "
-                 "and one read on one connection (default On)"),
+    RLAAS_TARGET_CMDS,
+    RLAAS_POLICY_CMDS,
     AP_INIT_TAKE1(RLAAS_D_KEY_PREFIX, set_key_prefix, NULL, RSRC_CONF,
                   "Prefix of every Redis key"),
     AP_INIT_TAKE1(RLAAS_D_IPV6_PREFIX, set_ipv6_prefix, NULL, RSRC_CONF,
                   "IPv6 clients are grouped by this prefix length, 32 to "
                   "128 (default 64)"),
-    AP_INIT_TAKE12(RLAAS_D_CIRCUIT, set_circuit, NULL, RSRC_CONF,
-                   "off, or consecutive Redis failures that open the "
-                   "circuit and the cool-down before a probe (5 500ms)"),
     AP_INIT_TAKE12(RLAAS_D_LIMIT, set_limit, NULL, DIR_SCOPE,
                    "Requests allowed per window (a size such as 3M with "
                    "RLaaSCost bytes), or expr=EXPR [fallback] read per "
@@ -1608,16 +734,6 @@ const command_rec rlaas_cmds[] = {
     AP_INIT_TAKE1(RLAAS_D_COST, set_cost, NULL, DIR_SCOPE,
                   "Units one request consumes: N (0: check only), "
                   "expr=EXPR (default 1), or bytes (the body bytes sent)"),
-    AP_INIT_TAKE_ARGV(RLAAS_D_APPLY, set_apply, NULL, DIR_SCOPE,
-                      "Policies applied here and below: NAME, -NAME "
-                      "(remove an inherited one) or none"),
-    AP_INIT_RAW_ARGS(RLAAS_D_POLICY, set_policy, NULL, RSRC_CONF,
-                     "NAME LIMIT WINDOW [calendar] [strategy=S] "
-                     "[key=\"SOURCES\"] "
-                     "[cost=N|bytes] [countif=EXPR]: a named policy"),
-    AP_INIT_TAKE_ARGV(RLAAS_D_ENFORCE, set_enforce, NULL, RSRC_CONF,
-                      "Policies applied to every request of the server or "
-                      "virtual host, whatever its sections say"),
     AP_INIT_TAKE1(RLAAS_D_LIMIT_MAX, set_limit_max, NULL, RSRC_CONF,
                   "The highest limit a .htaccess may set, and the bound of "
                   "a limit read per request"),
@@ -1686,16 +802,6 @@ const command_rec rlaas_cmds[] = {
                  "On: SetHandler rlaas-metrics serves the server-wide "
                  "metrics here (inside <Location>, <Directory> or <Files> "
                  "only)"),
-    /* TLS to the sentinels and the name of the master they announce */
-    AP_INIT_TAKE1(RLAAS_D_SENTINEL_TLS_NAME, set_sentinel_tls_name, NULL,
-                  RSRC_CONF,
-                  "Name every sentinel's certificate must carry (default: "
-                  "each sentinel's host as RLaaSRedisSentinel names it)"),
-    AP_INIT_FLAG(RLAAS_D_TLS_ANNOUNCED, set_target_flag,
-                 (void *)APR_OFFSETOF(rlaas_target_t, tls_announced), RSRC_CONF,
-                 "On: with Sentinel and TLS, check the master's certificate "
-                 "against the address the sentinels announce (default Off: "
-                 "RLaaSRedisTLSServerName is required)"),
     /* calendar windows: the zone their days start in */
     RLAAS_CALENDAR_CMDS,
     {NULL}};
@@ -1777,11 +883,6 @@ rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d)
                                              : RLAAS_HEADERS_DRAFT;
 }
 
-int rlaas_target_cluster(const rlaas_target_t *t)
-{
-    return t->cluster_n > 0;
-}
-
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc)
 {
     return sc->key_prefix != NULL ? sc->key_prefix : RLAAS_DEFAULT_PREFIX;
@@ -1802,12 +903,6 @@ const rlaas_dir_conf_t *rlaas_server_dir_conf(const request_rec *r)
     return ap_get_module_config(r->server->lookup_defaults, &rlaas_module);
 }
 
-/* Whether a host's (merged) target names a Redis. */
-static int has_target(const rlaas_target_t *t)
-{
-    return t->host != NULL || t->sentinel_master != NULL || t->cluster_n > 0;
-}
-
 /* RLaaSBackend's default: redis where a Redis target is configured (the
  * host's own or inherited), else the local engine, the embedded default;
  * said once per start or restart, not on the first (pre-config) pass. */
@@ -1820,8 +915,8 @@ static void resolve_backends(server_rec *main_s)
         rlaas_server_conf_t *sc = rlaas_server_conf(s);
 
         if (sc->backend == RLAAS_BACKEND_UNSET)
-            sc->backend = has_target(sc->target) ? RLAAS_BACKEND_REDIS
-                                                 : RLAAS_BACKEND_LOCAL;
+            sc->backend = rlaas_target_named(sc->target) ? RLAAS_BACKEND_REDIS
+                                                         : RLAAS_BACKEND_LOCAL;
         if (sc->backend == RLAAS_BACKEND_LOCAL)
             local++;
         else
@@ -1844,34 +939,13 @@ static void resolve_backends(server_rec *main_s)
                      redis, redis + local);
 }
 
-/* Every Redis target's settings final, once: the defaults where none was
- * given (a target shared by several hosts is seen again, unchanged). */
-static void resolve_targets(server_rec *s)
-{
-    for (; s != NULL; s = s->next) {
-        rlaas_target_t *t = rlaas_server_conf(s)->target;
-
-        if (t->database < 0)
-            t->database = 0;
-        if (t->timeout_ms <= 0)
-            t->timeout_ms = RLAAS_DEFAULT_TIMEOUT_MS;
-        if (t->circuit_failures < 0)
-            t->circuit_failures = RLAAS_DEFAULT_CIRCUIT_FAILURES;
-        if (t->circuit_cooldown_ms <= 0)
-            t->circuit_cooldown_ms = RLAAS_DEFAULT_CIRCUIT_COOLDOWN_MS;
-        t->pipeline = t->pipeline != 0;
-        t->tls = t->tls == 1;
-        t->tls_announced = t->tls_announced == 1;
-    }
-}
-
 /* A virtual host's own policies count in its namespace unless it has a
  * key prefix of its own: two hosts that both declare "api" never share. */
 void rlaas_config_post_config(apr_pool_t *pconf, server_rec *s)
 {
     ap_add_version_component(pconf, "mod_rlaas/" RLAAS_VERSION);
     resolve_backends(s);
-    resolve_targets(s);
+    rlaas_target_resolve(s);
     rlaas_keysecret_post_config(s);
     for (; s != NULL; s = s->next) {
         rlaas_server_conf_t *sc = rlaas_server_conf(s);

@@ -278,6 +278,15 @@ void *rlaas_create_dir_conf(apr_pool_t *p, char *dir);
 void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
 
 rlaas_server_conf_t *rlaas_server_conf(const server_rec *s);
+
+/* "RLaaSLimit: invalid value 'abc': expected an integer from 1 to ..." */
+const char *rlaas_config_bad_value(cmd_parms *cmd, const char *arg,
+                                   const char *accepted);
+
+/* One source of an identity (RLaaSKeyBy, a policy's key=) into ks:
+ * parsed, its name kept, an expression compiled. */
+const char *rlaas_config_add_source(cmd_parms *cmd, rlaas_key_source_t *ks,
+                                    const char *arg);
 rlaas_dir_conf_t *rlaas_dir_conf(const request_rec *r);
 
 /* pre_config: a fresh table of the main server's policies. */
@@ -302,7 +311,6 @@ int rlaas_dir_console(const rlaas_dir_conf_t *d);
 int rlaas_config_console_any(void);
 int rlaas_dir_metrics(const rlaas_dir_conf_t *d);
 /* 1 with RLaaSRedisCluster: keys carry their identity as a hash tag. */
-int rlaas_target_cluster(const rlaas_target_t *t);
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc);
 int rlaas_server_ipv6_prefix(const rlaas_server_conf_t *sc);
 int64_t rlaas_server_limit_max(const rlaas_server_conf_t *sc);

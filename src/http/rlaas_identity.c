@@ -7,6 +7,7 @@
 #include "rlaas_cookie.h"
 #include "rlaas_ip.h"
 #include "rlaas_keysecret.h"
+#include "rlaas_target.h"
 #include "rlaas_verdict.h"
 
 APLOG_USE_MODULE(rlaas);

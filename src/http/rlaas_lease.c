@@ -10,6 +10,7 @@
 #include "rlaas_local.h"
 #include "rlaas_outcome.h"
 #include "rlaas_redis.h"
+#include "rlaas_target.h"
 
 APLOG_USE_MODULE(rlaas);
 
