@@ -24,8 +24,9 @@ EXTRA_LDFLAGS ?=
 # decides several policies at once. A strategy's script is the shared
 # prelude, the strategy's body (a function) and a line calling it; the
 # multi script is the prelude, all six bodies and lua/multi.lua. They are
-# joined into build/lua/: those files are what the module embeds and what
-# t/lua tests.
+# joined into build/lua/ (tools/lua-join.pl: of the prelude, its head and
+# the helpers the rest uses): those files are what the module embeds and
+# what t/lua tests.
 LUA_PRELUDE = lua/prelude.lua
 LUA_BODIES = lua/fixed.lua lua/sliding_log.lua lua/sliding.lua lua/token.lua \
              lua/leaky.lua lua/gcra.lua
@@ -41,54 +42,11 @@ LUA_CONC = lua/concurrency.lua
 # http -> local, redis -> core. core/, local/ and the pure parts of redis/
 # need no httpd headers: they are unit-tested and fuzzed on their own.
 SRC_DIRS = src/core src/local src/redis src/http
-ALGO_SRC = src/core/rlaas_algo.c src/core/rlaas_algo_fixed.c \
-           src/core/rlaas_algo_sliding_log.c src/core/rlaas_algo_sliding.c \
-           src/core/rlaas_algo_token.c src/core/rlaas_algo_leaky.c \
-           src/core/rlaas_algo_gcra.c
-LOCAL_SRC = src/local/rlaas_table.c src/local/rlaas_local.c \
-            src/local/rlaas_grant.c
-CORE_SRC = src/core/rlaas_parse.c src/core/rlaas_key.c \
-           src/core/rlaas_keyhash.c \
-           src/core/rlaas_keybuild.c src/core/rlaas_log.c \
-           src/core/rlaas_headers.c src/core/rlaas_verdict.c \
-           src/core/rlaas_clock.c src/core/rlaas_ip.c \
-           src/core/rlaas_cookie.c src/core/rlaas_slot.c \
-           src/core/rlaas_policy.c src/core/rlaas_tally.c \
-           src/core/rlaas_ban.c src/core/rlaas_troot.c \
-           src/core/rlaas_siphash.c src/core/rlaas_conc.c \
-           src/core/rlaas_tz.c src/core/rlaas_cal.c \
-           $(ALGO_SRC) $(LOCAL_SRC) \
-           src/redis/rlaas_reply.c src/redis/rlaas_breaker.c \
-           src/redis/rlaas_resp.c src/redis/rlaas_pipeline.c \
-           src/redis/rlaas_gate.c src/redis/rlaas_rerr.c \
-           src/redis/rlaas_conn.c src/redis/rlaas_exchange.c \
-           src/redis/rlaas_pool.c src/redis/rlaas_resolve.c \
-           src/redis/rlaas_tls.c src/redis/rlaas_redis.c \
-           src/redis/rlaas_cluster.c src/redis/rlaas_nodes.c \
-           src/redis/rlaas_scan.c
-HTTPD_SRC = src/http/rlaas_config.c src/http/rlaas_target.c \
-            src/http/rlaas_config_policy.c \
-            src/http/rlaas_identity.c \
-            src/http/rlaas_limit.c src/http/rlaas_metrics.c \
-            src/http/rlaas_remote.c src/http/rlaas_unit.c \
-            src/http/rlaas_authuser.c src/http/rlaas_policies.c \
-            src/http/rlaas_backend.c src/http/rlaas_lease.c \
-            src/http/rlaas_outcome.c src/http/rlaas_keysecret.c \
-            src/http/rlaas_shm.c src/http/rlaas_engine.c \
-            src/http/rlaas_engine_local.c src/http/rlaas_engine_redis.c
-# tenants: roots, bounds, where their settings count
-HTTPD_SRC += src/http/rlaas_tenant.c
-# requests in flight: RLaaSConcurrency, slots given back
-HTTPD_SRC += src/http/rlaas_concurrency.c
-# calendar windows: RLaaSTimeZone, the periods a request is counted in
-HTTPD_SRC += src/http/rlaas_calendar.c
-# the operator's console
-HTTPD_SRC += src/http/rlaas_admin.c src/http/rlaas_admin_zones.c \
-             src/http/rlaas_admin_act.c src/http/rlaas_admin_render.c
-# who sees what (RLaaSConsole, RLaaSMetrics), and TRACE decided early
-HTTPD_SRC += src/http/rlaas_scope.c src/http/rlaas_trace.c
-
-HTTPD_SRC += src/http/rlaas_bytes.c
+# Every C file of each folder; src/redis/rlaas_scripts.c is generated
+# from lua/ (below).
+CORE_SRC = $(filter-out $(GEN_SRC),\
+             $(sort $(wildcard $(addsuffix /*.c,src/core src/local src/redis))))
+HTTPD_SRC = $(sort $(wildcard src/http/*.c))
 GEN_SRC = src/redis/rlaas_scripts.c
 SRC = mod_rlaas.c $(HTTPD_SRC) $(CORE_SRC) $(GEN_SRC)
 HDR = $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.h))
@@ -106,31 +64,36 @@ APR_LIBS := $(shell apu-1-config --link-ld 2>/dev/null) \
 
 all: $(MODULE)
 
-build/lua/%.lua: $(LUA_PRELUDE) lua/%.lua
+LUA_JOIN = perl tools/lua-join.pl $(LUA_PRELUDE)
+
+build/lua/%.lua: $(LUA_PRELUDE) lua/%.lua tools/lua-join.pl
 	@mkdir -p build/lua
-	@{ cat $(LUA_PRELUDE) lua/$*.lua; echo 'return one(rlaas_$*)'; } >$@.tmp && \
+	@$(LUA_JOIN) lua/$*.lua --tail 'return one(rlaas_$*)' >$@.tmp && \
 	    mv $@.tmp $@
 
-build/lua/multi.lua: $(LUA_PRELUDE) $(LUA_BODIES) $(LUA_CONC) lua/multi.lua
+build/lua/multi.lua: $(LUA_PRELUDE) $(LUA_BODIES) $(LUA_CONC) lua/multi.lua \
+                     tools/lua-join.pl
 	@mkdir -p build/lua
-	@cat $(LUA_PRELUDE) $(LUA_BODIES) $(LUA_CONC) lua/multi.lua >$@.tmp && \
+	@$(LUA_JOIN) $(LUA_BODIES) $(LUA_CONC) lua/multi.lua >$@.tmp && \
 	    mv $@.tmp $@
 
 # RLaaSLease: the prelude, the bodies and lua/lease.lua (a portion of one
 # policy's quota taken at once).
-build/lua/lease.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/lease.lua
+build/lua/lease.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/lease.lua \
+                     tools/lua-join.pl
 	@mkdir -p build/lua
-	@cat $(LUA_PRELUDE) $(LUA_BODIES) lua/lease.lua >$@.tmp && mv $@.tmp $@
+	@$(LUA_JOIN) $(LUA_BODIES) lua/lease.lua >$@.tmp && mv $@.tmp $@
 
 # Credits (RLaaSCountIf's refunds, the console's credit): the prelude, the
 # bodies (each with its strategy's credit) and lua/credit.lua.
-build/lua/credit.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/credit.lua
+build/lua/credit.lua: $(LUA_PRELUDE) $(LUA_BODIES) lua/credit.lua \
+                      tools/lua-join.pl
 	@mkdir -p build/lua
-	cat $(LUA_PRELUDE) $(LUA_BODIES) lua/credit.lua >$@.tmp && mv $@.tmp $@
+	@$(LUA_JOIN) $(LUA_BODIES) lua/credit.lua >$@.tmp && mv $@.tmp $@
 
-build/lua/release.lua: $(LUA_PRELUDE) lua/release.lua
+build/lua/release.lua: $(LUA_PRELUDE) lua/release.lua tools/lua-join.pl
 	@mkdir -p build/lua
-	@cat $(LUA_PRELUDE) lua/release.lua >$@.tmp && mv $@.tmp $@
+	@$(LUA_JOIN) lua/release.lua >$@.tmp && mv $@.tmp $@
 
 # The console's reset and unban: lua/forget.lua alone (it needs no helper).
 build/lua/forget.lua: lua/forget.lua
