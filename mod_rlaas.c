@@ -20,6 +20,7 @@
 #include "rlaas_metrics.h"
 #include "rlaas_remote.h"
 #include "rlaas_scope.h"
+#include "rlaas_settle.h"
 #include "rlaas_trace.h"
 
 static int rlaas_post_config(apr_pool_t *pconf, apr_pool_t *plog,
@@ -50,7 +51,7 @@ static void rlaas_register_hooks(apr_pool_t *p)
     ap_hook_map_to_storage(rlaas_trace_map_to_storage, NULL, NULL,
                            APR_HOOK_REALLY_FIRST);
     /* RLaaSCountIf: charged once the response is known */
-    ap_hook_log_transaction(rlaas_limit_log_transaction, NULL, NULL,
+    ap_hook_log_transaction(rlaas_settle_log_transaction, NULL, NULL,
                             APR_HOOK_MIDDLE);
     ap_hook_insert_error_filter(rlaas_limit_insert_error_filter, NULL, NULL,
                                 APR_HOOK_MIDDLE);

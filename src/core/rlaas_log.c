@@ -1,5 +1,7 @@
 #include "rlaas_log.h"
 
+#include <stdio.h>
+
 long rlaas_log_gate_pass(rlaas_log_gate_t *g, int64_t now_us,
                          unsigned interval_s)
 {
@@ -13,4 +15,12 @@ long rlaas_log_gate_pass(rlaas_log_gate_t *g, int64_t now_us,
         return -1;
     }
     return (long)apr_atomic_xchg32(&g->suppressed, 0);
+}
+
+const char *rlaas_log_suppressed(char *buf, size_t size, long dropped)
+{
+    if (dropped <= 0 || size == 0)
+        return "";
+    snprintf(buf, size, " (%ld similar lines suppressed)", dropped);
+    return buf;
 }

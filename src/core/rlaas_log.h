@@ -8,6 +8,7 @@
 #ifndef RLAAS_LOG_H
 #define RLAAS_LOG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "apr_atomic.h"
@@ -23,5 +24,12 @@ typedef struct {
  * one that passed. */
 long rlaas_log_gate_pass(rlaas_log_gate_t *g, int64_t now_us,
                          unsigned interval_s);
+
+/* Room for what rlaas_log_suppressed writes. */
+#define RLAAS_LOG_SUPPRESSED_MAX 48
+
+/* " (N similar lines suppressed)", written into buf, to end a line that
+ * passed after dropped others; "" when none was dropped. */
+const char *rlaas_log_suppressed(char *buf, size_t size, long dropped);
 
 #endif

@@ -11,7 +11,6 @@
 #include "rlaas_admin.h"
 #include "rlaas_admin_zones.h"
 #include "rlaas_authuser.h"
-#include "rlaas_bytes.h"
 #include "rlaas_clock.h"
 #include "rlaas_concurrency.h"
 #include "rlaas_config.h"
@@ -24,6 +23,7 @@
 #include "rlaas_outcome.h"
 #include "rlaas_policies.h"
 #include "rlaas_policy.h"
+#include "rlaas_settle.h"
 #include "rlaas_tenant.h"
 #include "rlaas_unit.h"
 #include "rlaas_verdict.h"
@@ -55,23 +55,6 @@ typedef struct {
     const rlaas_engine_t *by; /* the engine that decided, or NULL */
     rlaas_outcome_e out;      /* as record() counted it */
 } decision_t;
-
-/* RLaaSCountIf: a decision's charges, made at the check, that the
- * response may give back (rlaas_limit_log_transaction): where and when
- * they were made. */
-typedef struct {
-    const rlaas_dir_conf_t *d;
-    rlaas_item_t it[RLAAS_POLICIES_MAX];
-    ap_expr_info_t *expr[RLAAS_POLICIES_MAX]; /* each item's condition */
-    int at[RLAAS_POLICIES_MAX];               /* its place in the decision */
-    int n;
-    const rlaas_engine_t *en; /* the engine that charged them */
-    int64_t t0_us; /* rlaas_clock_us() before the decision was asked */
-    /* RLaaSCost bytes: the items (checked only) are charged the bytes
-     * sent where their condition holds (or they have none: expr NULL),
-     * instead of given back where it does not */
-    int bytes;
-} pending_t;
 
 /* What the client request has decided so far, as the response shows it:
  * the index of the shown policy (rlaas_policy_pick), or -1 if none has a
@@ -361,10 +344,8 @@ void rlaas_limit_insert_error_filter(request_rec *r)
 
 static const char *suppressed(request_rec *r, long dropped)
 {
-    return dropped > 0
-               ? apr_psprintf(r->pool, " (%ld similar lines suppressed)",
-                              dropped)
-               : "";
+    return rlaas_log_suppressed(apr_palloc(r->pool, RLAAS_LOG_SUPPRESSED_MAX),
+                                RLAAS_LOG_SUPPRESSED_MAX, dropped);
 }
 
 /* Denials are logged at info ("LogLevel rlaas:info" shows them), at most
@@ -698,262 +679,27 @@ static int select_items(decision_t *dc, const rlaas_item_t *all, int n,
     return before_auth;
 }
 
-/* ---- RLaaSCountIf ---- */
-
-/* The items that count by outcome (a policy's countif=, else the
- * section's RLaaSCountIf for its own limit and, when the operator set it,
- * the policies it applies, never the host's enforced ones) are charged at
- * the check, as any other: at most the limit's worth of requests is
- * admitted and not yet known, a burst included; those the response shows
- * not to count are given back after it (a refund). A check of cost 0
- * charges nothing, gives nothing back. */
-static ap_expr_info_t *count_if_of(const decision_t *dc, const rlaas_item_t *it)
-{
-    int tenant = dc->d != NULL && (dc->d->by_tenant & RLAAS_T_COUNT_IF);
-
-    return it->p != NULL && it->p->count_if != NULL ? it->p->count_if
-           : it->enforced || (it->p != NULL && tenant)
-               ? NULL
-               : rlaas_outcome_count_if(dc->d);
-}
-
-/* The items charged after the response (bytes: those RLaaSCost bytes
- * checks, whatever their condition), or those charged at the check that
- * a condition may give back. */
-static pending_t *pending_prepare(decision_t *dc, int bytes)
-{
-    ap_expr_info_t *expr;
-    pending_t *pd = NULL;
-    int i;
-
-    for (i = 0; i < dc->n; i++) {
-        const rlaas_item_t *it = &dc->it[i];
-
-        expr = count_if_of(dc, it);
-        if (it->conc ||
-            (bytes ? it->bytes_unit == 0
-                   : expr == NULL || (it->call.cost != NULL &&
-                                      strcmp(it->call.cost, "0") == 0)))
-            continue;
-        if (pd == NULL) {
-            pd = apr_pcalloc(dc->r->pool, sizeof(*pd));
-            pd->d = dc->d;
-            pd->bytes = bytes;
-        }
-        pd->it[pd->n] = *it;
-        pd->at[pd->n] = i;
-        pd->expr[pd->n++] = expr;
-    }
-    if (pd != NULL && !bytes)
-        dc->a.with |= RLAAS_LEASE_WITH_REFUND;
-    return pd;
-}
-
-/* After the decision: the charges it made that a response may give back
- * (the engine that decided, the items it charged), or 0 if none was made
- * (refused, or let through undecided). */
-static int countif_charged(const decision_t *dc, pending_t *pd)
-{
-    int i, n = 0;
-
-    switch (dc->out) {
-    case RLAAS_OUT_ALLOWED:
-    case RLAAS_OUT_DRY_RUN_DENIED:
-    case RLAAS_OUT_LOCAL:
-        pd->en = dc->by;
-        break;
-    default:
-        return 0;
-    }
-    /* a dry run's denial charged nothing */
-    for (i = 0; i < pd->n; i++) {
-        if (!dc->it[pd->at[i]].v.allowed)
-            continue;
-        pd->it[n] = dc->it[pd->at[i]];
-        pd->expr[n++] = pd->expr[i];
-    }
-    pd->n = n;
-    return n > 0;
-}
-
-/* it[0..n) settled by the engine that charged them; NULL, or why not. */
-static const char *settle_engine(request_rec *r, const pending_t *pd,
-                                 const rlaas_item_t *it, int n,
-                                 const int64_t *units)
-{
-    rlaas_engine_fault_t f;
-
-    return pd->en->settle(r, it, n, units, pd->t0_us, &f)
-               ? NULL
-               : rlaas_engine_why(r->pool, &f);
-}
-
-/* The charges of it[0..n) given back, where they were made: tried once
- * more if the first try was never sent; a refund finally lost leaves the
- * charge standing (the client's quota lower until it expires, never
- * higher), counted and logged. */
-static void refund(request_rec *r, const pending_t *pd, const rlaas_item_t *it,
-                   int n)
-{
-    const char *why = settle_engine(r, pd, it, n, NULL);
-    long dropped;
-
-    if (why == NULL) {
-        rlaas_metrics_outcome(RLAAS_METRIC_COUNTIF_REFUNDS);
-        return;
-    }
-    rlaas_metrics_outcome(RLAAS_METRIC_COUNTIF_REFUNDS_LOST);
-    dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);
-    if (dropped >= 0)
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                      "RLAAS0150: " RLAAS_D_COUNT_IF
-                      ": a charge made at the check could not be given "
-                      "back (%s); it stands until it expires%s",
-                      why[0] ? why : "-", suppressed(r, dropped));
-}
-
-/* The body bytes the response sent (r->bytes_sent of its last record,
- * after internal redirects: what %B logs; none for a HEAD, whose body
- * httpd counts but drops). */
-static apr_off_t bytes_sent(request_rec *r)
-{
-    while (r->next != NULL)
-        r = r->next;
-    return r->header_only || r->bytes_sent < 0 ? 0 : r->bytes_sent;
-}
-
-/* Those bytes as units of an item, at least 1 and at most its limit; 0:
- * nothing to charge. */
-static int bytes_units(request_rec *r, const rlaas_item_t *it, int64_t *units)
-{
-    apr_off_t sent = bytes_sent(r);
-
-    if (sent <= 0)
-        return 0;
-    *units = rlaas_bytes_units(sent, it->bytes_unit, it->limit);
-    return 1;
-}
-
-/* RLaaSCost bytes: the bytes sent charged to it[0..n), forced (the
- * response was served on the check); a charge lost is logged (the client
- * got those bytes free). Returns whether the charge was made. */
-static int charge_bytes(request_rec *r, const pending_t *pd,
-                        const rlaas_item_t *it, const int64_t *units, int n)
-{
-    const char *why = settle_engine(r, pd, it, n, units);
-    long dropped;
-
-    if (why == NULL)
-        return 1;
-    dropped = rlaas_log_gate_pass(&gate_error, rlaas_clock_us(), 1);
-    if (dropped >= 0)
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r,
-                      "RLAAS0210: " RLAAS_D_COST
-                      " bytes: the bytes a response sent could not be "
-                      "charged (%s)%s",
-                      why[0] ? why : "-", suppressed(r, dropped));
-    return 0;
-}
-
-/* RLaaSCost bytes: each item whose condition holds (or that has none) is
- * charged the bytes sent. Returns -1 if nothing was to be charged, else
- * whether the charge was made. */
-static int settle_bytes(request_rec *r, const pending_t *pd)
-{
-    rlaas_item_t to[RLAAS_POLICIES_MAX];
-    int64_t units[RLAAS_POLICIES_MAX];
-    int i, n = 0;
-
-    for (i = 0; i < pd->n; i++) {
-        if (pd->expr[i] != NULL && !rlaas_outcome_counts(r, pd->expr[i]))
-            continue;
-        if (bytes_units(r, &pd->it[i], &units[n]))
-            to[n++] = pd->it[i];
-    }
-    return n > 0 ? charge_bytes(r, pd, to, units, n) : -1;
-}
-
-/* The response's bytes in the metrics, once however many decisions and
- * limits charged them: lost if any charge of them was. */
-static void count_bytes(request_rec *r, int charged, int lost)
-{
-    if (charged || lost)
-        rlaas_metrics_outcome_add(lost ? RLAAS_METRIC_BYTES_LOST
-                                       : RLAAS_METRIC_BYTES_CHARGED,
-                                  (apr_uint64_t)bytes_sent(r));
-}
-
-/* One decision's charges once the response is known: those whose
- * condition holds stand, the others are given back. */
-static void settle(request_rec *r, const pending_t *pd)
-{
-    rlaas_item_t back[RLAAS_POLICIES_MAX];
-    int i, j, holds[RLAAS_POLICIES_MAX], n = 0, kept = 0;
-
-    /* each condition evaluated once */
-    for (i = 0; i < pd->n; i++) {
-        for (j = 0; j < i && pd->expr[j] != pd->expr[i]; j++)
-            ;
-        holds[i] = j < i ? holds[j] : rlaas_outcome_counts(r, pd->expr[i]);
-        if (holds[i])
-            kept = 1;
-        else
-            back[n++] = pd->it[i];
-    }
-    if (kept)
-        rlaas_metrics_outcome(RLAAS_METRIC_COUNTIF_CHARGES);
-    if (n > 0)
-        refund(r, pd, back, n);
-}
-
-/* After the response (log_transaction): each decision that RLaaSCountIf
- * charged is settled by its conditions. */
-int rlaas_limit_log_transaction(request_rec *r)
-{
-    rlaas_unit_t *u;
-    apr_array_header_t *pending;
-    int i, charged = 0, lost = 0, rc;
-
-    if (r->main != NULL || (u = rlaas_unit_find(r)) == NULL)
-        return DECLINED;
-    /* RLaaSConcurrency: httpd is done with the request */
-    rlaas_concurrency_release(r);
-    if (u->outcome == NULL)
-        return DECLINED;
-    pending = u->outcome;
-    u->outcome = NULL;
-    for (i = 0; i < pending->nelts; i++) {
-        const pending_t *pd = APR_ARRAY_IDX(pending, i, const pending_t *);
-
-        if (!pd->bytes)
-            settle(r, pd);
-        else if ((rc = settle_bytes(r, pd)) >= 0)
-            *(rc ? &charged : &lost) = 1;
-    }
-    count_bytes(r, charged, lost);
-    return DECLINED;
-}
-
-/* The slots an admitted decision took, by the engine that took them
- * (as countif_charged): none when it was let through undecided. */
-static void conc_taken(const decision_t *dc)
+/* The engine that charged an admitted decision (its slots held, its
+ * charges settled after the response), or NULL: refused, or let through
+ * undecided. */
+static const rlaas_engine_t *charged_by(const decision_t *dc)
 {
     switch (dc->out) {
     case RLAAS_OUT_ALLOWED:
     case RLAAS_OUT_DRY_RUN_DENIED:
     case RLAAS_OUT_LOCAL:
-        rlaas_concurrency_hold(dc->r, dc->it, dc->n, dc->by);
-        break;
+        return dc->by;
     default:
-        break;
+        return NULL;
     }
 }
 
 static int decide(decision_t *dc, int before_auth)
 {
     request_rec *r = dc->r;
+    const rlaas_engine_t *en;
+    rlaas_settle_t *pd[2];
     const char *err;
-    pending_t *pd[2];
     int i, rc;
 
     for (i = 0; i < dc->n; i++) {
@@ -973,24 +719,15 @@ static int decide(decision_t *dc, int before_auth)
         rlaas_authuser_before_auth(r, 0);
     if (err != NULL)
         return undecided(dc, NULL, NULL, err);
-    pd[0] = pending_prepare(dc, 0);
-    pd[1] = pending_prepare(dc, 1);
-    for (i = 0; i < 2; i++)
-        if (pd[i] != NULL)
-            pd[i]->t0_us = rlaas_clock_us();
+    pd[0] = rlaas_settle_prepare(r, dc->d, dc->it, dc->n, 0, &dc->a.with);
+    pd[1] = rlaas_settle_prepare(r, dc->d, dc->it, dc->n, 1, &dc->a.with);
     rc = limit(dc);
-    /* admitted: its slots held until httpd is done with the request */
-    if (rc == DECLINED)
-        conc_taken(dc);
-    /* served: its charges settled once the response is known */
-    for (i = 0; i < 2 && rc == DECLINED; i++) {
-        if (pd[i] == NULL || !countif_charged(dc, pd[i]))
-            continue;
-        if (dc->u->outcome == NULL)
-            dc->u->outcome =
-                apr_array_make(r->pool, 2, sizeof(const pending_t *));
-        APR_ARRAY_PUSH((apr_array_header_t *)dc->u->outcome,
-                       const pending_t *) = pd[i];
+    if (rc == DECLINED && (en = charged_by(dc)) != NULL) {
+        /* admitted: its slots held until httpd is done with the request */
+        rlaas_concurrency_hold(r, dc->it, dc->n, en);
+        /* served: its charges settled once the response is known */
+        for (i = 0; i < 2; i++)
+            rlaas_settle_keep(r, dc->u, pd[i], dc->it, en);
     }
     return rc;
 }

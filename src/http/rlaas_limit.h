@@ -26,9 +26,6 @@ int rlaas_limit_handler(request_rec *r);
  * claims (Basic, Digest), else under the client address. */
 int rlaas_limit_trace(request_rec *r);
 
-/* log_transaction: RLaaSCountIf's charges, once the response is known. */
-int rlaas_limit_log_transaction(request_rec *r);
-
 /* The output filter that labels our 429 body text/plain. */
 void rlaas_limit_register_filters(void);
 

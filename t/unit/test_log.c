@@ -1,5 +1,6 @@
 /* Log gates: one line per interval, and an exact count of the rest. */
 #include <setjmp.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -28,10 +29,28 @@ static void one_line_per_interval(void **state)
                      1);
 }
 
+/* The end of a line that passed after others were held back: their
+ * number, the largest too, or nothing; never past the room given. */
+static void suppressed_said(void **state)
+{
+    char room[RLAAS_LOG_SUPPRESSED_MAX], small[8];
+
+    (void)state;
+    assert_string_equal(rlaas_log_suppressed(room, sizeof(room), 0), "");
+    assert_string_equal(rlaas_log_suppressed(room, sizeof(room), -1), "");
+    assert_string_equal(rlaas_log_suppressed(room, sizeof(room), 3),
+                        " (3 similar lines suppressed)");
+    assert_string_equal(rlaas_log_suppressed(room, sizeof(room), LONG_MAX),
+                        " (9223372036854775807 similar lines suppressed)");
+    assert_string_equal(rlaas_log_suppressed(small, sizeof(small), 3),
+                        " (3 sim");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(one_line_per_interval),
+        cmocka_unit_test(suppressed_said),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
