@@ -84,6 +84,8 @@ int rlaas_backend_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     (void)pconf;
     (void)plog;
     (void)ptemp;
+    /* the metrics show the table's counters as this engine reads them */
+    rlaas_metrics_table_source(rlaas_backend_stats);
     if (shm != NULL) {
         table =
             apr_shm_size_get(shm) == size

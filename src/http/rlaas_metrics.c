@@ -8,8 +8,6 @@
 #include "ap_mpm.h"
 #include "mod_status.h"
 
-#include "rlaas_backend.h"
-
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -685,6 +683,18 @@ static void local_counter(request_rec *r, const char *name, const char *text,
     ap_rprintf(r, "%s %" APR_UINT64_T_FMT "\n", name, v);
 }
 
+static rlaas_metrics_table_fn table_source;
+
+void rlaas_metrics_table_source(rlaas_metrics_table_fn fn)
+{
+    table_source = fn;
+}
+
+static int table_stats(rlaas_table_stats_t *st)
+{
+    return table_source != NULL && table_source(st);
+}
+
 /* The local engine's table, read without its locks. */
 static void write_local(request_rec *r, rlaas_counters_t *c)
 {
@@ -697,7 +707,7 @@ static void write_local(request_rec *r, rlaas_counters_t *c)
         ap_rprintf(
             r, "rlaas_local_errors_total{kind=\"%s\"} %" APR_UINT64_T_FMT "\n",
             rlaas_lerr_name(e), rd(&c->local_errors[e]));
-    if (!rlaas_backend_stats(&st))
+    if (!table_stats(&st))
         return;
     help(r, "rlaas_local_identities", "gauge",
          "Records held by the local engine's table.");
@@ -784,7 +794,7 @@ int rlaas_metrics_status_hook(request_rec *r, int flags)
                        sum[o]);
         ap_rprintf(r, "RLaaSRedisConnections: %u\nRLaaSCircuitsOpen: %u\n",
                    GAUGE(connections), GAUGE(circuits));
-        if (rlaas_backend_stats(&ls))
+        if (table_stats(&ls))
             ap_rprintf(r,
                        "RLaaSLocalIdentities: %" APR_UINT64_T_FMT
                        "\nRLaaSLocalEvictions: %" APR_UINT64_T_FMT "\n",
@@ -799,7 +809,7 @@ int rlaas_metrics_status_hook(request_rec *r, int flags)
                "<tr><td>Redis connections open</td><td>%u</td></tr>\n"
                "<tr><td>circuits open</td><td>%u</td></tr>\n",
                GAUGE(connections), GAUGE(circuits));
-    if (rlaas_backend_stats(&ls))
+    if (table_stats(&ls))
         ap_rprintf(r,
                    "<tr><td>local engine: identities</td><td>%" APR_UINT64_T_FMT
                    "</td></tr>\n<tr><td>local engine: evictions</td><td>"

@@ -36,6 +36,11 @@ const char *rlaas_outcome_name(rlaas_outcome_e o);
 int rlaas_metrics_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                               apr_pool_t *ptemp, server_rec *s);
 
+/* Where the local engine's table counters are read from (0: no table):
+ * the engine tells (rlaas_backend.c), the metrics only show them. */
+typedef int (*rlaas_metrics_table_fn)(rlaas_table_stats_t *st);
+void rlaas_metrics_table_source(rlaas_metrics_table_fn fn);
+
 /* One client request's decision, under the strategy of the policy it
  * shows (server-status and the decision series count requests). */
 void rlaas_metrics_decision(rlaas_strategy_e st, rlaas_outcome_e o);
