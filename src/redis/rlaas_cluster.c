@@ -25,7 +25,7 @@
  * pool, and with it the engine's connections. */
 typedef struct {
     apr_pool_t *pool;
-    rlaas_redis_t *rd;
+    rlaas_node_t *rd;
 } node_engine_t;
 
 struct rlaas_cluster_t {
@@ -78,7 +78,7 @@ static void *node_make(void *baton, const char *host, int port)
     c.is_unix = 0;
     c.cluster_n = 0;
     c.sentinel = NULL;
-    if ((ne->rd = rlaas_redis_create(p, &c, &cl->ev)) == NULL) {
+    if ((ne->rd = rlaas_node_create(p, &c, &cl->ev)) == NULL) {
         apr_pool_destroy(p);
         return NULL;
     }
@@ -90,14 +90,14 @@ static void node_destroy(void *baton, void *engine)
 {
     rlaas_cluster_t *cl = baton;
     node_engine_t *ne = engine;
-    int open = rlaas_redis_connections(ne->rd);
+    int open = rlaas_node_connections(ne->rd);
 
     apr_pool_destroy(ne->pool);
     if (open > 0 && !cl->closing && cl->ev.connection != NULL)
         cl->ev.connection(cl->ev.baton, -open);
 }
 
-static rlaas_redis_t *rd_of(const rlaas_hold_t *h)
+static rlaas_node_t *rd_of(const rlaas_hold_t *h)
 {
     return ((node_engine_t *)h->engine)->rd;
 }
@@ -383,7 +383,7 @@ static rlaas_rerr_e one_slot(rlaas_cluster_t *cl, const rlaas_call_t *call,
         poke(cl);
         return RLAAS_RERR_CONNECT;
     }
-    deadline = rlaas_redis_deadline(rd_of(&h));
+    deadline = rlaas_node_deadline(rd_of(&h));
     memcpy(hop, call, sizeof(*call) * (size_t)n);
     job.v = v;
     job.n = n;
@@ -392,7 +392,7 @@ static rlaas_rerr_e one_slot(rlaas_cluster_t *cl, const rlaas_call_t *call,
         int port;
 
         job.calls = hop;
-        rlaas_redis_run(rd_of(&h), &job, deadline);
+        rlaas_node_run(rd_of(&h), &job, deadline);
         /* a node that fails (gone, its circuit open) may have been
          * replaced by its replica: ask for the map again soon */
         if (rlaas_rerr_is_redis_failure(job.e) || job.e == RLAAS_RERR_CIRCUIT)
@@ -506,7 +506,7 @@ rlaas_rerr_e rlaas_cluster_each(rlaas_cluster_t *cl, int64_t deadline,
 
         if (!rlaas_nodes_known(cl->nodes, hosts[i], ports[i], &h))
             continue; /* forgotten meanwhile: the map moved on */
-        e = rlaas_redis_each_node(rd_of(&h), deadline, fn, baton, detail, stop);
+        e = rlaas_node_each(rd_of(&h), deadline, fn, baton, detail, stop);
         rlaas_nodes_release(cl->nodes, &h);
     }
     return e;

@@ -3,7 +3,7 @@
  * none, and no well-kept C cluster client is packaged for Debian 12). The
  * slot map comes from CLUSTER SLOTS, fetched in a thread of the router's
  * own (when the child starts, every 10 s, and soon after a MOVED); each
- * node gets an engine of its own (rlaas_redis.h: its pool, pipeline and
+ * node gets an engine of its own (rlaas_node.h: its pool, pipeline and
  * circuit breaker); a call goes to the node of its key's slot (the key
  * carries the identity as a hash tag, rlaas_slot.h), follows MOVED (the
  * map learns it at once) and ASK (ASKING, this once), at most twice, all
@@ -17,7 +17,9 @@
 
 #include "apr_pools.h"
 
-#include "rlaas_redis.h"
+#include "rlaas_node.h"
+
+typedef struct rlaas_cluster_t rlaas_cluster_t;
 
 /* Nodes one child knows at once, at most: the masters the slot map
  * names (and nodes calls still hold). */
@@ -33,7 +35,7 @@ rlaas_cluster_t *rlaas_cluster_create(apr_pool_t *p,
 rlaas_rerr_e rlaas_cluster_eval(rlaas_cluster_t *cl, const rlaas_call_t *calls,
                                 int n, rlaas_verdict_t *v, char *detail);
 
-/* rlaas_redis_each_node on each node the child knows now (the masters
+/* rlaas_node_each on each node the child knows now (the masters
  * the map names, and nodes calls were sent to). */
 rlaas_rerr_e rlaas_cluster_each(rlaas_cluster_t *cl, int64_t deadline,
                                 rlaas_redis_conn_fn fn, void *baton,
