@@ -3,7 +3,7 @@
  * send. The request is checked before it is served (admitted while at
  * least one unit of the quota remains: cost 0, a check) and charged after
  * the response with the body bytes httpd sent (r->bytes_sent, what %B
- * logs), on RLaaSCountIf's deferred path (rlaas_limit.c). A limit may be
+ * logs), on RLaaSCountIf's deferred path (rlaas_settle.c). A limit may be
  * a size (3M, 10G); one above RLAAS_LIMIT_MAX bytes counts in KiB.
  */
 #ifndef RLAAS_BYTES_H

@@ -310,7 +310,6 @@ int rlaas_dir_console(const rlaas_dir_conf_t *d);
 /* Whether the configuration read last says RLaaSConsole on anywhere. */
 int rlaas_config_console_any(void);
 int rlaas_dir_metrics(const rlaas_dir_conf_t *d);
-/* 1 with RLaaSRedisCluster: keys carry their identity as a hash tag. */
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc);
 int rlaas_server_ipv6_prefix(const rlaas_server_conf_t *sc);
 int64_t rlaas_server_limit_max(const rlaas_server_conf_t *sc);

@@ -55,7 +55,7 @@ typedef struct {
     const request_rec *checked;
     const ap_conf_vector_t *checked_conf;
     int left_for_handler;
-    /* RLaaSCountIf: charges left for after the response (rlaas_limit.c),
+    /* RLaaSCountIf: charges left for after the response (rlaas_settle.c),
      * or NULL */
     void *outcome;
     /* RLaaSConcurrency: the slots taken, given back once httpd is done

@@ -66,7 +66,7 @@ static void one_probe_after_cooldown(void **state)
 }
 
 /* Only while the probe is in flight does the breaker say "probing": the
- * calls that find it so wait for its outcome (rlaas_redis.c). */
+ * calls that find it so wait for its outcome (rlaas_node.c). */
 static void probing_only_while_the_probe_runs(void **state)
 {
     rlaas_breaker_t b;
