@@ -44,6 +44,26 @@ sub redis_decides {
     }, 5, 0.05);
 }
 
+# ------------------------------------------- a dry run's denial, in Redis' place
+# The section's own limit (1, a dry run) denies from the second request on,
+# the policy beside it allows and is charged, by the local engine standing
+# in for Redis; a 200 does not count for it (countif 404), so each charge is
+# given back after the response, by the engine that made it. Given to Redis
+# (down), each would be lost (RLAAS0150).
+{
+    my $m0 = metrics();
+    my $mark = error_log_mark();
+    my $u = uid('lo-fo-dry');
+    my @r = fo('/lo/fo/dry', $u, 4);
+    is(st_line(@r), join(' ', '200/local', ('200/dry_run_denied') x 3),
+        'Redis down: a dry run denies from the 2nd request on, decided by the local engine');
+    my $m1;
+    wait_for(sub { $m1 = metrics(); mdelta($m0, $m1, 'rlaas_countif_refunds_total') >= 4 }, 5);
+    is(mdelta($m0, $m1, 'rlaas_countif_refunds_total'), 4, 'the 4 charges of the policy given back');
+    is(mdelta($m0, $m1, 'rlaas_countif_refunds_lost_total'), 0, 'none lost (sent to the engine that made them)');
+    unlike(error_log_since($mark), qr/RLAAS0150/, 'no refund lost in the error log');
+}
+
 # ---------------------------------------------------------------- Redis down
 {
     my $m0 = metrics();
