@@ -183,8 +183,9 @@ static void log_lost(server_rec *s, const char *key, const char *why)
         key, why, dropped > 0 ? " (and similar lines since)" : "");
 }
 
-/* The slots h[0..n), each engine's in one call (a slot never given back
- * twice: each is marked done first, whatever happens). */
+/* The slots of all[0..count) that en took and that are not given back
+ * yet, in one call (a slot never given back twice: each is marked done
+ * first, whatever happens). */
 static void release_by(conc_t *c, const rlaas_engine_t *en, held_t *all,
                        int count)
 {

@@ -15,7 +15,6 @@
 #include "rlaas_version.h"
 #include "rlaas_target.h"
 #include "rlaas_tenant.h"
-#include "rlaas_conc.h"
 #include "rlaas_concurrency.h"
 
 APLOG_USE_MODULE(rlaas);

@@ -9,7 +9,6 @@
 #include "rlaas_engine.h"
 #include "rlaas_log.h"
 #include "rlaas_metrics.h"
-#include "rlaas_policies.h"
 #include "rlaas_redis.h"
 #include "rlaas_scan.h"
 

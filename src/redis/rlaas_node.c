@@ -526,11 +526,11 @@ rlaas_rerr_e rlaas_node_warm(rlaas_node_t *rd, int64_t not_after, char *detail)
     return e;
 }
 
-/* One node's turn of rlaas_node_each: a connection of the pool, as
- * a group takes one. */
-static rlaas_rerr_e on_conn(rlaas_node_t *rd, int64_t deadline,
-                            rlaas_redis_conn_fn fn, void *baton, char *detail,
-                            int *stop)
+/* A connection of the pool, as a group takes one; the caller has cleared
+ * detail and checked *stop (rlaas_redis_each_node, the cluster's walk). */
+rlaas_rerr_e rlaas_node_each(rlaas_node_t *rd, int64_t deadline,
+                             rlaas_redis_conn_fn fn, void *baton, char *detail,
+                             int *stop)
 {
     group_t g = {rd, deadline};
     rlaas_conn_t *c;
@@ -559,16 +559,6 @@ static rlaas_rerr_e on_conn(rlaas_node_t *rd, int64_t deadline,
         closed(rd);
     rlaas_pool_release(rd->pool, c);
     return e;
-}
-
-rlaas_rerr_e rlaas_node_each(rlaas_node_t *rd, int64_t deadline,
-                             rlaas_redis_conn_fn fn, void *baton, char *detail,
-                             int *stop)
-{
-    detail[0] = '\0';
-    if (*stop)
-        return RLAAS_RERR_NONE;
-    return on_conn(rd, deadline, fn, baton, detail, stop);
 }
 
 int rlaas_node_connections(const rlaas_node_t *rd)

@@ -105,7 +105,8 @@ int64_t rlaas_node_deadline(const rlaas_node_t *nd);
  * forgets a node). */
 int rlaas_node_connections(const rlaas_node_t *nd);
 
-/* fn on a pooled connection of this node (rlaas_redis_each_node). */
+/* fn on a pooled connection of this node (rlaas_redis_each_node: the
+ * caller clears detail and checks *stop first). */
 rlaas_rerr_e rlaas_node_each(rlaas_node_t *nd, int64_t deadline,
                              rlaas_redis_conn_fn fn, void *baton, char *detail,
                              int *stop);
