@@ -43,15 +43,37 @@ static void put_i64(char *buf, size_t size, size_t *n, int64_t v)
     put(buf, size, n, d, rlaas_fmt_i64(d, v));
 }
 
+/* The longest item beside its name: quotes, two keys, two integers. */
+#define ITEM_FIXED (2 + 1 + 2 * (1 + 2 + 20) + 1)
+
 /* `"<name>";<k1>=<v1>;<k2>=<v2>`, NUL-terminated; returns the length it
- * needs, like snprintf. */
+ * needs, like snprintf. Where the whole item fits, written straight in
+ * (the usual case: the caller's buffer is sized for it); else piece by
+ * piece, a prefix of it. */
 static int fmt_item(char *buf, size_t size, const char *name, const char *k1,
                     int64_t v1, const char *k2, int64_t v2)
 {
-    size_t n = 0;
+    size_t nl = strlen(name), n = 0;
+    char *p = buf;
 
+    if (size >= nl + ITEM_FIXED + 1) {
+        *p++ = '"';
+        memcpy(p, name, nl);
+        p += nl;
+        *p++ = '"';
+        *p++ = ';';
+        *p++ = k1[0];
+        *p++ = k1[1];
+        p += rlaas_fmt_i64(p, v1);
+        *p++ = ';';
+        *p++ = k2[0];
+        *p++ = k2[1];
+        p += rlaas_fmt_i64(p, v2);
+        *p = '\0';
+        return (int)(p - buf);
+    }
     put(buf, size, &n, "\"", 1);
-    put(buf, size, &n, name, strlen(name));
+    put(buf, size, &n, name, nl);
     put(buf, size, &n, "\";", 2);
     put(buf, size, &n, k1, 2);
     put_i64(buf, size, &n, v1);

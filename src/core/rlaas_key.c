@@ -45,8 +45,9 @@ int rlaas_key_suffix_like(const char *val, size_t len)
 {
     size_t i;
 
-    if (is(val, len, "tb") || is(val, len, "sw") || is(val, len, "lb") ||
-        is(val, len, "gcra") || is(val, len, "ban") || is(val, len, "conc"))
+    if (len <= 4 &&
+        (is(val, len, "tb") || is(val, len, "sw") || is(val, len, "lb") ||
+         is(val, len, "gcra") || is(val, len, "ban") || is(val, len, "conc")))
         return 1;
     for (i = 0; i < len; i++) {
         if (!digit(val[i]))
@@ -112,11 +113,14 @@ void rlaas_key_sha1_hex(char *out, size_t n, const char *val, size_t len)
 /* Raw is the exception: only values that can be nothing but themselves. */
 static int raw_ok(const char *val, size_t len, rlaas_val_kind_e kind)
 {
+    /* an address's bytes are safe ones: its shape is the whole test */
+    if (kind == RLAAS_VAL_ADDRESS)
+        return len > 0 && len <= RLAAS_SEG_RAW_MAX &&
+               rlaas_key_address_like(val, len) &&
+               !rlaas_key_suffix_like(val, len);
     if (kind == RLAAS_VAL_SECRET || !rlaas_key_is_safe(val, len) ||
         rlaas_key_suffix_like(val, len))
         return 0;
-    if (kind == RLAAS_VAL_ADDRESS)
-        return rlaas_key_address_like(val, len);
     return !rlaas_key_address_like(val, len);
 }
 

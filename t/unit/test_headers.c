@@ -2,6 +2,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -59,12 +60,49 @@ static void ratelimit(void **state)
     assert_string_equal(buf, "\"default\";r=0;t=0");
 }
 
+/* A buffer too short for the item holds as much of it as fits, as
+ * snprintf leaves it, and the length returned is the whole item's; a
+ * buffer just long enough takes the item written straight in. */
+static void short_buffers(void **state)
+{
+    char full[256], buf[256];
+    const char *name = "a-zone-name-of-some-length";
+    rlaas_verdict_t v = {1, INT64_MIN, INT64_MAX, 0};
+    int len, got;
+    size_t size;
+
+    (void)state;
+    len = rlaas_fmt_ratelimit(full, sizeof(full), name, &v);
+    assert_int_equal(len, (int)strlen(full));
+    for (size = 0; size <= (size_t)len + 60; size++) {
+        memset(buf, 'Z', sizeof(buf));
+        got = rlaas_fmt_ratelimit(buf, size, name, &v);
+        assert_int_equal(got, len);
+        if (size == 0) {
+            assert_int_equal(buf[0], 'Z');
+            continue;
+        }
+        assert_int_equal(strlen(buf),
+                         size - 1 < (size_t)len ? size - 1 : (size_t)len);
+        assert_memory_equal(buf, full, strlen(buf));
+        assert_int_equal(buf[size], 'Z'); /* nothing beyond the buffer */
+    }
+    len = rlaas_fmt_policy(full, sizeof(full), name, INT64_MAX, INT64_MAX);
+    assert_int_equal(len, (int)strlen(full));
+    for (size = 1; size <= (size_t)len + 60; size++) {
+        got = rlaas_fmt_policy(buf, size, name, INT64_MAX, INT64_MAX);
+        assert_int_equal(got, len);
+        assert_memory_equal(buf, full, strlen(buf));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(modes),
         cmocka_unit_test(policy),
         cmocka_unit_test(ratelimit),
+        cmocka_unit_test(short_buffers),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
