@@ -85,6 +85,16 @@ config_refused("<Location /x>\n    RLaaSLimit 5 7\n</Location>\n",
     'a fallback without expr=');
 config_refused("RLaaSPolicy p 0 1m\n", qr/RLaaSPolicy p: invalid limit '0': expected an integer from 1 to 1000000000/, 'limit 0');
 config_refused("RLaaSPolicy p 5 1w\n", qr/RLaaSPolicy p: invalid window '1w': expected a positive duration/, 'a bad window');
+# one reader of windows for both directives: the same words for the same value
+config_refused("<Location /x>\n    RLaaSLimit 5\n    RLaaSWindow 1w\n</Location>\n",
+    qr/RLaaSWindow: invalid window '1w': expected a positive duration[^\n]*, from 1ms to 30d \(or Nd, Nw, NM followed by 'calendar'\)/,
+    'RLaaSWindow: a bad window, told as a policy\'s is');
+config_refused("RLaaSPolicy p 5 1w\n",
+    qr/RLaaSPolicy p: invalid window '1w': expected a positive duration[^\n]*, from 1ms to 30d \(or Nd, Nw, NM followed by 'calendar'\)/,
+    'RLaaSPolicy: the same words');
+config_refused("RLaaSPolicy p 5 2x calendar\n", qr/RLaaSPolicy p: invalid value '2x calendar'/, 'a bad calendar window in a policy');
+config_refused("<Location /x>\n    RLaaSLimit 5\n    RLaaSWindow 2x calendar\n</Location>\n",
+    qr/RLaaSWindow: invalid value '2x calendar'/, 'the same in RLaaSWindow');
 config_refused("RLaaSPolicy p 5\n", qr/RLaaSPolicy: expected NAME LIMIT WINDOW \[calendar\] \[strategy=STRATEGY\] \[key="SOURCES"\] \[cost=N\|bytes\], got 'p 5'/,
     'too few words');
 config_refused("RLaaSPolicy a:b 5 1m\n", qr/RLaaSPolicy: invalid name 'a:b': expected a name of 1 to 64/, 'a name that is no zone name');

@@ -15,9 +15,11 @@
 /* UTC: no transitions, offset 0 (what rlaas_tz_utc makes) */
 static const rlaas_tz_t utc;
 
-const char *rlaas_calendar_parse(cmd_parms *cmd, const char *what,
-                                 const char *duration, const char *word,
-                                 const rlaas_cal_t **out)
+/* DURATION followed by WORD (which must be "calendar"): a calendar window
+ * into *out (allocated from cmd->pool; its zone NULL: the host's). */
+static const char *calendar_parse(cmd_parms *cmd, const char *what,
+                                  const char *duration, const char *word,
+                                  const rlaas_cal_t **out)
 {
     rlaas_cal_t *c = apr_pcalloc(cmd->pool, sizeof(*c));
     const char *err;
@@ -33,6 +35,29 @@ const char *rlaas_calendar_parse(cmd_parms *cmd, const char *what,
             cmd->pool, "%s: invalid value '%s " RLAAS_CAL_WORD "': expected %s",
             what, duration, err);
     *out = c;
+    return NULL;
+}
+
+const char *rlaas_calendar_window(cmd_parms *cmd, const char *what,
+                                  const char *arg, const char *word,
+                                  const rlaas_cal_t **cal, int64_t *ms)
+{
+    const char *err;
+
+    *cal = NULL;
+    if (word != NULL) {
+        if ((err = calendar_parse(cmd, what, arg, word, cal)) != NULL)
+            return err;
+        *ms = rlaas_cal_nominal_ms(*cal);
+        return NULL;
+    }
+    if ((err = rlaas_parse_duration_ms(arg, 1, RLAAS_WINDOW_MAX_MS, ms)) !=
+        NULL)
+        return apr_psprintf(cmd->pool,
+                            "%s: invalid window '%s': expected %s, from 1ms "
+                            "to 30d (or Nd, Nw, NM followed by "
+                            "'" RLAAS_CAL_WORD "')",
+                            what, arg, err);
     return NULL;
 }
 

@@ -30,13 +30,14 @@
 /* Where zone names are looked up. */
 #define RLAAS_ZONEINFO_DIR "/usr/share/zoneinfo"
 
-/* DURATION followed by WORD (which must be "calendar"): a calendar window
- * into *out (allocated from cmd->pool; its zone NULL: the host's). what
- * names the directive (and the policy) in messages. NULL, or the
- * message. */
-const char *rlaas_calendar_parse(cmd_parms *cmd, const char *what,
-                                 const char *duration, const char *word,
-                                 const rlaas_cal_t **out);
+/* A window: DURATION, or DURATION followed by WORD (NULL: none; else it
+ * must be "calendar"): its length into *ms, its calendar into *cal (NULL:
+ * a rolling window). what names the directive (and the policy) in
+ * messages. NULL, or the message. RLaaSWindow and RLaaSPolicy's window
+ * read alike through it. */
+const char *rlaas_calendar_window(cmd_parms *cmd, const char *what,
+                                  const char *arg, const char *word,
+                                  const rlaas_cal_t **cal, int64_t *ms);
 
 /* The same-section check: NULL, or why strategy st can't count in a
  * calendar window (what: the directive, arg its value). */

@@ -448,25 +448,14 @@ static const char *set_window(cmd_parms *cmd, void *dv, const char *arg,
     rlaas_dir_conf_t *d = dv;
     const char *err;
 
-    d->cal = NULL;
-    if (word != NULL) {
-        if ((err = rlaas_calendar_parse(cmd, cmd->cmd->name, arg, word,
-                                        &d->cal)) != NULL)
-            return err;
-        if ((err = rlaas_calendar_strategy(
-                 cmd, cmd->cmd->name,
-                 apr_pstrcat(cmd->pool, arg, " ", word, NULL), d->cal,
-                 d->strategy)) != NULL)
-            return err;
-        d->window_ms = rlaas_cal_nominal_ms(d->cal);
-    }
-    else if ((err = rlaas_parse_duration_ms(arg, 1, RLAAS_WINDOW_MAX_MS,
-                                            &d->window_ms)) != NULL)
-        return apr_psprintf(cmd->pool,
-                            "%s: invalid value '%s': expected %s, "
-                            "from 1ms to 30d (or Nd, Nw, NM followed by "
-                            "'" RLAAS_CAL_WORD "')",
-                            cmd->cmd->name, arg, err);
+    if ((err = rlaas_calendar_window(cmd, cmd->cmd->name, arg, word, &d->cal,
+                                     &d->window_ms)) != NULL)
+        return err;
+    if (d->cal != NULL &&
+        (err = rlaas_calendar_strategy(
+             cmd, cmd->cmd->name, apr_pstrcat(cmd->pool, arg, " ", word, NULL),
+             d->cal, d->strategy)) != NULL)
+        return err;
     if ((err = rlaas_tenant_window_bound(cmd, arg, d->window_ms)) != NULL)
         return err;
     d->window_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, d->window_ms);

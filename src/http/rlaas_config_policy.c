@@ -250,23 +250,12 @@ static const char *policy_window(cmd_parms *cmd, rlaas_policy_t *p,
     const char *word = w->nelts > 3 ? APR_ARRAY_IDX(w, 3, char *) : "";
     const char *err;
 
-    *next = 3;
-    if (strcasecmp(word, RLAAS_CAL_WORD) == 0) {
-        *next = 4;
-        err = rlaas_calendar_parse(
-            cmd, apr_pstrcat(cmd->pool, cmd->cmd->name, " ", p->name, NULL),
-            arg, word, &p->cal);
-        if (err != NULL)
-            return err;
-        p->window_ms = rlaas_cal_nominal_ms(p->cal);
-    }
-    else if ((err = rlaas_parse_duration_ms(arg, 1, RLAAS_WINDOW_MAX_MS,
-                                            &p->window_ms)) != NULL)
-        return apr_psprintf(cmd->pool,
-                            "%s %s: invalid window '%s': expected %s, from "
-                            "1ms to 30d (or Nd, Nw, NM followed by "
-                            "'" RLAAS_CAL_WORD "')",
-                            cmd->cmd->name, p->name, arg, err);
+    /* a word after the window is "calendar", or the first option */
+    *next = strcasecmp(word, RLAAS_CAL_WORD) == 0 ? 4 : 3;
+    if ((err = rlaas_calendar_window(
+             cmd, apr_pstrcat(cmd->pool, cmd->cmd->name, " ", p->name, NULL),
+             arg, *next == 4 ? word : NULL, &p->cal, &p->window_ms)) != NULL)
+        return err;
     p->window_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->window_ms);
     return NULL;
 }
