@@ -15,7 +15,7 @@
 
 #include "rlaas_admin.h"
 #include "rlaas_backend.h"
-#include "rlaas_config.h"
+#include "rlaas_directives.h"
 #include "rlaas_limit.h"
 #include "rlaas_metrics.h"
 #include "rlaas_remote.h"

@@ -9,6 +9,7 @@
 
 #include "rlaas_admin_impl.h"
 #include "rlaas_admin_zones.h"
+#include "rlaas_directives.h"
 #include "rlaas_engine.h"
 #include "rlaas_metrics.h"
 #include "rlaas_shm.h"

@@ -8,6 +8,7 @@
 #include "rlaas_bytes.h"
 #include "rlaas_calendar.h"
 #include "rlaas_concurrency.h"
+#include "rlaas_directives.h"
 #include "rlaas_ip.h"
 #include "rlaas_keybuild.h"
 #include "rlaas_keysecret.h"

@@ -1,6 +1,8 @@
 /*
- * Configuration: the per-server Redis settings and the per-directory limit
- * settings, their directives and merge rules.
+ * Configuration: the per-server and per-directory settings as the request
+ * path reads them: their types and accessors. The directives that fill
+ * them, and their merge, are rlaas_directives.c's (which knows every
+ * feature; the features know this header only).
  *
  * Unset values hold a sentinel (-1 or NULL); merging never changes its
  * inputs; defaults apply where the values are read (the rlaas_*_get
@@ -270,13 +272,6 @@ typedef struct {
     int conc_status;
 } rlaas_dir_conf_t;
 
-extern const command_rec rlaas_cmds[];
-
-void *rlaas_create_server_conf(apr_pool_t *p, server_rec *s);
-void *rlaas_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
-void *rlaas_create_dir_conf(apr_pool_t *p, char *dir);
-void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
-
 rlaas_server_conf_t *rlaas_server_conf(const server_rec *s);
 
 /* "RLaaSLimit: invalid value 'abc': expected an integer from 1 to ..." */
@@ -289,13 +284,6 @@ const char *rlaas_config_add_source(cmd_parms *cmd, rlaas_key_source_t *ks,
                                     const char *arg);
 rlaas_dir_conf_t *rlaas_dir_conf(const request_rec *r);
 
-/* pre_config: a fresh table of the main server's policies. */
-int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
-                            apr_pool_t *ptemp);
-
-/* post_config: what needs the whole configuration (policies' namespaces). */
-void rlaas_config_post_config(apr_pool_t *pconf, server_rec *s);
-
 /* Read-time defaults. */
 int rlaas_dir_has_limit(const rlaas_dir_conf_t *d);
 int rlaas_dir_active(const rlaas_dir_conf_t *d);
@@ -307,8 +295,6 @@ int rlaas_dir_fail_local(const rlaas_dir_conf_t *d);
 rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d);
 int rlaas_dir_lease(const rlaas_dir_conf_t *d);
 int rlaas_dir_console(const rlaas_dir_conf_t *d);
-/* Whether the configuration read last says RLaaSConsole on anywhere. */
-int rlaas_config_console_any(void);
 int rlaas_dir_metrics(const rlaas_dir_conf_t *d);
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc);
 int rlaas_server_ipv6_prefix(const rlaas_server_conf_t *sc);
