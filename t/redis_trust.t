@@ -5,8 +5,8 @@
 #
 # httpd reaches two Redis servers of this test's own (A, then B after the
 # failover) through RLaaS::Relay on RLAAS_TEST_RELAY_PORT (vhosts
-# rlaas_relay and rlaas_relay1 in extra.conf.in: budget 150ms, circuit
-# 5 failures / 300ms).
+# rlaas_relay and rlaas_relay1 in t/conf/x-redis-trust.conf.in: budget
+# 150ms, circuit 5 failures / 300ms).
 use strict;
 use warnings;
 use FindBin;
