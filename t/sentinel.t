@@ -192,6 +192,7 @@ sub script_calls {
 RLaaSRedisSentinel fakemaster @{[ join ' ', map { '127.0.0.1:' . $_->port } @F ]}
 RLaaSRedisTimeout 300ms
 RLaaSCircuitBreaker off
+RLaaSLease off
 <Location />
     RLaaSLimit 1000000
     RLaaSWindow 1h
@@ -298,6 +299,7 @@ RLaaSRedisTLSCert $td/client.crt
 RLaaSRedisTLSKey $td/client.key
 RLaaSRedisTimeout 300ms
 RLaaSCircuitBreaker off
+RLaaSLease off
 $_[0]
 <Location />
     RLaaSLimit 1000000

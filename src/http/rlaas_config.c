@@ -90,9 +90,12 @@ int rlaas_dir_fail_local(const rlaas_dir_conf_t *d)
     return d->fail_open == RLAAS_FAIL_LOCAL;
 }
 
-int rlaas_dir_lease(const rlaas_dir_conf_t *d)
+rlaas_lease_mode_e rlaas_dir_lease(const rlaas_dir_conf_t *d)
 {
-    return d != NULL && d->lease == 1;
+    if (d == NULL)
+        return RLAAS_LEASE_MODE_OFF;
+    return d->lease == -1 ? RLAAS_LEASE_MODE_AUTO
+                          : (rlaas_lease_mode_e)d->lease;
 }
 
 int rlaas_dir_console(const rlaas_dir_conf_t *d)

@@ -278,7 +278,6 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
         d->sources_need_user = base->sources_need_user;
     }
     d->strategy = PICK(strategy, RLAAS_STRATEGY_UNSET);
-    d->fail_open = PICK(fail_open, -1);
     d->fail_open = PICK(fail_open, RLAAS_FAIL_UNSET);
     d->zone = PICK(zone, NULL);
     d->engine = PICK(engine, -1);
@@ -478,12 +477,14 @@ static const char *set_lease(cmd_parms *cmd, void *dv, const char *arg)
     if (strcasecmp(arg, "on") == 0) {
         if (d->strategy == RLAAS_STRATEGY_SLIDING_LOG)
             return lease_vs_log(cmd, arg);
-        d->lease = 1;
+        d->lease = RLAAS_LEASE_MODE_ON;
     }
     else if (strcasecmp(arg, "off") == 0)
-        d->lease = 0;
+        d->lease = RLAAS_LEASE_MODE_OFF;
+    else if (strcasecmp(arg, "auto") == 0)
+        d->lease = RLAAS_LEASE_MODE_AUTO;
     else
-        return rlaas_config_bad_value(cmd, arg, "on or off");
+        return rlaas_config_bad_value(cmd, arg, "auto, on or off");
     rlaas_tenant_mark(cmd, d, RLAAS_T_LEASE);
     return NULL;
 }
@@ -496,7 +497,7 @@ static const char *set_strategy(cmd_parms *cmd, void *dv, const char *arg)
 
     if (err != NULL)
         return rlaas_config_bad_value(cmd, arg, err);
-    if (st == RLAAS_STRATEGY_SLIDING_LOG && d->lease == 1)
+    if (st == RLAAS_STRATEGY_SLIDING_LOG && d->lease == RLAAS_LEASE_MODE_ON)
         return lease_vs_log(cmd, arg);
     if ((err = rlaas_calendar_strategy(cmd, cmd->cmd->name, arg, d->cal, st)) !=
         NULL)
@@ -731,8 +732,10 @@ const command_rec rlaas_cmds[] = {
     AP_INIT_FLAG(RLAAS_D_DRY_RUN, set_dry_run, NULL, DIR_SCOPE,
                  "On: evaluate, count and report, but never deny"),
     AP_INIT_TAKE1(RLAAS_D_LEASE, set_lease, NULL, DIR_SCOPE,
-                  "On: spend a busy identity's quota in portions taken "
-                  "from Redis (not with the sliding log)"),
+                  "auto (the default): spend a busy identity's quota in "
+                  "portions taken from Redis where a lease applies; on: "
+                  "the same, told where it can't (not with the sliding "
+                  "log); off: one round trip per request"),
     AP_INIT_FLAG(RLAAS_D_CIRCUIT_FAIL_OPEN, ap_set_flag_slot,
                  (void *)APR_OFFSETOF(rlaas_dir_conf_t, circuit_fail_open),
                  DIR_SCOPE,

@@ -15,7 +15,9 @@
 APLOG_USE_MODULE(rlaas);
 
 /* Why a section's RLaaSLease on does not apply to a request: each said
- * once per child, at notice level (a configuration choice, not a fault). */
+ * once per child, at notice level (a configuration choice, not a fault).
+ * Under auto, the default, nothing is said: such a request is decided as
+ * without leases, which is what the operator asked of no lease. */
 typedef enum {
     WHY_POLICIES = 0,
     WHY_CLUSTER,
@@ -49,9 +51,11 @@ static volatile apr_uint32_t told[WHY_COUNT];
 
 /* The line names the section's policy (its zone), not the request: no
  * client text in it. */
-static rlaas_lease_e not_here(request_rec *r, const rlaas_item_t *it, why_e why)
+static rlaas_lease_e not_here(request_rec *r, const rlaas_dir_conf_t *d,
+                              const rlaas_item_t *it, why_e why)
 {
-    if (apr_atomic_cas32(&told[why], 1, 0) == 0)
+    if (rlaas_dir_lease(d) == RLAAS_LEASE_MODE_ON &&
+        apr_atomic_cas32(&told[why], 1, 0) == 0)
         ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r,
                       "RLAAS0081: " RLAAS_D_LEASE
                       " on is not used for policy %s: %s; such requests are "
@@ -83,27 +87,27 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
 
     /* a tenant's lease is its own limit's alone */
     /* a slot in flight is no quota to take a portion of */
-    if (!rlaas_dir_lease(d) || n < 1 || it->conc ||
+    if (rlaas_dir_lease(d) == RLAAS_LEASE_MODE_OFF || n < 1 || it->conc ||
         (it->p != NULL && (d->by_tenant & RLAAS_T_LEASE)))
         return RLAAS_LEASE_NO;
     if (n > 1)
-        return not_here(r, it, WHY_POLICIES);
+        return not_here(r, d, it, WHY_POLICIES);
     if (rlaas_target_cluster(sc->target))
-        return not_here(r, it, WHY_CLUSTER);
+        return not_here(r, d, it, WHY_CLUSTER);
     if (it->call.strategy == RLAAS_STRATEGY_SLIDING_LOG)
-        return not_here(r, it, WHY_LOG);
+        return not_here(r, d, it, WHY_LOG);
     if (it->cal != NULL)
-        return not_here(r, it, WHY_CALENDAR);
+        return not_here(r, d, it, WHY_CALENDAR);
     if (it->dry_run || (it->call.mode & RLAAS_MODE_DRY_RUN))
-        return not_here(r, it, WHY_DRY_RUN);
+        return not_here(r, d, it, WHY_DRY_RUN);
     if (it->call.mode != 0)
-        return not_here(r, it, WHY_VARIES);
+        return not_here(r, d, it, WHY_VARIES);
     if (rlaas_outcome_ban(d, &ban) || (with & RLAAS_LEASE_WITH_BAN))
-        return not_here(r, it, WHY_BAN);
+        return not_here(r, d, it, WHY_BAN);
     if (it->bytes_unit > 0)
-        return not_here(r, it, WHY_BYTES);
+        return not_here(r, d, it, WHY_BYTES);
     if (with & RLAAS_LEASE_WITH_REFUND)
-        return not_here(r, it, WHY_REFUND);
+        return not_here(r, d, it, WHY_REFUND);
     if (table == NULL || sc->target->redis == NULL)
         return RLAAS_LEASE_NO;
     a.strategy = it->call.strategy;

@@ -1,11 +1,13 @@
 /*
- * RLaaSLease on: a busy identity's quota taken from Redis in portions and
- * spent in this server's shared memory (src/local/rlaas_grant.h), so that
- * most of its requests are decided with no round trip, and a request that
- * takes a new portion makes exactly one. Where a lease cannot apply (the
- * local backend, several policies at once, Redis Cluster, a sliding log, a
- * limit read per request, a dry run) the request is decided as without
- * it, and each child says why once (RLAAS0081).
+ * RLaaSLease auto (the default) and on: a busy identity's quota taken
+ * from Redis in portions and spent in this server's shared memory
+ * (src/local/rlaas_grant.h), so that most of its requests are decided
+ * with no round trip, and a request that takes a new portion makes
+ * exactly one. A quiet identity asks for its own cost each time: one
+ * round trip per request, nothing held. Where a lease cannot apply (the
+ * local backend, several policies at once, Redis Cluster, a sliding log,
+ * a limit read per request, a dry run, ...) the request is decided as
+ * without it; under on, each child says why once (RLAAS0081).
  */
 #ifndef RLAAS_LEASE_H
 #define RLAAS_LEASE_H
