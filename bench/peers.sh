@@ -32,8 +32,12 @@
 #                       engine (pool, pipeline, exchange; the very objects
 #                       of mod_rlaas.so) running a script that returns a
 #                       constant verdict (bench/floor.lua)
-#   rlaas-<st>          mod_rlaas, Redis, strategy <st>, one client
-#   rlaas-gcra-nopipe   the same, RLaaSRedisPipeline off
+#   rlaas-<st>          mod_rlaas, Redis, strategy <st>, one client, the
+#                       default configuration (RLaaSLease auto: a busy
+#                       client's quota taken in portions; the sliding log
+#                       takes none)
+#   rlaas-off-<st>      the same, RLaaSLease off: a round trip per request
+#   rlaas-gcra-nopipe   rlaas-off-gcra, RLaaSRedisPipeline off
 #   rlaas-local-<st>    mod_rlaas, RLaaSBackend local (when built in)
 #   rlaas-lease-<st>    mod_rlaas, Redis, RLaaSLease on: the client's quota
 #                       taken in portions, spent in shared memory (fixed,
@@ -256,6 +260,7 @@ add() {
 add apache apache
 add floor apache
 for st in fixed gcra sliding-window-algo; do add "rlaas-$st" apache; done
+for st in fixed gcra sliding-window-algo; do add "rlaas-off-$st" apache; done
 add rlaas-gcra-nopipe apache
 if takes "RLaaSBackend local"; then
     for st in fixed gcra sliding-window-algo; do add "rlaas-local-$st" apache; done
@@ -279,7 +284,9 @@ configure() {
     apache) apache_conf "" ;;
     floor) apache_conf "LoadModule rlaas_floor_module $work/mod_rlaas_floor.so
 RLaaSBenchFloor 127.0.0.1:$REDIS_PORT" ;;
-    rlaas-gcra-nopipe) apache_conf "$(rlaas gcra 'RLaaSRedisPipeline off')" ;;
+    rlaas-gcra-nopipe) apache_conf "$(rlaas gcra 'RLaaSRedisPipeline off
+RLaaSLease off')" ;;
+    rlaas-off-*) apache_conf "$(rlaas "${name#rlaas-off-}" 'RLaaSLease off')" ;;
     rlaas-local-*) st=${name#rlaas-local-}
         apache_conf "$(rlaas "$st" 'RLaaSBackend local')" ;;
     rlaas-lease-*) st=${name#rlaas-lease-}
