@@ -1,5 +1,5 @@
-# RLaaSLease auto (the default) and on: two Apache servers sharing one
-# Redis spend a busy identity's quota in portions taken from Redis.
+# RLaaSLease on and auto: two Apache servers sharing one Redis spend a
+# busy identity's quota in portions taken from Redis.
 #  - 1,000 requests of one identity, 40 clients at once, half to each
 #    server, against a limit of 300 (gcra and fixed, a day's window: no
 #    refill meanwhile): never more than 300 admitted, and at least 250;
@@ -13,10 +13,11 @@
 #    auto, on or off, fails `apache2 -t` naming the directive and the
 #    value; where a lease can't apply (a dry run) the request is decided
 #    as without it, and the server says so once (RLAAS0081);
-#  - with no RLaaSLease at all (auto): the same ceiling and the same
-#    savings for a busy identity; many quiet identities take one EVALSHA
-#    per request and get the decisions they get without leases; where a
-#    lease can't apply (a sliding log, a dry run) nothing is said.
+#  - RLaaSLease auto: the same ceiling and the same savings for a busy
+#    identity; many quiet identities take one EVALSHA per request and get
+#    the decisions they get without leases; where a lease can't apply (a
+#    sliding log, a dry run) nothing is said; with no RLaaSLease at all
+#    (off, the default) every request is one round trip.
 use strict;
 use warnings;
 use FindBin;
@@ -41,13 +42,14 @@ my @cases = (
     [tok   => 'token', 20,      '1d'],
     [dry   => 'gcra',  1000,    '1d', 'on', 'RLaaSDryRun on'],
     [bytes => 'fixed', '3M',    '1h', 'on', 'RLaaSCost bytes'],
-    # no RLaaSLease line: the default, auto
-    [dflt     => 'gcra',        300,     '1d', 'default'],
-    [dfltbig  => 'gcra',        1000000, '1h', 'default'],
-    [dfltlog  => 'sliding_log', 1000000, '1h', 'default'],
-    [dfltdry  => 'gcra',        1000,    '1d', 'default', 'RLaaSDryRun on'],
-    [quiet    => 'gcra',        50,      '1h', 'default'],
+    [auto     => 'gcra',        300,     '1d', 'auto'],
+    [autobig  => 'gcra',        1000000, '1h', 'auto'],
+    [autolog  => 'sliding_log', 1000000, '1h', 'auto'],
+    [autodry  => 'gcra',        1000,    '1d', 'auto', 'RLaaSDryRun on'],
+    [quiet    => 'gcra',        50,      '1h', 'auto'],
     [quietoff => 'gcra',        50,      '1h', 'off'],
+    # no RLaaSLease line: the default, off
+    [dflt     => 'gcra',        1000000, '1h', 'default'],
 );
 
 my @srv = map { start_server() } 1, 2;
@@ -207,30 +209,36 @@ sub error_log_from {
         '  the server says why (RLAAS0081)');
 }
 
-# ---------------------------------------- the default: auto
-for my $c (qw(dflt)) {
+# ---------------------------------------- auto
+for my $c (qw(auto)) {
     my $u = uid("lease-$c");
     my %n = load("/lease/$c", $u, 1000, 40);
     my $ok = $n{200} // 0;
     note("$c: " . join(' ', map { "$_ x$n{$_}" } sort keys %n));
-    cmp_ok($ok, '<=', 300, "no RLaaSLease (auto): 1000 requests of one identity on two servers, limit 300: at most 300 admitted ($ok)");
-    cmp_ok($ok, '>=', 250, 'no RLaaSLease (auto): and at least 250 of them');
-    is(($n{200} // 0) + ($n{429} // 0), 1000, 'no RLaaSLease (auto): every other request refused with 429, none failed');
+    cmp_ok($ok, '<=', 300, "RLaaSLease auto: 1000 requests of one identity on two servers, limit 300: at most 300 admitted ($ok)");
+    cmp_ok($ok, '>=', 250, 'RLaaSLease auto: and at least 250 of them');
+    is(($n{200} // 0) + ($n{429} // 0), 1000, 'RLaaSLease auto: every other request refused with 429, none failed');
 }
 {
-    my $u = uid('lease-dfltbig');
+    my $u = uid('lease-autobig');
     my $e0 = evalsha_calls();
-    my %n = load('/lease/dfltbig', $u, 1000, 20);
+    my %n = load('/lease/autobig', $u, 1000, 20);
     my $calls = evalsha_calls() - $e0;
-    is($n{200} // 0, 1000, 'no RLaaSLease (auto), a limit never reached: all 1000 admitted');
-    cmp_ok($calls, '<', 200, "no RLaaSLease (auto): a busy identity's 1000 requests made $calls EVALSHA calls (fewer than 200)");
+    is($n{200} // 0, 1000, 'RLaaSLease auto, a limit never reached: all 1000 admitted');
+    cmp_ok($calls, '<', 200, "RLaaSLease auto: a busy identity's 1000 requests made $calls EVALSHA calls (fewer than 200)");
+    my $u2 = uid('lease-dflt');
+    $e0 = evalsha_calls();
+    %n = load('/lease/dflt', $u2, 400, 20);
+    $calls = evalsha_calls() - $e0;
+    is($n{200} // 0, 400, 'no RLaaSLease (off, the default): all 400 admitted');
+    is($calls, 400, 'no RLaaSLease (off, the default): one EVALSHA per request');
 }
 # Quiet identities: each request its own identity's first, on one
 # connection: one round trip each, and what the client is told is what
 # it is told without leases (the same remaining, the same reset).
 {
     my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
-    my (%seen, $same, $calls);
+    my (%seen, $calls);
     for my $case (qw(quiet quietoff)) {
         my $e0 = evalsha_calls();
         my @st;
@@ -244,27 +252,28 @@ for my $c (qw(dflt)) {
         $calls->{$case} = evalsha_calls() - $e0;
         is(count_by(@st), '200 x100', "$case: 100 quiet identities, one request each: all admitted");
     }
-    is($calls->{quiet}, 100, 'no RLaaSLease (auto): 100 quiet identities, one EVALSHA per request');
+    is($calls->{quiet}, 100, 'RLaaSLease auto: 100 quiet identities, one EVALSHA per request');
     is($calls->{quietoff}, 100, 'RLaaSLease off: the same, one EVALSHA per request');
     is_deeply($seen{quiet}, $seen{quietoff}, 'and every client is told what it is told without leases (RateLimit)')
         or diag(explain(\%seen));
     is_deeply([keys %{$seen{quiet}}], [';r=49;t=72'], '  49 of 50 left, the gcra emission interval (72 s) to wait')
         or diag(explain(\%seen));
 }
-# where a lease can't apply under the default, it is not used, silently
+# where a lease can't apply under auto, it is not used, silently (the
+# sliding log first: no case before it has been told about a log)
 {
     my $log0 = error_log_size();
     # the sliding log's script loaded first (a NOSCRIPT counts as a call)
-    one_connection('dfltlog', uid('lease-dfltlog-warm'), 1);
+    one_connection('autolog', uid('lease-autolog-warm'), 1);
     my $e0 = evalsha_calls();
-    my @s = one_connection('dfltlog', uid('lease-dfltlog'), 10);
-    is(count_by(@s), '200 x10', 'no RLaaSLease, the sliding log: allowed');
+    my @s = one_connection('autolog', uid('lease-autolog'), 10);
+    is(count_by(@s), '200 x10', 'RLaaSLease auto, the sliding log: allowed');
     is(evalsha_calls() - $e0, 10, '  one round trip each, as without leases');
     $e0 = evalsha_calls();
-    @s = one_connection('dfltdry', uid('lease-dfltdry'), 10);
-    is(count_by(@s), '200 x10', 'no RLaaSLease, a dry run: allowed');
+    @s = one_connection('autodry', uid('lease-autodry'), 10);
+    is(count_by(@s), '200 x10', 'RLaaSLease auto, a dry run: allowed');
     is(evalsha_calls() - $e0, 10, '  one round trip each, as without leases');
-    unlike(error_log_from($log0), qr/RLAAS0081/, '  and nothing said: no lease was asked for (RLAAS0081 is for RLaaSLease on)');
+    unlike(error_log_from($log0), qr/RLAAS0081/, '  and nothing said: a lease only where one applies (RLAAS0081 is for RLaaSLease on)');
 }
 
 # ---------------------------------------- configuration errors

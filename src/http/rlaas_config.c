@@ -94,8 +94,7 @@ rlaas_lease_mode_e rlaas_dir_lease(const rlaas_dir_conf_t *d)
 {
     if (d == NULL)
         return RLAAS_LEASE_MODE_OFF;
-    return d->lease == -1 ? RLAAS_LEASE_MODE_AUTO
-                          : (rlaas_lease_mode_e)d->lease;
+    return d->lease == -1 ? RLAAS_LEASE_MODE_OFF : (rlaas_lease_mode_e)d->lease;
 }
 
 int rlaas_dir_console(const rlaas_dir_conf_t *d)

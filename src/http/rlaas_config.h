@@ -254,7 +254,7 @@ typedef struct {
     const char *ns;
     int by_tenant;   /* RLAAS_T_*: the settings in force a .htaccess set */
     int zone_metric; /* the zone's row handle; -1: none ("other") */
-    int lease;       /* RLaaSLease: -1 unset (auto), rlaas_lease_mode_e */
+    int lease;       /* RLaaSLease: -1 unset (off), rlaas_lease_mode_e */
     int console;     /* RLaaSConsole: -1 unset (off); never from .htaccess */
     int metrics;     /* RLaaSMetrics: -1 unset (off); never from .htaccess */
     /* RLaaSCountIf and RLaaSBan (rlaas_outcome.h) */
@@ -293,8 +293,10 @@ rlaas_strategy_e rlaas_dir_strategy(const rlaas_dir_conf_t *d);
 int rlaas_dir_fail_open(const rlaas_dir_conf_t *d);
 int rlaas_dir_fail_local(const rlaas_dir_conf_t *d);
 rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d);
-/* RLaaSLease: off; on (an operator's choice, told where it can't apply);
- * auto, the default (where it applies, silently elsewhere). */
+/* RLaaSLease: off, the default; on (told where it can't apply); auto
+ * (where it applies, silently elsewhere). Not the default: a busy client
+ * that pauses lets units lapse, which a long window gives back slowly,
+ * and every identity decided takes a record of the table. */
 typedef enum {
     RLAAS_LEASE_MODE_OFF = 0,
     RLAAS_LEASE_MODE_ON = 1,

@@ -732,10 +732,10 @@ const command_rec rlaas_cmds[] = {
     AP_INIT_FLAG(RLAAS_D_DRY_RUN, set_dry_run, NULL, DIR_SCOPE,
                  "On: evaluate, count and report, but never deny"),
     AP_INIT_TAKE1(RLAAS_D_LEASE, set_lease, NULL, DIR_SCOPE,
-                  "auto (the default): spend a busy identity's quota in "
-                  "portions taken from Redis where a lease applies; on: "
-                  "the same, told where it can't (not with the sliding "
-                  "log); off: one round trip per request"),
+                  "on: spend a busy identity's quota in portions taken "
+                  "from Redis (not with the sliding log); auto: the same "
+                  "where a lease applies, silently elsewhere; off (the "
+                  "default): one round trip per request"),
     AP_INIT_FLAG(RLAAS_D_CIRCUIT_FAIL_OPEN, ap_set_flag_slot,
                  (void *)APR_OFFSETOF(rlaas_dir_conf_t, circuit_fail_open),
                  DIR_SCOPE,

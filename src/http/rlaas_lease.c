@@ -16,8 +16,8 @@ APLOG_USE_MODULE(rlaas);
 
 /* Why a section's RLaaSLease on does not apply to a request: each said
  * once per child, at notice level (a configuration choice, not a fault).
- * Under auto, the default, nothing is said: such a request is decided as
- * without leases, which is what the operator asked of no lease. */
+ * Under auto nothing is said: the operator asked for a lease only where
+ * one applies. */
 typedef enum {
     WHY_POLICIES = 0,
     WHY_CLUSTER,

@@ -1,6 +1,6 @@
 /*
- * RLaaSLease auto (the default) and on: a busy identity's quota taken
- * from Redis in portions and spent in this server's shared memory
+ * RLaaSLease on and auto: a busy identity's quota taken from Redis in
+ * portions and spent in this server's shared memory
  * (src/local/rlaas_grant.h), so that most of its requests are decided
  * with no round trip, and a request that takes a new portion makes
  * exactly one. A quiet identity asks for its own cost each time: one
