@@ -243,9 +243,14 @@ is(mdelta($g0, $g1, 'rlaas_circuit_opened_total'), $pids0, 'rlaas_circuit_opened
     for my $p (sort keys %by) {
         my @q = sort { $a->{srv}{begin} <=> $b->{srv}{begin} } @{ $by{$p} };
         my @fail = sort { $a <=> $b } map { $_->{srv}{end} } grep { $_->{code} == 500 } @q;
-        next unless @fail >= 2;
+        # the circuit counts failed calls, not requests: requests sent
+        # together in one group (event, worker) fail at one time-out,
+        # once; their 500s end within a few ms of each other
+        my @once;
+        for my $e (@fail) { push @once, $e if !@once || $e - $once[-1] > 20 }
+        next unless @once >= 2;
         $opened++;
-        my $t_open = $fail[1];
+        my $t_open = $once[1];
         # begun after the second failure, before the cool-down ended
         my @open = grep { $_->{srv}{begin} > $t_open + 2 && $_->{srv}{begin} < $t_open + 1000 } @q;
         push @wrong, grep { !($_->{code} == 200 && ($_->{status} // '') eq 'fail_open' && fast($_)) } @open;
