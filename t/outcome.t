@@ -78,6 +78,21 @@ subtest 'N concurrent failures against a limit of 3: 3 served, all counted' => s
 };
 
 # ---------------------------------------------------------------- 404s
+# A refund made early in a fixed window, behind a Redis budget (5s) longer
+# than the time into the window (under 2.5s): the credit's age counts the
+# budget and reaches back into the window before, where nothing can be
+# given back; the window the charge was made in, which outlasts that age,
+# gets it.
+subtest 'redis: a refund early in a fixed window meets that window, whatever the budget' => sub {
+    my $u = uid('oc-budget');
+    wait_fixed_window(10_000, 7_500);
+    is codes_of(map { get_given_back('/oc/files/ok.txt', $u, vhost => 'rlaas_oc_budget') } 1 .. 6),
+        '200 200 200 200 200 200', 'six requests for a file that exists, limit 3: never counted';
+    is codes_of(map { get("/oc/files/missing-$_.php", $u, vhost => 'rlaas_oc_budget') } 1 .. 3),
+        '404 404 404', 'three misses';
+    is get('/oc/files/ok.txt', $u, vhost => 'rlaas_oc_budget')->code, 429, 'then the existing file: 429';
+};
+
 for my $be (['redis', undef], ['local', $LV]) {
     my ($name, $vh) = @$be;
     subtest "$name: only 404s count; after 3 misses even a file that exists is refused" => sub {

@@ -48,21 +48,27 @@ static int not_sent(rlaas_rerr_e e)
  * time) is reckoned at each try: at least the time since before the
  * decision was asked, and the budget the credit itself may wait. Too long
  * errs on the safe side: a window strategy gives back to an earlier
- * window, or nothing. */
+ * window, or nothing. Unless the charge's window is known to outlast that
+ * age (keep_ms[i] >= 0: the time it had left at the charge, made after
+ * t0_us): then the credit meets it whenever it arrives, as the window of
+ * its own time (age 0), which a refund made early in a window needs. */
 static int eval(server_rec *s, apr_pool_t *p, rlaas_call_t *calls, int n,
                 rlaas_verdict_t *v, int again, int64_t t0_us,
-                rlaas_engine_fault_t *f)
+                const int64_t *keep_ms, rlaas_engine_fault_t *f)
 {
     struct rlaas_redis_t *rd = engine_here(s);
     rlaas_rerr_e e = RLAAS_RERR_POOL;
+    int64_t age;
     int i, tries;
 
     if (rd == NULL)
         return fault(p, e, "no Redis engine in this process", f);
     for (tries = 0; tries < 1 + again; tries++) {
-        for (i = 0; t0_us >= 0 && i < n; i++)
-            calls[i].credit_age = (rlaas_clock_us() - t0_us) / 1000 + 1 +
-                                  rlaas_server_conf(s)->target->timeout_ms;
+        for (i = 0; t0_us >= 0 && i < n; i++) {
+            age = (rlaas_clock_us() - t0_us) / 1000 + 1 +
+                  rlaas_server_conf(s)->target->timeout_ms;
+            calls[i].credit_age = keep_ms != NULL && keep_ms[i] > age ? 0 : age;
+        }
         e = rlaas_redis_eval(rd, calls, n, v, f->detail);
         if (e == RLAAS_RERR_NONE)
             return 1;
@@ -105,7 +111,7 @@ static int redis_decide(request_rec *r, rlaas_engine_ask_t *a,
         c->cost = rlaas_num_text(r->pool, a->ban.factor);
         c->mode = a->ban_own;
     }
-    if (!eval(r->server, r->pool, calls, n, v, 0, -1, f))
+    if (!eval(r->server, r->pool, calls, n, v, 0, -1, NULL, f))
         return 0;
     for (i = 0; i < a->n; i++)
         a->it[i].v = v[i];
@@ -120,6 +126,7 @@ static int redis_settle(request_rec *r, const rlaas_item_t *it, int n,
 {
     rlaas_call_t calls[RLAAS_POLICIES_MAX];
     rlaas_verdict_t v[RLAAS_POLICIES_MAX];
+    int64_t keep[RLAAS_POLICIES_MAX];
     int i;
 
     for (i = 0; i < n; i++) {
@@ -127,13 +134,18 @@ static int redis_settle(request_rec *r, const rlaas_item_t *it, int n,
         calls[i].mode &= RLAAS_MODE_LIMIT_VARIES;
         calls[i].lease_want = 0;
         calls[i].credit = units == NULL;
+        /* a fixed window's end: its verdict's reset, from the charge */
+        keep[i] =
+            it[i].call.strategy == RLAAS_STRATEGY_FIXED && it[i].cal == NULL
+                ? it[i].v.reset_ms
+                : -1;
         if (units != NULL) {
             calls[i].cost = rlaas_num_text(r->pool, units[i]);
             calls[i].mode |= RLAAS_MODE_FORCE;
         }
     }
     return eval(r->server, r->pool, calls, n, v, 1, units == NULL ? t0_us : -1,
-                f);
+                keep, f);
 }
 
 static int redis_release(server_rec *s, apr_pool_t *p, const rlaas_item_t *it,
@@ -150,7 +162,7 @@ static int redis_release(server_rec *s, apr_pool_t *p, const rlaas_item_t *it,
         calls[i].credit = 0;
         calls[i].release = 1;
     }
-    return eval(s, p, calls, n, v, 1, -1, f);
+    return eval(s, p, calls, n, v, 1, -1, NULL, f);
 }
 
 /* ---- the console's ---- */
@@ -164,7 +176,7 @@ static const char *call_one(request_rec *r, rlaas_call_t *call,
 {
     rlaas_engine_fault_t f;
 
-    return eval(r->server, r->pool, call, 1, v, 0, -1, &f)
+    return eval(r->server, r->pool, call, 1, v, 0, -1, NULL, &f)
                ? NULL
                : rlaas_engine_why(r->pool, &f);
 }
