@@ -91,6 +91,22 @@ subtest 'redis: a refund early in a fixed window meets that window, whatever the
     is codes_of(map { get("/oc/files/missing-$_.php", $u, vhost => 'rlaas_oc_budget') } 1 .. 3),
         '404 404 404', 'three misses';
     is get('/oc/files/ok.txt', $u, vhost => 'rlaas_oc_budget')->code, 429, 'then the existing file: 429';
+
+    # a burst: 50 at once, early in a window; every charge of those served
+    # is given back, and the limit is whole again for the misses after them
+    my $b = uid('oc-budget-burst');
+    wait_fixed_window(10_000, 7_500);
+    my $m0 = metrics();
+    my @c = Apache::TestRLaaS::parallel_codes(50, '/oc/files/ok.txt', vhost => 'rlaas_oc_budget',
+        h => { 'X-User' => $b });
+    my $served = grep { $_ == 200 } @c;
+    is scalar(grep { $_ != 200 && $_ != 429 } @c), 0, "50 at once: 200 or 429 ($served served)";
+    cmp_ok $served, '>=', 3, '  at least the limit served';
+    ok Apache::TestRLaaS::wait_for(sub { mdelta($m0, metrics(), 'rlaas_countif_refunds_total') >= $served }, 5),
+        "  each of the $served given back";
+    is codes_of(map { get("/oc/files/missing-$_.php", $b, vhost => 'rlaas_oc_budget') } 1 .. 3),
+        '404 404 404', '  then three misses, all served: nothing of the burst was kept';
+    is get('/oc/files/ok.txt', $b, vhost => 'rlaas_oc_budget')->code, 429, '  and they are counted';
 };
 
 for my $be (['redis', undef], ['local', $LV]) {
