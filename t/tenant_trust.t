@@ -228,4 +228,20 @@ config_accepted("RLaaSPolicy p1 5 1m\nRLaaSPolicy p2 5 1m\n"
     . "<Location /x>\n    RLaaSApply p1 p2\n    RLaaSApply -p1 p1 p2\n</Location>\n",
     'two RLaaSApply lines naming the same two policies: 2');
 
+# A tenant's RLaaSLease is its own limit's alone: under ten-lease.test,
+# whose enforced policy (1000 an hour, roomy enough for a lease to take
+# portions of) applies alone in these directories, a .htaccess saying
+# RLaaSLease on, or auto, does not take the host's policy into a lease:
+# each request one round trip.
+for my $m (qw(on auto)) {
+    my $v = uid("ten-lease-$m");
+    my $calls = sub { redis()->cmd('INFO', 'commandstats') =~ /cmdstat_evalsha:calls=(\d+)/ ? $1 : 0 };
+    # the script loaded first: a NOSCRIPT counts as a call
+    at('rlaas_ten', 'ten-lease.test', "/lease$m/ok.txt", visitor(uid('ten-lease-warm')));
+    my $e0 = $calls->();
+    is(codes_at(40, 'rlaas_ten', 'ten-lease.test', "/lease$m/ok.txt", visitor($v)), rep(200, 40),
+        "a tenant's RLaaSLease $m: 40 requests under the host's policy admitted");
+    is($calls->() - $e0, 40, "  one EVALSHA each: no lease taken of the host's policy");
+}
+
 done_testing();
