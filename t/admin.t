@@ -56,7 +56,9 @@ ok($top{"adm-user h.x-user=$A"}, 'the top list shows client A in its zone')
 my $hashed = tseg('key', $RAW, 1);
 $hashed =~ s/^key=//;
 ok($top{"adm-key key=$hashed"}, 'the API key is listed, hashed as in its Redis key');
-is($top{"adm-key key=$hashed"}{denied}, 2, '... with its 2 denials');
+# its own count: a newcomer may inherit the least counted slot's as error
+is(($top{"adm-key key=$hashed"}{denied} // 0) - ($top{"adm-key key=$hashed"}{error} // 0), 2,
+    '... with its 2 denials');
 unlike($text, qr/\Q$RAW\E/, 'the JSON never shows the raw API key');
 
 $page = req($CONSOLE, @CAROL);
