@@ -317,51 +317,58 @@ static int try_lock(rlaas_tally_t *t)
                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
-/* For a denial on the request path: the refusals of one burst arrive
- * together, and a holder keeps the lock for a few hundred instructions, so
- * the second waits its turn rather than going uncounted (t/unit's
- * top_counts_a_burst). It gives up, and the list misses one denial, only
- * if the holder is held up for about a millisecond (descheduled); the
- * wait never blocks a request for longer. */
-#define BRIEF_SPINS 64
-#define BRIEF_US    1000
-
-static int lock_brief(rlaas_tally_t *t)
+/* The holder of the lock, if it died holding it (a child killed, which
+ * would leave the list frozen for good), replaced by this process. */
+static int take_over(rlaas_tally_t *t)
 {
-    int64_t until = 0;
+    uint32_t holder = __atomic_load_n(&t->lock, __ATOMIC_ACQUIRE);
+
+    return holder != 0 && kill((pid_t)holder, 0) == -1 && errno == ESRCH &&
+           __atomic_compare_exchange_n(&t->lock, &holder, (uint32_t)getpid(), 0,
+                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* The lock, waited for up to max_us; 0: a live process held it all that
+ * time. A holder keeps it for a few hundred instructions, so a waiter
+ * spins first; then it yields, which gives a holder that was descheduled
+ * its CPU back, and each millisecond it looks whether the holder died.
+ * A denial on the request path waits its turn too: the refusals of one
+ * burst arrive together, and the second would else go uncounted (t/unit's
+ * top_counts_a_burst). */
+#define LOCK_SPINS      64
+#define LOCK_CHECK_US   1000
+#define LOCK_REQUEST_US 20000  /* a denial: then it goes uncounted */
+#define LOCK_READER_US  100000 /* the console: then it shows no list */
+
+static int lock_within(rlaas_tally_t *t, int64_t max_us)
+{
+    int64_t now, until = 0, check = 0;
     int i;
 
     for (i = 0;; i++) {
         if (__atomic_load_n(&t->lock, __ATOMIC_RELAXED) == 0 && try_lock(t))
             return 1;
-        if (i < BRIEF_SPINS)
+        if (i < LOCK_SPINS)
             continue;
-        if (until == 0)
-            until = rlaas_clock_us() + BRIEF_US;
-        else if (rlaas_clock_us() >= until)
-            return 0;
+        now = rlaas_clock_us();
+        if (until == 0) {
+            until = now + max_us;
+            check = now + LOCK_CHECK_US;
+        }
+        else if (now >= check) {
+            if (take_over(t))
+                return 1;
+            if (now >= until)
+                return 0;
+            check = now + LOCK_CHECK_US;
+        }
         sched_yield();
     }
 }
 
-/* For readers and the operator's actions, never the request path: a
- * holder keeps the lock for a few hundred instructions. A holder that
- * died holding it (a child killed) would leave the list frozen for good:
- * the reader takes the lock over from a process that no longer exists. */
 static int lock_wait(rlaas_tally_t *t)
 {
-    uint32_t holder;
-    int i;
-
-    for (i = 0; i < 10000; i++) {
-        if (try_lock(t))
-            return 1;
-        sched_yield();
-    }
-    holder = __atomic_load_n(&t->lock, __ATOMIC_ACQUIRE);
-    return holder != 0 && kill((pid_t)holder, 0) == -1 && errno == ESRCH &&
-           __atomic_compare_exchange_n(&t->lock, &holder, (uint32_t)getpid(), 0,
-                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+    return lock_within(t, LOCK_READER_US);
 }
 
 void rlaas_tally_set_holder(rlaas_tally_t *t, uint32_t pid)
@@ -388,7 +395,7 @@ void rlaas_tally_top_add(rlaas_tally_t *t, int row, const char *id, size_t len,
     if (len > RLAAS_TALLY_ID_MAX)
         len = RLAAS_TALLY_ID_MAX;
     h = hash_of(row, id, len);
-    if (!lock_brief(t))
+    if (!lock_within(t, LOCK_REQUEST_US))
         return;
     for (i = 0; i < RLAAS_TALLY_TOP; i++) {
         slot_t *s = &t->top[i];

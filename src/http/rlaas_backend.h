@@ -40,5 +40,4 @@ rlaas_local_t *rlaas_backend_table(void);
 /* The table's counters; 0 if there is no table. */
 int rlaas_backend_stats(rlaas_table_stats_t *st);
 
-
 #endif

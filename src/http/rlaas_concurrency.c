@@ -22,9 +22,7 @@ static rlaas_log_gate_t gate_lost;
 void rlaas_conc_dir_init(rlaas_dir_conf_t *d)
 {
     d->conc = -1;
-    d->conc_arg = NULL;
     d->conc_timeout_ms = -1;
-    d->conc_timeout_arg = NULL;
     d->conc_status = -1;
 }
 
@@ -35,9 +33,7 @@ void rlaas_conc_dir_merge(rlaas_dir_conf_t *d, const rlaas_dir_conf_t *base,
     const rlaas_dir_conf_t *t = add->conc_timeout_ms != -1 ? add : base;
 
     d->conc = n->conc;
-    d->conc_arg = n->conc_arg;
     d->conc_timeout_ms = t->conc_timeout_ms;
-    d->conc_timeout_arg = t->conc_timeout_arg;
     d->conc_status =
         add->conc_status != -1 ? add->conc_status : base->conc_status;
 }
@@ -55,7 +51,6 @@ const char *rlaas_conc_set(cmd_parms *cmd, void *dv, const char *arg)
                             "from 1 to %d (requests in flight), or off",
                             cmd->cmd->name, arg, RLAAS_CONC_MAX);
     d->conc = v;
-    d->conc_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, v);
     rlaas_tenant_mark(cmd, d, RLAAS_T_CONC);
     return NULL;
 }
@@ -74,8 +69,6 @@ const char *rlaas_conc_set_timeout(cmd_parms *cmd, void *dv, const char *arg)
     /* a slot is held in Redis as long as a window is: bounded alike */
     if ((err = rlaas_tenant_window_bound(cmd, arg, d->conc_timeout_ms)) != NULL)
         return err;
-    d->conc_timeout_arg =
-        apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, d->conc_timeout_ms);
     rlaas_tenant_mark(cmd, d, RLAAS_T_CONC);
     return NULL;
 }
@@ -119,13 +112,10 @@ void rlaas_concurrency_item(rlaas_item_t *it, const rlaas_dir_conf_t *d)
     it->dry_run = d->dry_run == 1;
     it->need_user = d->sources_need_user;
     it->metric = -1; /* counted by the concurrency counters */
-    it->limit = d->conc;
-    it->window_ms = rlaas_dir_conc_timeout_ms(d);
     it->call.strategy = RLAAS_CONCURRENCY;
-    it->call.limit = d->conc_arg;
-    it->call.window = d->conc_timeout_arg != NULL
-                          ? d->conc_timeout_arg
-                          : APR_STRINGIFY(RLAAS_CONC_TIMEOUT_DEFAULT_MS);
+    it->call.limit = d->conc;
+    it->call.window_ms = rlaas_dir_conc_timeout_ms(d);
+    it->call.cost = 1;
 }
 
 /* ---- the slots of one client request ---- */
@@ -165,7 +155,7 @@ static conc_t *conc_of(request_rec *r)
 
 void rlaas_concurrency_prepare(request_rec *r, rlaas_item_t *it)
 {
-    it->call.cost = conc_of(r)->hex;
+    it->call.token = conc_of(r)->hex;
 }
 
 static void log_lost(server_rec *s, const char *key, const char *why)

@@ -66,12 +66,6 @@ int64_t rlaas_dir_window_ms(const rlaas_dir_conf_t *d)
     return d->window_ms > 0 ? d->window_ms : RLAAS_DEFAULT_WINDOW_MS;
 }
 
-const char *rlaas_dir_window_arg(const rlaas_dir_conf_t *d)
-{
-    return d->window_arg != NULL ? d->window_arg
-                                 : APR_STRINGIFY(RLAAS_DEFAULT_WINDOW_MS);
-}
-
 rlaas_strategy_e rlaas_dir_strategy(const rlaas_dir_conf_t *d)
 {
     /* a calendar window counts with fixed, the one strategy it has */

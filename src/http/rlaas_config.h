@@ -151,16 +151,14 @@ typedef struct {
     const char *name;
     int id; /* one number per policy of the configuration */
     int64_t limit;
-    const char *limit_arg;
     int64_t window_ms;
-    const char *window_arg;
     /* the calendar word: periods of the calendar in the zone of the
      * policy's host (window_ms their nominal length); NULL: none */
     const rlaas_cal_t *cal;
     rlaas_strategy_e strategy;
     apr_array_header_t *sources; /* of rlaas_key_source_t; NULL: ip */
     int sources_need_user;
-    const char *cost_arg; /* NULL: 1 */
+    int64_t cost; /* units a request costs; 0 with cost=bytes: a check */
     /* cost=bytes: checked, charged the bytes sent after the response in
      * units of this many bytes (rlaas_bytes.h); 0: it counts requests.
      * While the line is read, < 0: a size limit waiting for cost=bytes */
@@ -222,15 +220,13 @@ typedef struct {
 #define RLAAS_T_DRY_RUN  0x200
 
 typedef struct {
-    int64_t limit;         /* -1: unset, no limiting; 0: read per request */
-    const char *limit_arg; /* limit as the script's argument */
+    int64_t limit; /* -1: unset, no limiting; 0: read per request */
     ap_expr_info_t *limit_expr; /* RLaaSLimit expr=... */
     int64_t limit_fallback;     /* -1: none */
     /* a size (RLaaSLimit 3M): bytes per unit of limit (1, or 1024 above
      * 10^9 bytes); 0: a plain number (rlaas_bytes.h) */
     int64_t limit_unit;
     int64_t window_ms; /* -1: unset */
-    const char *window_arg;
     /* RLaaSWindow N calendar: set with the window (window_ms its nominal
      * length); NULL: a window of window_ms */
     const rlaas_cal_t *cal;
@@ -244,7 +240,6 @@ typedef struct {
     int dry_run;                 /* -1: unset (off) */
     int circuit_fail_open;       /* -1: unset (off) */
     int64_t cost; /* -1: unset (1); with cost_expr: 0; RLAAS_COST_BYTES */
-    const char *cost_arg;
     ap_expr_info_t *cost_expr;
     /* RLaaSApply operations down the tree, concatenated; NULL: none */
     apr_array_header_t *apply; /* of rlaas_apply_op_t, ref the policy */
@@ -266,9 +261,7 @@ typedef struct {
     /* RLaaSConcurrency (rlaas_concurrency.h): N (-1 unset, 0 off), the
      * longest a slot is held (-1 unset), the refusal's status (-1 unset) */
     int64_t conc;
-    const char *conc_arg;
     int64_t conc_timeout_ms;
-    const char *conc_timeout_arg;
     int conc_status;
 } rlaas_dir_conf_t;
 
@@ -288,7 +281,6 @@ rlaas_dir_conf_t *rlaas_dir_conf(const request_rec *r);
 int rlaas_dir_has_limit(const rlaas_dir_conf_t *d);
 int rlaas_dir_active(const rlaas_dir_conf_t *d);
 int64_t rlaas_dir_window_ms(const rlaas_dir_conf_t *d);
-const char *rlaas_dir_window_arg(const rlaas_dir_conf_t *d);
 rlaas_strategy_e rlaas_dir_strategy(const rlaas_dir_conf_t *d);
 int rlaas_dir_fail_open(const rlaas_dir_conf_t *d);
 int rlaas_dir_fail_local(const rlaas_dir_conf_t *d);

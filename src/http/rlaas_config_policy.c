@@ -146,14 +146,15 @@ static const char *policy_cost(cmd_parms *cmd, rlaas_policy_t *p,
     int64_t v;
 
     if (rlaas_parse_keyword(opt + 5, "bytes")) {
-        if (p->cost_arg != NULL && p->bytes_unit <= 0)
-            return apr_psprintf(cmd->pool,
-                                "%s %s: invalid value '%s': cost=%s is set "
-                                "already; expected one cost",
-                                cmd->cmd->name, p->name, opt, p->cost_arg);
+        if (p->cost >= 0 && p->bytes_unit <= 0)
+            return apr_psprintf(
+                cmd->pool,
+                "%s %s: invalid value '%s': cost=%" APR_INT64_T_FMT
+                " is set already; expected one cost",
+                cmd->cmd->name, p->name, opt, p->cost);
         if (p->bytes_unit <= 0)
             p->bytes_unit = p->bytes_unit < 0 ? -p->bytes_unit : 1;
-        p->cost_arg = "0"; /* checked; charged after the response */
+        p->cost = 0; /* checked; charged after the response */
         return NULL;
     }
     if (p->bytes_unit > 0)
@@ -168,7 +169,7 @@ static const char *policy_cost(cmd_parms *cmd, rlaas_policy_t *p,
                             "0 to the limit (%" APR_INT64_T_FMT
                             ") or cost=bytes",
                             cmd->cmd->name, p->name, opt, p->limit);
-    p->cost_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, v);
+    p->cost = v;
     return NULL;
 }
 
@@ -217,7 +218,6 @@ static const char *policy_limit(cmd_parms *cmd, rlaas_policy_t *p,
                             "%s %s: invalid limit '%s': expected %s (or a "
                             "size such as 3M with cost=bytes)",
                             cmd->cmd->name, p->name, arg, err);
-    p->limit_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->limit);
     return NULL;
 }
 
@@ -256,7 +256,6 @@ static const char *policy_window(cmd_parms *cmd, rlaas_policy_t *p,
              cmd, apr_pstrcat(cmd->pool, cmd->cmd->name, " ", p->name, NULL),
              arg, *next == 4 ? word : NULL, &p->cal, &p->window_ms)) != NULL)
         return err;
-    p->window_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->window_ms);
     return NULL;
 }
 
@@ -275,7 +274,6 @@ static const char *conc_policy(cmd_parms *cmd, rlaas_policy_t *p,
                             "an integer from 1 to %d (requests in flight)",
                             cmd->cmd->name, p->name, arg, RLAAS_CONC_MAX);
     p->strategy = RLAAS_CONCURRENCY;
-    p->limit_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->limit);
     p->window_ms = RLAAS_CONC_TIMEOUT_DEFAULT_MS;
     for (i = 2; i < w->nelts; i++) {
         const char *opt = APR_ARRAY_IDX(w, i, char *);
@@ -299,7 +297,6 @@ static const char *conc_policy(cmd_parms *cmd, rlaas_policy_t *p,
                                 "key=\"SOURCES\"",
                                 cmd->cmd->name, p->name, opt);
     }
-    p->window_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, p->window_ms);
     return NULL;
 }
 
@@ -363,6 +360,7 @@ const char *rlaas_config_set_policy(cmd_parms *cmd, void *dummy,
     p = apr_pcalloc(cmd->pool, sizeof(*p));
     p->name = APR_ARRAY_IDX(w, 0, char *);
     p->strategy = RLAAS_STRATEGY_UNSET;
+    p->cost = -1;
     if ((err = rlaas_parse_name(p->name)) != NULL)
         return apr_psprintf(cmd->pool,
                             "%s: invalid name '%s': expected %s (the name is "
@@ -375,6 +373,8 @@ const char *rlaas_config_set_policy(cmd_parms *cmd, void *dummy,
                             cmd->cmd->name, p->name);
     if ((err = conc ? conc_policy(cmd, p, w) : rate_policy(cmd, p, w)))
         return err;
+    if (p->cost < 0)
+        p->cost = 1;
     p->id = next_policy_id++;
     p->server = cmd->server;
     p->metric = rlaas_metrics_name(p->name, 1);

@@ -224,14 +224,12 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     /* a limit with its expression and fallback */
     if (add->limit != -1) {
         d->limit = add->limit;
-        d->limit_arg = add->limit_arg;
         d->limit_expr = add->limit_expr;
         d->limit_fallback = add->limit_fallback;
         d->limit_unit = add->limit_unit;
     }
     else {
         d->limit = base->limit;
-        d->limit_arg = base->limit_arg;
         d->limit_expr = base->limit_expr;
         d->limit_fallback = base->limit_fallback;
         d->limit_unit = base->limit_unit;
@@ -246,12 +244,10 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     }
     if (add->cost != -1) {
         d->cost = add->cost;
-        d->cost_arg = add->cost_arg;
         d->cost_expr = add->cost_expr;
     }
     else {
         d->cost = base->cost;
-        d->cost_arg = base->cost_arg;
         d->cost_expr = base->cost_expr;
     }
     /* operations down the tree, in order: replayed per request */
@@ -261,12 +257,10 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
         d->apply = add->apply ? add->apply : base->apply;
     if (add->window_ms != -1) {
         d->window_ms = add->window_ms;
-        d->window_arg = add->window_arg;
         d->cal = add->cal;
     }
     else {
         d->window_ms = base->window_ms;
-        d->window_arg = base->window_arg;
         d->cal = base->cal;
     }
     if (add->sources != NULL) {
@@ -349,7 +343,6 @@ static const char *set_limit(cmd_parms *cmd, void *dv, const char *arg,
             return apr_psprintf(cmd->pool, "%s: invalid expression in '%s': %s",
                                 cmd->cmd->name, arg, err ? err : "empty");
         d->limit = 0;
-        d->limit_arg = NULL;
         d->limit_fallback = -1;
         d->limit_unit = 0;
         if (fallback != NULL) {
@@ -387,7 +380,6 @@ static const char *set_limit(cmd_parms *cmd, void *dv, const char *arg,
     if ((err = bytes_conflict(cmd, d, arg)) != NULL)
         return err;
     d->limit = v;
-    d->limit_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, v);
     d->limit_expr = NULL;
     d->limit_fallback = -1;
     rlaas_tenant_mark(cmd, d, RLAAS_T_LIMIT);
@@ -404,7 +396,6 @@ static const char *set_cost(cmd_parms *cmd, void *dv, const char *arg)
 
     if (rlaas_parse_keyword(arg, "bytes")) {
         d->cost = RLAAS_COST_BYTES;
-        d->cost_arg = NULL;
         d->cost_expr = NULL;
         rlaas_tenant_mark(cmd, d, RLAAS_T_COST);
         return bytes_conflict(cmd, d, arg);
@@ -416,7 +407,6 @@ static const char *set_cost(cmd_parms *cmd, void *dv, const char *arg)
             return apr_psprintf(cmd->pool, "%s: invalid expression in '%s': %s",
                                 cmd->cmd->name, arg, err ? err : "empty");
         d->cost = 0;
-        d->cost_arg = NULL;
         rlaas_tenant_mark(cmd, d, RLAAS_T_COST);
         return NULL;
     }
@@ -425,7 +415,6 @@ static const char *set_cost(cmd_parms *cmd, void *dv, const char *arg)
             cmd, arg,
             "an integer from 0 (check without consuming) to "
             "the limit, expr=EXPRESSION, or bytes");
-    d->cost_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, d->cost);
     d->cost_expr = NULL;
     rlaas_tenant_mark(cmd, d, RLAAS_T_COST);
     if ((err = bytes_conflict(cmd, d, arg)) != NULL)
@@ -450,7 +439,6 @@ static const char *set_window(cmd_parms *cmd, void *dv, const char *arg,
         return err;
     if ((err = rlaas_tenant_window_bound(cmd, arg, d->window_ms)) != NULL)
         return err;
-    d->window_arg = apr_psprintf(cmd->pool, "%" APR_INT64_T_FMT, d->window_ms);
     rlaas_tenant_mark(cmd, d, RLAAS_T_WINDOW);
     return NULL;
 }

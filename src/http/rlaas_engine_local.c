@@ -19,24 +19,20 @@
 static void to_local(const rlaas_item_t *it, int divisor, int64_t units,
                      rlaas_local_call_t *c)
 {
-    int64_t cost = units;
+    int64_t cost = units >= 0 ? units : it->call.cost;
 
     c->strategy = it->call.strategy;
     c->key = it->call.key;
     /* the table appends fixed's window number itself, by its own clock,
      * to the key as it ends before one (Redis Cluster declares it) */
     c->key_len = it->call.window_at > 0 ? it->call.window_at : it->call.key_len;
-    c->limit = it->limit / divisor > 0 ? it->limit / divisor : 1;
-    c->window_ms = it->window_ms;
-    if (cost < 0 &&
-        (it->call.cost == NULL ||
-         rlaas_parse_nonneg_int(it->call.cost, RLAAS_LIMIT_MAX, &cost)))
-        cost = 1;
+    c->limit = it->call.limit / divisor > 0 ? it->call.limit / divisor : 1;
+    c->window_ms = it->call.window_ms;
     c->cost = cost < c->limit ? cost : c->limit;
     c->mode = it->call.mode;
     c->token = 0;
     if (it->conc)
-        rlaas_conc_token_parse(it->call.cost, RLAAS_CONC_TOKEN_LEN, &c->token);
+        rlaas_conc_token_parse(it->call.token, RLAAS_CONC_TOKEN_LEN, &c->token);
     /* each record's zone: newcomers of one never evict another's state */
     c->zone_len = it->zone_len;
     /* a calendar's periods: the table picks the one holding its time */

@@ -106,9 +106,9 @@ static int redis_decide(request_rec *r, rlaas_engine_ask_t *a,
         c->strategy = RLAAS_BAN;
         c->key = a->ban_key;
         c->key_len = a->ban_key_len;
-        c->limit = rlaas_num_text(r->pool, a->ban.length_ms);
-        c->window = rlaas_num_text(r->pool, a->ban.max_ms);
-        c->cost = rlaas_num_text(r->pool, a->ban.factor);
+        c->limit = a->ban.length_ms;
+        c->window_ms = a->ban.max_ms;
+        c->cost = a->ban.factor;
         c->mode = a->ban_own;
     }
     if (!eval(r->server, r->pool, calls, n, v, 0, -1, NULL, f))
@@ -140,7 +140,7 @@ static int redis_settle(request_rec *r, const rlaas_item_t *it, int n,
                 ? it[i].v.reset_ms
                 : -1;
         if (units != NULL) {
-            calls[i].cost = rlaas_num_text(r->pool, units[i]);
+            calls[i].cost = units[i];
             calls[i].mode |= RLAAS_MODE_FORCE;
         }
     }
@@ -208,10 +208,10 @@ static const char *redis_credit(request_rec *r, const rlaas_engine_credit_t *c,
     call.strategy = c->strategy;
     call.key = c->key;
     call.key_len = strlen(c->key);
-    call.limit = rlaas_num_text(r->pool, c->limit);
-    call.window = c->cal_window != NULL ? c->cal_window
-                                        : rlaas_num_text(r->pool, c->window_ms);
-    call.cost = rlaas_num_text(r->pool, c->units);
+    call.limit = c->limit;
+    call.window_ms = c->window_ms;
+    call.cal = c->cal_window;
+    call.cost = c->units;
     call.credit = 1;
     *given = 0;
     if ((why = call_one(r, &call, &v)) == NULL)

@@ -111,13 +111,10 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     if (table == NULL || sc->target->redis == NULL)
         return RLAAS_LEASE_NO;
     a.strategy = it->call.strategy;
-    a.limit = it->limit;
-    a.window_ms = it->window_ms;
-    if (it->call.cost == NULL)
-        a.cost = 1;
-    else if (rlaas_parse_nonneg_int(it->call.cost, it->limit, &a.cost) !=
-                 NULL ||
-             a.cost < 1)
+    a.limit = it->call.limit;
+    a.window_ms = it->call.window_ms;
+    a.cost = it->call.cost;
+    if (a.cost < 1)
         return RLAAS_LEASE_NO; /* a check (cost 0) is asked of Redis */
     now_us = rlaas_clock_us();
     if (rlaas_grant_spend(table, it->call.key, it->call.key_len, &a,

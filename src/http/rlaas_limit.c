@@ -185,13 +185,13 @@ static void remember(const decision_t *dc, int have_v)
             continue;
         for (j = 0; j < shown->nelts; j++) {
             if (strcmp(sh[j].name, it->name) == 0 &&
-                sh[j].limit == it->limit * k)
+                sh[j].limit == it->call.limit * k)
                 break;
         }
         sh = j < shown->nelts ? &sh[j] : apr_array_push(shown);
         sh->name = it->name;
-        sh->limit = it->limit * k;
-        sh->window_ms = it->window_ms;
+        sh->limit = it->call.limit * k;
+        sh->window_ms = it->call.window_ms;
         sh->v = it->v;
         sh->v.remaining *= k;
         sh->dry_run = it->dry_run;
@@ -361,13 +361,13 @@ static void log_denied(const decision_t *dc, const rlaas_item_t *it,
     dropped = rlaas_log_gate_pass(&gate_denied, rlaas_clock_us(), 1);
     if (dropped < 0)
         return;
-    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r,
-                  "RLAAS0020: rate limit exceeded for %s (policy %s: %s, "
-                  "limit %s per %sms)%s%s",
-                  it->call.key, it->name,
-                  rlaas_strategy_name(it->call.strategy), it->call.limit,
-                  it->call.window, dry_run ? "; allowed: RLaaSDryRun on" : "",
-                  suppressed(r, dropped));
+    ap_log_rerror(
+        APLOG_MARK, APLOG_INFO, 0, r,
+        "RLAAS0020: rate limit exceeded for %s (policy %s: %s, "
+        "limit %" APR_INT64_T_FMT " per %" APR_INT64_T_FMT "ms)%s%s",
+        it->call.key, it->name, rlaas_strategy_name(it->call.strategy),
+        it->call.limit, it->call.window_ms,
+        dry_run ? "; allowed: RLaaSDryRun on" : "", suppressed(r, dropped));
 }
 
 static void log_error(const decision_t *dc, const char *tag, const char *kind,

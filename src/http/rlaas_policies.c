@@ -38,12 +38,10 @@ static void named(rlaas_item_t *it, const rlaas_policy_t *p, int enforced,
                   !(d->by_tenant & RLAAS_T_DRY_RUN);
     it->need_user = p->sources_need_user;
     it->metric = p->metric;
-    it->limit = p->limit;
-    it->window_ms = p->window_ms;
     it->call.strategy = p->strategy;
-    it->call.limit = p->limit_arg;
-    it->call.window = p->window_arg;
-    it->call.cost = p->cost_arg; /* "0" with cost=bytes: a check */
+    it->call.limit = p->limit;
+    it->call.window_ms = p->window_ms;
+    it->call.cost = p->cost; /* 0 with cost=bytes: a check */
     it->bytes_unit = p->bytes_unit;
     /* concurrency=N: slots in flight, its token for a cost */
     it->conc = p->strategy == RLAAS_CONCURRENCY;
@@ -61,11 +59,10 @@ static void own(rlaas_item_t *it, const rlaas_dir_conf_t *d)
     it->metric = d->ns != NULL     ? -1
                  : d->zone != NULL ? d->zone_metric
                                    : rlaas_metrics_default_name();
-    it->limit = d->limit;
-    it->window_ms = rlaas_dir_window_ms(d);
     it->call.strategy = rlaas_dir_strategy(d);
-    it->call.limit = d->limit_arg;
-    it->call.window = rlaas_dir_window_arg(d);
+    it->call.limit = d->limit;
+    it->call.window_ms = rlaas_dir_window_ms(d);
+    it->call.cost = 1;
     it->cal = d->cal;
 }
 
@@ -165,8 +162,7 @@ static const char *limit_read(request_rec *r, const rlaas_dir_conf_t *d,
         log_value(r, RLAAS_D_LIMIT " expr=", text, "the fallback applies");
         v = d->limit_fallback;
     }
-    it->limit = v < max ? v : max;
-    it->call.limit = rlaas_num_text(r->pool, it->limit);
+    it->call.limit = v < max ? v : max;
     it->call.mode |= RLAAS_MODE_LIMIT_VARIES;
     return NULL;
 }
@@ -176,35 +172,35 @@ static const char *limit_read(request_rec *r, const rlaas_dir_conf_t *d,
  * policy under a tenant's cost, has its own. A cost that is no integer
  * from 0 to the limit costs 1. */
 static void cost_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it,
-                    const char **section_cost)
+                    int64_t *section_cost)
 {
-    int64_t c;
-
     /* bytes are the own limit's unit alone: a policy keeps its own cost,
      * and a policy counting bytes (cost=bytes) is never given a section's */
     if (d != NULL && d->cost == RLAAS_COST_BYTES) {
         if (it->p == NULL) {
-            it->call.cost = "0";
+            it->call.cost = 0;
             it->bytes_unit = rlaas_bytes_unit(d);
         }
     }
     else if (d != NULL && d->cost != -1 && it->bytes_unit == 0 &&
              (it->p == NULL ||
               (!it->enforced && !(d->by_tenant & RLAAS_T_COST)))) {
-        if (d->cost_expr != NULL && *section_cost == NULL) {
+        if (d->cost_expr != NULL && *section_cost < 0) {
             const char *text;
 
-            c = read_int(r, d->cost_expr, RLAAS_LIMIT_MAX, &text);
-            if (c < 0)
+            *section_cost = read_int(r, d->cost_expr, RLAAS_LIMIT_MAX, &text);
+            if (*section_cost < 0) {
                 log_value(r, RLAAS_D_COST " expr=", text, "it costs 1");
-            *section_cost = c < 0 ? "1" : rlaas_num_text(r->pool, c);
+                *section_cost = 1;
+            }
         }
-        it->call.cost = d->cost_expr != NULL ? *section_cost : d->cost_arg;
+        it->call.cost = d->cost_expr != NULL ? *section_cost : d->cost;
     }
-    if (it->call.cost != NULL &&
-        (rlaas_parse_nonneg_int(it->call.cost, it->limit, &c) != NULL)) {
-        log_value(r, it->name, it->call.cost, "a cost above the limit costs 1");
-        it->call.cost = "1";
+    if (it->call.cost > it->call.limit) {
+        log_value(r, it->name,
+                  apr_psprintf(r->pool, "%" APR_INT64_T_FMT, it->call.cost),
+                  "a cost above the limit costs 1");
+        it->call.cost = 1;
     }
 }
 
@@ -231,10 +227,10 @@ static const char *periods_of(request_rec *r, rlaas_item_t *it)
     }
     if (it->tz == NULL)
         it->tz = rlaas_calendar_zone(rlaas_server_conf(r->server));
-    it->periods = rlaas_calendar_table(r->pool, it->cal, it->tz,
-                                       apr_time_as_msec(apr_time_now()),
-                                       &it->call.window);
-    it->window_ms = it->periods->b[2] - it->periods->b[1];
+    it->periods =
+        rlaas_calendar_table(r->pool, it->cal, it->tz,
+                             apr_time_as_msec(apr_time_now()), &it->call.cal);
+    it->call.window_ms = it->periods->b[2] - it->periods->b[1];
     return NULL;
 }
 
@@ -244,7 +240,7 @@ static void key_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it)
     rlaas_identity_spec_t spec;
 
     spec.strategy = it->call.strategy;
-    spec.window_ms = it->window_ms;
+    spec.window_ms = it->call.window_ms;
     spec.periods = it->periods;
     if (it->p != NULL) {
         /* a policy counts under the key prefix of where it was declared */
@@ -264,16 +260,6 @@ static void key_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it)
     it->zone_len = rlaas_identity_zone_len(&spec);
 }
 
-static int64_t cost_value(const rlaas_item_t *it)
-{
-    int64_t c;
-
-    if (it->call.cost == NULL ||
-        rlaas_parse_nonneg_int(it->call.cost, RLAAS_LIMIT_MAX, &c) != NULL)
-        return 1;
-    return c;
-}
-
 /* Two items with one key (operator's sections may name their zone after
  * a policy) are one counter, decided never more loosely than either
  * would: enforced if either is (the enforced one's settings stay: its
@@ -281,9 +267,9 @@ static int64_t cost_value(const rlaas_item_t *it)
  * lower limit, the higher cost (at most that limit). */
 static void merge(rlaas_item_t *a, const rlaas_item_t *b)
 {
-    const rlaas_item_t *low = b->limit < a->limit ? b : a;
+    const rlaas_item_t *low = b->call.limit < a->call.limit ? b : a;
     const rlaas_item_t *keep = low;
-    int64_t ca = cost_value(a), cb = cost_value(b);
+    int64_t cost = a->call.cost >= b->call.cost ? a->call.cost : b->call.cost;
     int mode = low->call.mode & RLAAS_MODE_LIMIT_VARIES;
     rlaas_item_t m;
 
@@ -293,11 +279,8 @@ static void merge(rlaas_item_t *a, const rlaas_item_t *b)
 
     m.enforced = a->enforced || b->enforced;
     m.dry_run = a->dry_run && b->dry_run;
-    m.limit = low->limit;
     m.call.limit = low->call.limit;
-    m.call.cost = ca >= cb ? a->call.cost : b->call.cost;
-    if ((ca >= cb ? ca : cb) > m.limit)
-        m.call.cost = m.call.limit;
+    m.call.cost = cost < m.call.limit ? cost : m.call.limit;
     m.call.mode = mode | (m.dry_run ? RLAAS_MODE_DRY_RUN : 0);
     *a = m; /* one unit (dedupe) */
 }
@@ -329,7 +312,8 @@ static int dedupe(rlaas_item_t *it, int n)
 const char *rlaas_policies_prepare(request_rec *r, const rlaas_dir_conf_t *d,
                                    rlaas_item_t *it, int *n)
 {
-    const char *section_cost = NULL, *err;
+    int64_t section_cost = -1; /* RLaaSCost expr=: read once, if at all */
+    const char *err;
     int i;
 
     for (i = 0; i < *n; i++) {

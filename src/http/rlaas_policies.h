@@ -24,15 +24,14 @@ typedef struct {
     int dry_run;
     int need_user; /* keyed by the user: decided when the name is known */
     int metric;    /* its row handle (rlaas_metrics_name) */
-    int64_t limit;
-    int64_t window_ms; /* a calendar's: the length of now's period */
     /* a calendar window (rlaas_calendar.h): its periods in its host's zone,
-     * and, once prepared, those around now (call.window their argument);
-     * NULL: none */
+     * and, once prepared, those around now (call.cal their argument,
+     * call.window_ms the length of now's period); NULL: none */
     const rlaas_cal_t *cal;
     const rlaas_tz_t *tz;
     const rlaas_cal_table_t *periods;
-    rlaas_call_t call; /* strategy, key, limit, window, cost, mode */
+    rlaas_call_t call; /* strategy, key, limit, window, cost, mode: the
+                          values decided with, as integers */
     /* RLaaSCost bytes: checked (cost 0), charged after the response in
      * units of this many bytes; 0: it counts requests */
     int64_t bytes_unit;

@@ -67,10 +67,8 @@ rlaas_settle_t *rlaas_settle_prepare(request_rec *r, const rlaas_dir_conf_t *d,
 
     for (i = 0; i < n; i++) {
         expr = count_if_of(d, &it[i]);
-        if (it[i].conc ||
-            (bytes ? it[i].bytes_unit == 0
-                   : expr == NULL || (it[i].call.cost != NULL &&
-                                      strcmp(it[i].call.cost, "0") == 0)))
+        if (it[i].conc || (bytes ? it[i].bytes_unit == 0
+                                 : expr == NULL || it[i].call.cost == 0))
             continue;
         if (pd == NULL) {
             pd = apr_pcalloc(r->pool, sizeof(*pd));
@@ -174,7 +172,7 @@ static int bytes_units(request_rec *r, const rlaas_item_t *it, int64_t *units)
 
     if (sent <= 0)
         return 0;
-    *units = rlaas_bytes_units(sent, it->bytes_unit, it->limit);
+    *units = rlaas_bytes_units(sent, it->bytes_unit, it->call.limit);
     return 1;
 }
 

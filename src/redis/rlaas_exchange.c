@@ -267,21 +267,21 @@ static void reload_and_retry(rlaas_conn_t *c, rlaas_job_t **jobs, int n,
  * (RLAAS_CAL_NAME_MAX + 1 bytes). 0 when there is none (a calendar's
  * periods that do not reach t): the call goes again as it was, and is
  * refused again. */
-static size_t window_name(const char *window, long long t, char *buf)
+static size_t window_name(const rlaas_call_t *call, long long t, char *buf)
 {
     rlaas_cal_table_t tb;
     int64_t from, to;
-    long long w;
 
-    if (strchr(window, '/') != NULL) {
-        if (!rlaas_cal_arg_read(window, strlen(window), &tb) ||
+    if (call->cal != NULL) {
+        if (!rlaas_cal_arg_read(call->cal, strlen(call->cal), &tb) ||
             !rlaas_cal_pick(&tb, t, &from, &to))
             return 0;
         return rlaas_cal_name(tb.tag, from, buf);
     }
-    w = atoll(window);
-    return w > 0 ? (size_t)snprintf(buf, RLAAS_CAL_NAME_MAX + 1, "%lld", t / w)
-                 : 0;
+    return call->window_ms > 0
+               ? (size_t)snprintf(buf, RLAAS_CAL_NAME_MAX + 1, "%lld",
+                                  t / (long long)call->window_ms)
+               : 0;
 }
 
 /* A job again, each declared window the one of Redis' time ms. */
@@ -297,7 +297,7 @@ static void rekey(rlaas_job_t *j)
 
         j->again[i] = *call;
         j->again[i].window_at = 0; /* once */
-        if (at == 0 || (n = window_name(call->window, j->window, name)) == 0)
+        if (at == 0 || (n = window_name(call, j->window, name)) == 0)
             continue;
         memcpy(j->again_key[i], call->key, at);
         memcpy(j->again_key[i] + at, name, n);

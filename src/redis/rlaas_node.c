@@ -415,7 +415,7 @@ static const char *call_error(const rlaas_call_t *calls, int n)
              calls[i].strategy != RLAAS_CONCURRENCY))
             return "no such strategy";
         if (calls[i].strategy == RLAAS_CONCURRENCY &&
-            (calls[i].cost == NULL || calls[i].lease_want > 0 ||
+            (calls[i].token == NULL || calls[i].lease_want > 0 ||
              calls[i].credit))
             return "a concurrency limit takes a token, no lease or credit";
         if (calls[i].lease_want > 0 &&
@@ -427,7 +427,8 @@ static const char *call_error(const rlaas_call_t *calls, int n)
               calls[i].lease_want > 0 || calls[i].credit_age < 0)))
             return "credits go alone, one per policy";
         if (calls[i].release != calls[0].release ||
-            (calls[i].release && calls[i].strategy != RLAAS_CONCURRENCY))
+            (calls[i].release && (calls[i].strategy != RLAAS_CONCURRENCY ||
+                                  calls[i].token == NULL)))
             return "releases go alone, one per concurrency limit";
         if (calls[i].forget != calls[0].forget ||
             (calls[i].forget &&

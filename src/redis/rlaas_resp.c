@@ -46,57 +46,33 @@ static size_t head(char *p, int64_t count)
     return n + sizeof(evalsha) - 1;
 }
 
-size_t rlaas_resp_evalsha(char *buf, const char *sha1, const char *key,
-                          size_t key_len, const char *limit, const char *window)
+/* The window's argument: the calendar's periods, or milliseconds. */
+static size_t window(char *p, const rlaas_call_t *c)
 {
-    static const char one_key[] = "$1\r\n1\r\n";
-    size_t n = head(buf, 6);
-
-    n += bulk(buf + n, sha1, 40);
-    memcpy(buf + n, one_key, sizeof(one_key) - 1);
-    n += sizeof(one_key) - 1;
-    n += bulk(buf + n, key, key_len);
-    n += bulk_str(buf + n, limit);
-    n += bulk_str(buf + n, window);
-    return n;
+    return c->cal != NULL ? bulk_str(p, c->cal) : bulk_int(p, c->window_ms);
 }
 
-static int default_cost(const char *cost)
-{
-    return cost == NULL || (cost[0] == '1' && cost[1] == '\0');
-}
-
-/* One policy: the single strategy call, cost and mode only when needed. */
+/* One policy: the single strategy call, cost and mode only when needed
+ * (the bytes of a plain request are those of a single strategy call). */
 static size_t one(char *buf, const char *sha1, const rlaas_call_t *c)
 {
-    int extra = c->mode != 0 ? 2 : !default_cost(c->cost);
-    size_t n;
+    int lease = c->lease_want > 0;
+    int extra = lease ? 4 : c->mode != 0 ? 2 : c->cost != 1;
+    size_t n = head(buf, 6 + extra);
 
-    if (c->lease_want > 0) {
-        n = head(buf, 10);
-        n += bulk(buf + n, sha1, 40);
-        n += bulk_int(buf + n, 1);
-        n += bulk(buf + n, c->key, c->key_len);
-        n += bulk_int(buf + n, c->strategy);
-        n += bulk_str(buf + n, c->limit);
-        n += bulk_str(buf + n, c->window);
-        n += bulk_str(buf + n, c->cost != NULL ? c->cost : "1");
-        n += bulk_int(buf + n, c->mode);
-        n += bulk_int(buf + n, c->lease_want);
-        return n;
-    }
-    if (extra == 0)
-        return rlaas_resp_evalsha(buf, sha1, c->key, c->key_len, c->limit,
-                                  c->window);
-    n = head(buf, 6 + extra);
     n += bulk(buf + n, sha1, 40);
     n += bulk_int(buf + n, 1);
     n += bulk(buf + n, c->key, c->key_len);
-    n += bulk_str(buf + n, c->limit);
-    n += bulk_str(buf + n, c->window);
-    n += bulk_str(buf + n, c->cost != NULL ? c->cost : "1");
-    if (extra == 2)
+    if (lease)
+        n += bulk_int(buf + n, c->strategy);
+    n += bulk_int(buf + n, c->limit);
+    n += window(buf + n, c);
+    if (extra >= 1)
+        n += bulk_int(buf + n, c->cost);
+    if (extra >= 2)
         n += bulk_int(buf + n, c->mode);
+    if (lease)
+        n += bulk_int(buf + n, c->lease_want);
     return n;
 }
 
@@ -106,9 +82,10 @@ static size_t words(char *buf, const rlaas_call_t *c)
 {
     size_t len = bulk_int(buf, c->strategy);
 
-    len += bulk_str(buf + len, c->limit);
-    len += bulk_str(buf + len, c->window);
-    len += bulk_str(buf + len, c->cost != NULL ? c->cost : "1");
+    len += bulk_int(buf + len, c->limit);
+    len += window(buf + len, c);
+    len += c->token != NULL ? bulk_str(buf + len, c->token)
+                            : bulk_int(buf + len, c->cost);
     len += bulk_int(buf + len, c->mode);
     if (c->credit)
         len += bulk_int(buf + len, c->credit_age);
@@ -129,7 +106,7 @@ static size_t keys_only(char *buf, const char *sha1, const rlaas_call_t *calls,
     for (i = 0; i < n; i++)
         len += bulk(buf + len, calls[i].key, calls[i].key_len);
     for (i = 0; tokens && i < n; i++)
-        len += bulk_str(buf + len, calls[i].cost);
+        len += bulk_str(buf + len, calls[i].token);
     return len;
 }
 

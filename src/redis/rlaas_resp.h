@@ -32,20 +32,30 @@
  * its factor (cost) in ms; lua/multi.lua.
  *
  * A concurrency limit among them: strategy RLAAS_CONCURRENCY, then N
- * (limit), the slot's longest life T (window, ms) and the request's token
- * (cost: 16 hex digits); its key ends in ":conc" (lua/concurrency.lua). */
+ * (limit), the slot's longest life T (window_ms) and the request's token
+ * (in the cost's place: 16 hex digits); its key ends in ":conc"
+ * (lua/concurrency.lua).
+ *
+ * Numbers travel as integers up to here: only this writer turns them into
+ * text. */
 
 /* One policy of a call: a strategy's script on one complete key. */
 typedef struct {
     rlaas_strategy_e strategy;
     const char *key;
     size_t key_len;
-    const char *limit; /* decimal */
-    /* decimal milliseconds, or (fixed) a calendar's periods, at most
-     * RLAAS_CAL_ARG_MAX bytes (rlaas_cal.h) */
-    const char *window;
-    const char *cost; /* decimal units; NULL: 1 */
-    int mode;         /* RLAAS_MODE_* */
+    int64_t limit;
+    /* milliseconds; with cal, the nominal length of now's period */
+    int64_t window_ms;
+    /* fixed, a calendar window: its periods around now, sent in place of
+     * window_ms (at most RLAAS_CAL_ARG_MAX bytes, rlaas_cal.h); NULL:
+     * window_ms */
+    const char *cal;
+    int64_t cost; /* units charged; 0: a check (cost=bytes) */
+    /* a concurrency limit's token (16 hex digits), sent in place of the
+     * cost; NULL otherwise */
+    const char *token;
+    int mode; /* RLAAS_MODE_* */
     /* Redis Cluster: ASKING goes first (the key's slot is being imported
      * by this node); the first call of a job says it for all */
     int asking;
@@ -74,19 +84,9 @@ typedef struct {
     int forget;
 } rlaas_call_t;
 
-/* Room for the command with a key of key_len bytes and decimal limit and
- * window arguments (each at most 20 digits). */
-#define RLAAS_RESP_EVALSHA_MAX(key_len) ((key_len) + 160)
-
 /* Room for a call of n policies (or credits) whose keys hold keys_len
  * bytes together. */
 #define RLAAS_RESP_CALL_MAX(keys_len, n) ((keys_len) + 96 + (n)*200)
-
-/* Writes EVALSHA <sha1> 1 <key> <limit> <window> into buf (at least
- * RLAAS_RESP_EVALSHA_MAX(key_len) bytes) and returns its length. */
-size_t rlaas_resp_evalsha(char *buf, const char *sha1, const char *key,
-                          size_t key_len, const char *limit,
-                          const char *window);
 
 /* Writes the call of n (1..RLAAS_CALL_POLICIES_MAX) policies into buf (at
  * least RLAAS_RESP_CALL_MAX(their keys' bytes, n)) and returns its length.

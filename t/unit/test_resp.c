@@ -1,6 +1,6 @@
 /* The hand-written EVALSHA commands are byte for byte what hiredis' own
- * formatter produces: one policy (cost and mode left out at 1 and 0) and
- * several. */
+ * formatter produces from the same numbers printed: one policy (cost and
+ * mode left out at 1 and 0) and several. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,25 +16,22 @@
 #include "rlaas_resp.h"
 #include "rlaas_verdict.h"
 
-static void same_as_hiredis(const char *key, size_t klen, const char *limit,
-                            const char *window)
-{
-    static const char sha[] = "0123456789abcdef0123456789abcdef01234567";
-    const char *argv[6] = {"EVALSHA", sha, "1", key, limit, window};
-    size_t lens[6] = {7, 40, 1, klen, strlen(limit), strlen(window)};
-    char *expect = NULL;
-    int elen = redisFormatCommandArgv(&expect, 6, argv, lens);
-    char *buf = malloc(RLAAS_RESP_EVALSHA_MAX(klen));
-    size_t n;
+static void call_same_as_hiredis(const rlaas_call_t *c, int n);
 
-    assert_non_null(buf);
-    n = rlaas_resp_evalsha(buf, sha, key, klen, limit, window);
-    assert_true(elen > 0);
-    assert_int_equal(n, (size_t)elen);
-    assert_true(n <= RLAAS_RESP_EVALSHA_MAX(klen));
-    assert_memory_equal(buf, expect, n);
-    free(buf);
-    free(expect);
+/* One plain policy: EVALSHA <sha1> 1 <key> <limit> <window>. */
+static void same_as_hiredis(const char *key, size_t klen, int64_t limit,
+                            int64_t window_ms)
+{
+    rlaas_call_t c;
+
+    memset(&c, 0, sizeof(c));
+    c.strategy = RLAAS_STRATEGY_GCRA;
+    c.key = key;
+    c.key_len = klen;
+    c.limit = limit;
+    c.window_ms = window_ms;
+    c.cost = 1;
+    call_same_as_hiredis(&c, 1);
 }
 
 static void matches_hiredis(void **state)
@@ -42,14 +39,14 @@ static void matches_hiredis(void **state)
     char big[1000];
 
     (void)state;
-    same_as_hiredis("rlaas:rate_limit:alice", 22, "5", "60000");
-    same_as_hiredis("k", 1, "1000000000", "2592000000");
-    same_as_hiredis("", 0, "1", "1");
+    same_as_hiredis("rlaas:rate_limit:alice", 22, 5, 60000);
+    same_as_hiredis("k", 1, 1000000000, 2592000000LL);
+    same_as_hiredis("", 0, 1, 1);
     memset(big, 'x', sizeof(big));
     big[10] = '\0'; /* binary-safe: an embedded NUL is data */
     big[11] = '\r';
-    same_as_hiredis(big, sizeof(big), "123", "45");
-    same_as_hiredis(big, 9, "99999999999999999999", "99999999999999999999");
+    same_as_hiredis(big, sizeof(big), 123, 45);
+    same_as_hiredis(big, 9, INT64_MAX, INT64_MAX);
 }
 
 /* A call of n policies against hiredis' formatter of the same words. */
@@ -67,6 +64,9 @@ static void call_same_as_hiredis(const rlaas_call_t *c, int n)
 #define NUM(v)                                                                 \
     (snprintf(num[k], 24, "%lld", (long long)(v)),                             \
      WORD(num[k], strlen(num[k])), k++)
+#define WINDOW(x)                                                              \
+    ((x)->cal != NULL ? (void)WORD((x)->cal, strlen((x)->cal))                 \
+                      : (void)NUM((x)->window_ms))
     WORD("EVALSHA", 7);
     WORD(sha, 40);
     NUM(n);
@@ -75,28 +75,30 @@ static void call_same_as_hiredis(const rlaas_call_t *c, int n)
         keys += c[i].key_len;
     }
     for (i = 0; i < n; i++) {
-        const char *cost = c[i].cost ? c[i].cost : "1";
         if (n == 1 && c[i].lease_want > 0) {
             /* a lease: every argument, and what it asks for */
             NUM(c[i].strategy);
-            WORD(c[i].limit, strlen(c[i].limit));
-            WORD(c[i].window, strlen(c[i].window));
-            WORD(cost, strlen(cost));
+            NUM(c[i].limit);
+            WINDOW(&c[i]);
+            NUM(c[i].cost);
             NUM(c[i].mode);
             NUM(c[i].lease_want);
             continue;
         }
         if (n > 1)
             NUM(c[i].strategy);
-        WORD(c[i].limit, strlen(c[i].limit));
-        WORD(c[i].window, strlen(c[i].window));
-        if (n > 1 || c[i].mode != 0 || strcmp(cost, "1") != 0)
-            WORD(cost, strlen(cost));
+        NUM(c[i].limit);
+        WINDOW(&c[i]);
+        if (c[i].token != NULL)
+            WORD(c[i].token, strlen(c[i].token));
+        else if (n > 1 || c[i].mode != 0 || c[i].cost != 1)
+            NUM(c[i].cost);
         if (n > 1 || c[i].mode != 0)
             NUM(c[i].mode);
     }
 #undef WORD
 #undef NUM
+#undef WINDOW
     elen = redisFormatCommandArgv(&expect, argc, argv, lens);
     buf = malloc(RLAAS_RESP_CALL_MAX(keys, n));
     assert_non_null(buf);
@@ -111,7 +113,6 @@ static void call_same_as_hiredis(const rlaas_call_t *c, int n)
 
 static void calls_match_hiredis(void **state)
 {
-    static const char *const big20 = "99999999999999999999";
     char bigkey[3000];
     rlaas_call_t c[RLAAS_CALL_POLICIES_MAX];
     int i;
@@ -123,22 +124,20 @@ static void calls_match_hiredis(void **state)
         c[i].strategy = (rlaas_strategy_e)(i % RLAAS_STRATEGY_COUNT);
         c[i].key = bigkey;
         c[i].key_len = sizeof(bigkey) - (size_t)i;
-        c[i].limit = big20;
-        c[i].window = big20;
-        c[i].cost = big20;
+        c[i].limit = INT64_MAX;
+        c[i].window_ms = INT64_MAX;
+        c[i].cost = INT64_MAX;
         c[i].mode = 3;
     }
     for (i = 1; i <= RLAAS_CALL_POLICIES_MAX; i++)
         call_same_as_hiredis(c, i);
     /* one policy, plain: the strategy's own call, no cost or mode */
-    c[0].cost = NULL;
+    c[0].cost = 1;
     c[0].mode = 0;
     call_same_as_hiredis(c, 1);
-    c[0].cost = "1";
+    c[0].cost = 0;
     call_same_as_hiredis(c, 1);
-    c[0].cost = "0";
-    call_same_as_hiredis(c, 1);
-    c[0].cost = NULL;
+    c[0].cost = 1;
     c[0].mode = RLAAS_MODE_DRY_RUN;
     call_same_as_hiredis(c, 1);
     c[1].key = "";
@@ -148,7 +147,7 @@ static void calls_match_hiredis(void **state)
     c[0].mode = 0;
     c[0].lease_want = 123456789;
     call_same_as_hiredis(c, 1);
-    c[0].cost = "7";
+    c[0].cost = 7;
     call_same_as_hiredis(c, 1);
 }
 
@@ -168,12 +167,13 @@ static void concurrency_and_release(void **state)
     c[0].strategy = RLAAS_CONCURRENCY;
     c[0].key = "rlaas:rate_limit:php:1.2.3.4:conc";
     c[0].key_len = strlen(c[0].key);
-    c[0].limit = "5";
-    c[0].window = "300000";
-    c[0].cost = "00000000000000ff";
+    c[0].limit = 5;
+    c[0].window_ms = 300000;
+    c[0].cost = 1;
+    c[0].token = "00000000000000ff";
     c[0].mode = 0;
     elen = redisFormatCommand(&expect, "EVALSHA %s 1 %s 7 5 300000 %s 0", sha,
-                              c[0].key, c[0].cost);
+                              c[0].key, c[0].token);
     len = rlaas_resp_call(buf, sha, c, 1);
     assert_int_equal(len, (size_t)elen);
     assert_memory_equal(buf, expect, len);
@@ -183,7 +183,7 @@ static void concurrency_and_release(void **state)
     c[1].key_len = strlen(c[1].key);
     c[0].release = c[1].release = 1;
     elen = redisFormatCommand(&expect, "EVALSHA %s 2 %s %s %s %s", sha,
-                              c[0].key, c[1].key, c[0].cost, c[1].cost);
+                              c[0].key, c[1].key, c[0].token, c[1].token);
     len = rlaas_resp_call(buf, sha, c, 2);
     assert_int_equal(len, (size_t)elen);
     assert_memory_equal(buf, expect, len);
@@ -204,7 +204,6 @@ static void concurrency_and_release(void **state)
  * the room of a call holds it too. */
 static void calendar_windows_fit(void **state)
 {
-    static const char *const big20 = "99999999999999999999";
     char cal[RLAAS_CAL_ARG_MAX + 1];
     char bigkey[3000];
     rlaas_call_t c[RLAAS_CALL_POLICIES_MAX];
@@ -222,15 +221,16 @@ static void calendar_windows_fit(void **state)
         c[i].strategy = RLAAS_STRATEGY_FIXED;
         c[i].key = bigkey;
         c[i].key_len = sizeof(bigkey) - (size_t)i;
-        c[i].limit = big20;
-        c[i].window = cal;
-        c[i].cost = big20;
+        c[i].limit = INT64_MAX;
+        c[i].window_ms = 31449600000LL;
+        c[i].cal = cal;
+        c[i].cost = INT64_MAX;
         c[i].mode = 7;
     }
     for (i = 1; i <= RLAAS_CALL_POLICIES_MAX; i++)
         call_same_as_hiredis(c, i);
     c[0].mode = 0;
-    c[0].cost = NULL;
+    c[0].cost = 1;
     call_same_as_hiredis(c, 1);
 }
 
