@@ -17,6 +17,19 @@ const char *rlaas_config_bad_value(cmd_parms *cmd, const char *arg,
                         cmd->cmd->name, arg, accepted);
 }
 
+const char *rlaas_config_word(cmd_parms *cmd, const char *arg,
+                              const rlaas_config_word_t *words,
+                              const char *accepted, int *out)
+{
+    for (; words->word != NULL; words++) {
+        if (ap_cstr_casecmp(arg, words->word) == 0) {
+            *out = words->value;
+            return NULL;
+        }
+    }
+    return rlaas_config_bad_value(cmd, arg, accepted);
+}
+
 const char *rlaas_config_add_source(cmd_parms *cmd, rlaas_key_source_t *ks,
                                     const char *arg)
 {

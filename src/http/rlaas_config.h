@@ -271,6 +271,18 @@ rlaas_server_conf_t *rlaas_server_conf(const server_rec *s);
 const char *rlaas_config_bad_value(cmd_parms *cmd, const char *arg,
                                    const char *accepted);
 
+/* A keyword of a directive: one of words (case-insensitive, the list
+ * ends with a NULL word) into *out, else the bad_value error naming what
+ * is accepted. */
+typedef struct {
+    const char *word;
+    int value;
+} rlaas_config_word_t;
+
+const char *rlaas_config_word(cmd_parms *cmd, const char *arg,
+                              const rlaas_config_word_t *words,
+                              const char *accepted, int *out);
+
 /* One source of an identity (RLaaSKeyBy, a policy's key=) into ks:
  * parsed, its name kept, an expression compiled. */
 const char *rlaas_config_add_source(cmd_parms *cmd, rlaas_key_source_t *ks,

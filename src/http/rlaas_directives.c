@@ -139,19 +139,14 @@ static const char *set_limit_max(cmd_parms *cmd, void *dummy, const char *arg)
 
 static const char *set_backend(cmd_parms *cmd, void *dummy, const char *arg)
 {
-    rlaas_server_conf_t *sc = rlaas_server_conf(cmd->server);
+    static const rlaas_config_word_t words[] = {
+        {"redis", RLAAS_BACKEND_REDIS}, {"local", RLAAS_BACKEND_LOCAL}, {0}};
 
     (void)dummy;
-    if (ap_cstr_casecmp(arg, "redis") == 0)
-        sc->backend = RLAAS_BACKEND_REDIS;
-    else if (ap_cstr_casecmp(arg, "local") == 0)
-        sc->backend = RLAAS_BACKEND_LOCAL;
-    else
-        return rlaas_config_bad_value(
-            cmd, arg,
-            "redis (state in Redis, shared by every server) or "
-            "local (state in this server's shared memory)");
-    return NULL;
+    return rlaas_config_word(cmd, arg, words,
+                             "redis (state in Redis, shared by every server) "
+                             "or local (state in this server's shared memory)",
+                             &rlaas_server_conf(cmd->server)->backend);
 }
 
 /* One table for the whole server, made before any virtual host is read
@@ -460,19 +455,19 @@ static const char *lease_vs_log(cmd_parms *cmd, const char *arg)
 
 static const char *set_lease(cmd_parms *cmd, void *dv, const char *arg)
 {
+    static const rlaas_config_word_t words[] = {{"auto", RLAAS_LEASE_MODE_AUTO},
+                                                {"on", RLAAS_LEASE_MODE_ON},
+                                                {"off", RLAAS_LEASE_MODE_OFF},
+                                                {0}};
     rlaas_dir_conf_t *d = dv;
+    const char *err;
+    int v;
 
-    if (strcasecmp(arg, "on") == 0) {
-        if (d->strategy == RLAAS_STRATEGY_SLIDING_LOG)
-            return lease_vs_log(cmd, arg);
-        d->lease = RLAAS_LEASE_MODE_ON;
-    }
-    else if (strcasecmp(arg, "off") == 0)
-        d->lease = RLAAS_LEASE_MODE_OFF;
-    else if (strcasecmp(arg, "auto") == 0)
-        d->lease = RLAAS_LEASE_MODE_AUTO;
-    else
-        return rlaas_config_bad_value(cmd, arg, "auto, on or off");
+    if ((err = rlaas_config_word(cmd, arg, words, "auto, on or off", &v)))
+        return err;
+    if (v == RLAAS_LEASE_MODE_ON && d->strategy == RLAAS_STRATEGY_SLIDING_LOG)
+        return lease_vs_log(cmd, arg);
+    d->lease = v;
     rlaas_tenant_mark(cmd, d, RLAAS_T_LEASE);
     return NULL;
 }
@@ -540,20 +535,15 @@ static const char *set_zone(cmd_parms *cmd, void *dv, const char *arg)
 
 static const char *set_fail_open(cmd_parms *cmd, void *dv, const char *arg)
 {
-    rlaas_dir_conf_t *d = dv;
+    static const rlaas_config_word_t words[] = {{"on", RLAAS_FAIL_OPEN},
+                                                {"off", RLAAS_FAIL_CLOSED},
+                                                {"local", RLAAS_FAIL_LOCAL},
+                                                {0}};
 
-    if (ap_cstr_casecmp(arg, "on") == 0)
-        d->fail_open = RLAAS_FAIL_OPEN;
-    else if (ap_cstr_casecmp(arg, "off") == 0)
-        d->fail_open = RLAAS_FAIL_CLOSED;
-    else if (ap_cstr_casecmp(arg, "local") == 0)
-        d->fail_open = RLAAS_FAIL_LOCAL;
-    else
-        return rlaas_config_bad_value(
-            cmd, arg,
-            "on (allow), off (refuse with 500) or local "
-            "(decide with this server's local engine)");
-    return NULL;
+    return rlaas_config_word(cmd, arg, words,
+                             "on (allow), off (refuse with 500) or local "
+                             "(decide with this server's local engine)",
+                             &((rlaas_dir_conf_t *)dv)->fail_open);
 }
 
 static const char *set_headers(cmd_parms *cmd, void *dv, const char *arg)
@@ -604,20 +594,13 @@ static const char *set_ban(cmd_parms *cmd, void *dv, int argc,
  * folding an enforced policy keyed by the user relies on. */
 static const char *set_user_case(cmd_parms *cmd, void *dummy, const char *arg)
 {
-    int v;
+    static const rlaas_config_word_t words[] = {{"exact", 0}, {"fold", 1}, {0}};
 
     (void)dummy;
-    if (ap_cstr_casecmp(arg, "exact") == 0)
-        v = 0;
-    else if (ap_cstr_casecmp(arg, "fold") == 0)
-        v = 1;
-    else
-        return rlaas_config_bad_value(
-            cmd, arg,
-            "exact (user names as sent) or fold (names that "
-            "differ only in ASCII case or spacing are one)");
-    rlaas_server_conf(cmd->server)->user_case = v;
-    return NULL;
+    return rlaas_config_word(cmd, arg, words,
+                             "exact (user names as sent) or fold (names that "
+                             "differ only in ASCII case or spacing are one)",
+                             &rlaas_server_conf(cmd->server)->user_case);
 }
 
 /* Sections whose access control applies to what is served inside them. */

@@ -127,25 +127,32 @@ const char *rlaas_target_set_redis(cmd_parms *cmd, void *dummy, const char *arg)
     return NULL;
 }
 
-const char *rlaas_target_set_redis_user(cmd_parms *cmd, void *dummy,
-                                        const char *arg)
+/* The target's text field at cmd->info (its offset). */
+static const char **slot_of(cmd_parms *cmd)
+{
+    return (const char **)((char *)target_for(cmd) + (size_t)cmd->info);
+}
+
+/* An ACL user name: RLaaSRedisUser, RLaaSRedisSentinelUser. */
+const char *rlaas_target_set_user(cmd_parms *cmd, void *dummy, const char *arg)
 {
     (void)dummy;
     if (*arg == '\0')
         return rlaas_config_bad_value(cmd, arg, "a non-empty ACL user name");
-    target_for(cmd)->username = arg;
+    *slot_of(cmd) = arg;
     return NULL;
 }
 
-const char *rlaas_target_set_redis_pass(cmd_parms *cmd, void *dummy,
-                                        const char *arg)
+/* A password: RLaaSRedisPassword, RLaaSRedisSentinelPassword. */
+const char *rlaas_target_set_secret(cmd_parms *cmd, void *dummy,
+                                    const char *arg)
 {
     (void)dummy;
     /* The value is not repeated in the message: it is a secret. */
     if (*arg == '\0')
         return apr_psprintf(cmd->pool, "%s: expected a non-empty password",
                             cmd->cmd->name);
-    target_for(cmd)->password = arg;
+    *slot_of(cmd) = arg;
     return NULL;
 }
 
@@ -202,63 +209,33 @@ const char *rlaas_target_set_flag(cmd_parms *cmd, void *dummy, int on)
 }
 
 /* A file the TLS context will read in every child: refused at start-up
- * when it can't be read, as mod_ssl does with its own. */
-static const char *tls_file(cmd_parms *cmd, const char *arg, const char **out)
+ * when it can't be read, as mod_ssl does with its own (RLaaSRedisTLSCA,
+ * RLaaSRedisTLSCert, RLaaSRedisTLSKey). */
+const char *rlaas_target_set_tls_file(cmd_parms *cmd, void *dummy,
+                                      const char *arg)
 {
     const char *path = ap_server_root_relative(cmd->pool, arg);
     apr_finfo_t fi;
 
+    (void)dummy;
     if (path == NULL ||
         apr_stat(&fi, path, APR_FINFO_TYPE, cmd->pool) != APR_SUCCESS ||
         fi.filetype != APR_REG)
         return rlaas_config_bad_value(cmd, arg, "a readable file (PEM)");
-    *out = path;
+    *slot_of(cmd) = path;
     return NULL;
-}
-
-const char *rlaas_target_set_redis_tls_ca(cmd_parms *cmd, void *dummy,
-                                          const char *arg)
-{
-    (void)dummy;
-    return tls_file(cmd, arg, &target_for(cmd)->tls_ca);
-}
-
-const char *rlaas_target_set_redis_tls_cert(cmd_parms *cmd, void *dummy,
-                                            const char *arg)
-{
-    (void)dummy;
-    return tls_file(cmd, arg, &target_for(cmd)->tls_cert);
-}
-
-const char *rlaas_target_set_redis_tls_key(cmd_parms *cmd, void *dummy,
-                                           const char *arg)
-{
-    (void)dummy;
-    return tls_file(cmd, arg, &target_for(cmd)->tls_key);
 }
 
 /* A name a certificate is checked against: RLaaSRedisTLSServerName,
  * RLaaSRedisSentinelTLSServerName. */
-static const char *tls_name(cmd_parms *cmd, const char *arg, const char **out)
+const char *rlaas_target_set_tls_name(cmd_parms *cmd, void *dummy,
+                                      const char *arg)
 {
+    (void)dummy;
     if (*arg == '\0' || strlen(arg) > 253 || strpbrk(arg, " /\t") != NULL)
         return rlaas_config_bad_value(cmd, arg, "a host name or address");
-    *out = arg;
+    *slot_of(cmd) = arg;
     return NULL;
-}
-
-const char *rlaas_target_set_redis_tls_name(cmd_parms *cmd, void *dummy,
-                                            const char *arg)
-{
-    (void)dummy;
-    return tls_name(cmd, arg, &target_for(cmd)->tls_server_name);
-}
-
-const char *rlaas_target_set_sentinel_tls_name(cmd_parms *cmd, void *dummy,
-                                               const char *arg)
-{
-    (void)dummy;
-    return tls_name(cmd, arg, &target_for(cmd)->sentinel_tls_name);
 }
 
 /* "RLaaSRedisSentinel MASTER host:port [host:port ...]" */
@@ -322,28 +299,6 @@ const char *rlaas_target_set_cluster(cmd_parms *cmd, void *dummy, int argc,
                                           "a cluster node as host:port");
         t->cluster_hosts[i] = host;
     }
-    return NULL;
-}
-
-const char *rlaas_target_set_sentinel_user(cmd_parms *cmd, void *dummy,
-                                           const char *arg)
-{
-    (void)dummy;
-    if (*arg == '\0')
-        return rlaas_config_bad_value(cmd, arg, "a non-empty ACL user name");
-    target_for(cmd)->sentinel_user = arg;
-    return NULL;
-}
-
-const char *rlaas_target_set_sentinel_pass(cmd_parms *cmd, void *dummy,
-                                           const char *arg)
-{
-    (void)dummy;
-    /* The value is not repeated in the message: it is a secret. */
-    if (*arg == '\0')
-        return apr_psprintf(cmd->pool, "%s: expected a non-empty password",
-                            cmd->cmd->name);
-    target_for(cmd)->sentinel_pass = arg;
     return NULL;
 }
 

@@ -36,10 +36,15 @@ void rlaas_target_resolve(server_rec *s);
 /* The directives' setters, for the command table. */
 const char *rlaas_target_set_redis(cmd_parms *cmd, void *dummy,
                                    const char *arg);
-const char *rlaas_target_set_redis_user(cmd_parms *cmd, void *dummy,
-                                        const char *arg);
-const char *rlaas_target_set_redis_pass(cmd_parms *cmd, void *dummy,
-                                        const char *arg);
+/* user names, passwords, TLS files and certificate names: into the
+ * target's field at the offset cmd->info */
+const char *rlaas_target_set_user(cmd_parms *cmd, void *dummy, const char *arg);
+const char *rlaas_target_set_secret(cmd_parms *cmd, void *dummy,
+                                    const char *arg);
+const char *rlaas_target_set_tls_file(cmd_parms *cmd, void *dummy,
+                                      const char *arg);
+const char *rlaas_target_set_tls_name(cmd_parms *cmd, void *dummy,
+                                      const char *arg);
 const char *rlaas_target_set_redis_db(cmd_parms *cmd, void *dummy,
                                       const char *arg);
 const char *rlaas_target_set_redis_timeout(cmd_parms *cmd, void *dummy,
@@ -47,33 +52,21 @@ const char *rlaas_target_set_redis_timeout(cmd_parms *cmd, void *dummy,
 const char *rlaas_target_set_redis_pool_max(cmd_parms *cmd, void *dummy,
                                             const char *arg);
 const char *rlaas_target_set_flag(cmd_parms *cmd, void *dummy, int on);
-const char *rlaas_target_set_redis_tls_ca(cmd_parms *cmd, void *dummy,
-                                          const char *arg);
-const char *rlaas_target_set_redis_tls_cert(cmd_parms *cmd, void *dummy,
-                                            const char *arg);
-const char *rlaas_target_set_redis_tls_key(cmd_parms *cmd, void *dummy,
-                                           const char *arg);
-const char *rlaas_target_set_redis_tls_name(cmd_parms *cmd, void *dummy,
-                                            const char *arg);
-const char *rlaas_target_set_sentinel_tls_name(cmd_parms *cmd, void *dummy,
-                                               const char *arg);
 const char *rlaas_target_set_sentinel(cmd_parms *cmd, void *dummy, int argc,
                                       char *const argv[]);
 const char *rlaas_target_set_cluster(cmd_parms *cmd, void *dummy, int argc,
                                      char *const argv[]);
-const char *rlaas_target_set_sentinel_user(cmd_parms *cmd, void *dummy,
-                                           const char *arg);
-const char *rlaas_target_set_sentinel_pass(cmd_parms *cmd, void *dummy,
-                                           const char *arg);
 const char *rlaas_target_set_circuit(cmd_parms *cmd, void *dummy, const char *n,
                                      const char *cool);
 
 #define RLAAS_TARGET_CMDS                                                      \
     AP_INIT_TAKE1(RLAAS_D_REDIS, rlaas_target_set_redis, NULL, RSRC_CONF,      \
                   "Redis server: host[:port], [IPv6]:port or unix:/path"),     \
-        AP_INIT_TAKE1(RLAAS_D_REDIS_USER, rlaas_target_set_redis_user, NULL,   \
+        AP_INIT_TAKE1(RLAAS_D_REDIS_USER, rlaas_target_set_user,               \
+                      (void *)APR_OFFSETOF(rlaas_target_t, username),          \
                       RSRC_CONF, "Redis ACL user name"),                       \
-        AP_INIT_TAKE1(RLAAS_D_REDIS_PASS, rlaas_target_set_redis_pass, NULL,   \
+        AP_INIT_TAKE1(RLAAS_D_REDIS_PASS, rlaas_target_set_secret,             \
+                      (void *)APR_OFFSETOF(rlaas_target_t, password),          \
                       RSRC_CONF, "Redis password"),                            \
         AP_INIT_TAKE1(RLAAS_D_REDIS_DB, rlaas_target_set_redis_db, NULL,       \
                       RSRC_CONF, "Redis database number"),                     \
@@ -90,26 +83,29 @@ const char *rlaas_target_set_circuit(cmd_parms *cmd, void *dummy, const char *n,
         AP_INIT_TAKE_ARGV(RLAAS_D_REDIS_CLUSTER, rlaas_target_set_cluster,     \
                           NULL, RSRC_CONF,                                     \
                           "host:port ...: seed nodes of a Redis Cluster"),     \
-        AP_INIT_TAKE1(RLAAS_D_SENTINEL_USER, rlaas_target_set_sentinel_user,   \
-                      NULL, RSRC_CONF, "ACL user for the sentinels"),          \
-        AP_INIT_TAKE1(RLAAS_D_SENTINEL_PASS, rlaas_target_set_sentinel_pass,   \
-                      NULL, RSRC_CONF, "Password for the sentinels"),          \
+        AP_INIT_TAKE1(RLAAS_D_SENTINEL_USER, rlaas_target_set_user,            \
+                      (void *)APR_OFFSETOF(rlaas_target_t, sentinel_user),     \
+                      RSRC_CONF, "ACL user for the sentinels"),                \
+        AP_INIT_TAKE1(RLAAS_D_SENTINEL_PASS, rlaas_target_set_secret,          \
+                      (void *)APR_OFFSETOF(rlaas_target_t, sentinel_pass),     \
+                      RSRC_CONF, "Password for the sentinels"),                \
         AP_INIT_FLAG(RLAAS_D_REDIS_TLS, rlaas_target_set_flag,                 \
                      (void *)APR_OFFSETOF(rlaas_target_t, tls), RSRC_CONF,     \
                      "On: talk to Redis over TLS (its tls-port)"),             \
-        AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_CA, rlaas_target_set_redis_tls_ca,     \
-                      NULL, RSRC_CONF,                                         \
+        AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_CA, rlaas_target_set_tls_file,         \
+                      (void *)APR_OFFSETOF(rlaas_target_t, tls_ca), RSRC_CONF, \
                       "CA certificate file that signs the Redis server's "     \
                       "certificate (PEM)"),                                    \
-        AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_CERT, rlaas_target_set_redis_tls_cert, \
-                      NULL, RSRC_CONF,                                         \
-                      "Client certificate file for Redis (PEM)"),              \
-        AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_KEY, rlaas_target_set_redis_tls_key,   \
-                      NULL, RSRC_CONF,                                         \
+        AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_CERT, rlaas_target_set_tls_file,       \
+                      (void *)APR_OFFSETOF(rlaas_target_t, tls_cert),          \
+                      RSRC_CONF, "Client certificate file for Redis (PEM)"),   \
+        AP_INIT_TAKE1(RLAAS_D_REDIS_TLS_KEY, rlaas_target_set_tls_file,        \
+                      (void *)APR_OFFSETOF(rlaas_target_t, tls_key),           \
+                      RSRC_CONF,                                               \
                       "Private key file of the client certificate (PEM)"),     \
         AP_INIT_TAKE1(                                                         \
-            RLAAS_D_REDIS_TLS_NAME, rlaas_target_set_redis_tls_name, NULL,     \
-            RSRC_CONF,                                                         \
+            RLAAS_D_REDIS_TLS_NAME, rlaas_target_set_tls_name,                 \
+            (void *)APR_OFFSETOF(rlaas_target_t, tls_server_name), RSRC_CONF,  \
             "Name the Redis server's certificate must carry (default: "        \
             "the host of RLaaSRedis)"),                                        \
         AP_INIT_FLAG(                                                          \
@@ -122,8 +118,9 @@ const char *rlaas_target_set_circuit(cmd_parms *cmd, void *dummy, const char *n,
                        "off, or consecutive Redis failures that open the "     \
                        "circuit and the cool-down before a probe (5 500ms)"),  \
         AP_INIT_TAKE1(                                                         \
-            RLAAS_D_SENTINEL_TLS_NAME, rlaas_target_set_sentinel_tls_name,     \
-            NULL, RSRC_CONF,                                                   \
+            RLAAS_D_SENTINEL_TLS_NAME, rlaas_target_set_tls_name,              \
+            (void *)APR_OFFSETOF(rlaas_target_t, sentinel_tls_name),           \
+            RSRC_CONF,                                                         \
             "Name every sentinel's certificate must carry (default: "          \
             "each sentinel's host as RLaaSRedisSentinel names it)"),           \
         AP_INIT_FLAG(                                                          \
