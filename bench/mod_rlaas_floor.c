@@ -146,8 +146,9 @@ static int floor_access_checker(request_rec *r)
     call.strategy = RLAAS_STRATEGY_GCRA;
     call.key = key;
     call.key_len = (size_t)apr_snprintf(key, sizeof(key), "floor:{%s}", who);
-    call.limit = "1000000000";
-    call.window = "60000";
+    call.limit = 1000000000;
+    call.window_ms = 60000;
+    call.cost = 1;
     e = rlaas_redis_eval(floor_engine, &call, 1, v, detail);
     if (e != RLAAS_RERR_NONE) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, "mod_rlaas_floor: %s: %s",

@@ -124,7 +124,7 @@ echo "== instructions per request (callgrind, $N keep-alive requests, strategy $
 printf "  %-44s %8s\n" "request processing, httpd without the module" "$base"
 printf "  %-44s %8s\n" "request processing, with the module" "$with"
 for fn in rlaas_limit_access_checker rlaas_identity_key rlaas_redis_eval \
-    rlaas_pipe_submit rlaas_resp_evalsha redisAppendFormattedCommand \
+    rlaas_pipe_submit rlaas_resp_call redisAppendFormattedCommand \
     rlaas_conn_read rlaas_conn_is_stale rlaas_reply_verdict apr_reslist_acquire apr_reslist_release \
     rlaas_fmt_policy rlaas_fmt_ratelimit apr_table_set \
     rlaas_backend_eval rlaas_table_update rlaas_siphash rlaas_algo_hit; do

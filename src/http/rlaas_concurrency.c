@@ -114,7 +114,7 @@ void rlaas_concurrency_item(rlaas_item_t *it, const rlaas_dir_conf_t *d)
     it->metric = -1; /* counted by the concurrency counters */
     it->call.strategy = RLAAS_CONCURRENCY;
     it->call.limit = d->conc;
-    it->call.window_ms = rlaas_dir_conc_timeout_ms(d);
+    it->call.window_ms = d->use.conc_timeout_ms;
     it->call.cost = 1;
 }
 

@@ -87,23 +87,6 @@ rlaas_strategy_e rlaas_dir_strategy(const rlaas_dir_conf_t *d)
     return (rlaas_strategy_e)d->strategy;
 }
 
-int rlaas_dir_fail_open(const rlaas_dir_conf_t *d)
-{
-    return d->fail_open == RLAAS_FAIL_OPEN;
-}
-
-int rlaas_dir_fail_local(const rlaas_dir_conf_t *d)
-{
-    return d->fail_open == RLAAS_FAIL_LOCAL;
-}
-
-rlaas_lease_mode_e rlaas_dir_lease(const rlaas_dir_conf_t *d)
-{
-    if (d == NULL)
-        return RLAAS_LEASE_MODE_OFF;
-    return d->lease == -1 ? RLAAS_LEASE_MODE_OFF : (rlaas_lease_mode_e)d->lease;
-}
-
 int rlaas_dir_console(const rlaas_dir_conf_t *d)
 {
     return d != NULL && d->console == 1;
@@ -112,12 +95,6 @@ int rlaas_dir_console(const rlaas_dir_conf_t *d)
 int rlaas_dir_metrics(const rlaas_dir_conf_t *d)
 {
     return d != NULL && d->metrics == 1;
-}
-
-rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d)
-{
-    return d->headers != RLAAS_HEADERS_UNSET ? (rlaas_headers_e)d->headers
-                                             : RLAAS_HEADERS_DRAFT;
 }
 
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc)

@@ -219,6 +219,16 @@ typedef struct {
 #define RLAAS_T_COUNTING (0x1ff | RLAAS_T_CONC)
 #define RLAAS_T_DRY_RUN  0x200
 
+/* RLaaSLease: off, the default; on (told where it can't apply); auto
+ * (where it applies, silently elsewhere). Not the default: a busy client
+ * that pauses lets units lapse, which a long window gives back slowly,
+ * and every identity decided takes a record of the table. */
+typedef enum {
+    RLAAS_LEASE_MODE_OFF = 0,
+    RLAAS_LEASE_MODE_ON = 1,
+    RLAAS_LEASE_MODE_AUTO = 2
+} rlaas_lease_mode_e;
+
 typedef struct {
     int64_t limit; /* -1: unset, no limiting; 0: read per request */
     ap_expr_info_t *limit_expr; /* RLaaSLimit expr=... */
@@ -263,6 +273,19 @@ typedef struct {
     int64_t conc;
     int64_t conc_timeout_ms;
     int conc_status;
+    /* What a request reads, resolved once at merge (rlaas_dir_resolve;
+     * a server's own settings in post_config): the defaults where no
+     * section set a value. The fields above keep "unset" for the merges
+     * below them. */
+    struct {
+        int64_t window_ms;
+        rlaas_strategy_e strategy;
+        rlaas_headers_e headers;
+        int fail; /* RLAAS_FAIL_CLOSED, RLAAS_FAIL_OPEN or RLAAS_FAIL_LOCAL */
+        rlaas_lease_mode_e lease;
+        int64_t conc_timeout_ms;
+        int conc_status;
+    } use;
 } rlaas_dir_conf_t;
 
 rlaas_server_conf_t *rlaas_server_conf(const server_rec *s);
@@ -289,24 +312,12 @@ const char *rlaas_config_add_source(cmd_parms *cmd, rlaas_key_source_t *ks,
                                     const char *arg);
 rlaas_dir_conf_t *rlaas_dir_conf(const request_rec *r);
 
-/* Read-time defaults. */
 int rlaas_dir_has_limit(const rlaas_dir_conf_t *d);
 int rlaas_dir_active(const rlaas_dir_conf_t *d);
+/* The window and the strategy of a section as read so far (d->use once
+ * merged): for the checks made while the configuration is read. */
 int64_t rlaas_dir_window_ms(const rlaas_dir_conf_t *d);
 rlaas_strategy_e rlaas_dir_strategy(const rlaas_dir_conf_t *d);
-int rlaas_dir_fail_open(const rlaas_dir_conf_t *d);
-int rlaas_dir_fail_local(const rlaas_dir_conf_t *d);
-rlaas_headers_e rlaas_dir_headers(const rlaas_dir_conf_t *d);
-/* RLaaSLease: off, the default; on (told where it can't apply); auto
- * (where it applies, silently elsewhere). Not the default: a busy client
- * that pauses lets units lapse, which a long window gives back slowly,
- * and every identity decided takes a record of the table. */
-typedef enum {
-    RLAAS_LEASE_MODE_OFF = 0,
-    RLAAS_LEASE_MODE_ON = 1,
-    RLAAS_LEASE_MODE_AUTO = 2
-} rlaas_lease_mode_e;
-rlaas_lease_mode_e rlaas_dir_lease(const rlaas_dir_conf_t *d);
 int rlaas_dir_console(const rlaas_dir_conf_t *d);
 int rlaas_dir_metrics(const rlaas_dir_conf_t *d);
 const char *rlaas_server_prefix(const rlaas_server_conf_t *sc);

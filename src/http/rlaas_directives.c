@@ -187,6 +187,22 @@ static const char *set_local_divisor(cmd_parms *cmd, void *dummy,
 
 /* ---- directory scope ---- */
 
+/* d->use: d's settings, the defaults where none is set. */
+static void resolve(rlaas_dir_conf_t *d)
+{
+    d->use.window_ms = rlaas_dir_window_ms(d);
+    d->use.strategy = rlaas_dir_strategy(d);
+    d->use.headers = d->headers != RLAAS_HEADERS_UNSET
+                         ? (rlaas_headers_e)d->headers
+                         : RLAAS_HEADERS_DRAFT;
+    d->use.fail =
+        d->fail_open != RLAAS_FAIL_UNSET ? d->fail_open : RLAAS_FAIL_CLOSED;
+    d->use.lease =
+        d->lease != -1 ? (rlaas_lease_mode_e)d->lease : RLAAS_LEASE_MODE_OFF;
+    d->use.conc_timeout_ms = rlaas_dir_conc_timeout_ms(d);
+    d->use.conc_status = rlaas_dir_conc_status(d);
+}
+
 void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
 {
     rlaas_dir_conf_t *d = apr_pcalloc(p, sizeof(*d));
@@ -208,6 +224,7 @@ void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
     d->metrics = -1;
     rlaas_outcome_dir_init(d);
     rlaas_conc_dir_init(d);
+    resolve(d);
     return d;
 }
 
@@ -281,6 +298,7 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     /* last: who set each of the settings merged above, and so where the
      * own limit counts */
     rlaas_tenant_merge(d, base, add);
+    resolve(d);
     return d;
 }
 
@@ -790,6 +808,10 @@ void rlaas_config_post_config(apr_pool_t *pconf, server_rec *s)
     for (; s != NULL; s = s->next) {
         rlaas_server_conf_t *sc = rlaas_server_conf(s);
         apr_hash_index_t *hi;
+
+        /* a server's own settings, which no section's merge resolved (the
+         * main server's are used as read) */
+        resolve(ap_get_module_config(s->lookup_defaults, &rlaas_module));
 
         if (!s->is_virtual || sc->policies == NULL)
             continue;

@@ -54,7 +54,7 @@ static volatile apr_uint32_t told[WHY_COUNT];
 static rlaas_lease_e not_here(request_rec *r, const rlaas_dir_conf_t *d,
                               const rlaas_item_t *it, why_e why)
 {
-    if (rlaas_dir_lease(d) == RLAAS_LEASE_MODE_ON &&
+    if (d->use.lease == RLAAS_LEASE_MODE_ON &&
         apr_atomic_cas32(&told[why], 1, 0) == 0)
         ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r,
                       "RLAAS0081: " RLAAS_D_LEASE
@@ -87,8 +87,8 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
 
     /* a tenant's lease is its own limit's alone */
     /* a slot in flight is no quota to take a portion of */
-    if (rlaas_dir_lease(d) == RLAAS_LEASE_MODE_OFF || n < 1 || it->conc ||
-        (it->p != NULL && (d->by_tenant & RLAAS_T_LEASE)))
+    if (d == NULL || d->use.lease == RLAAS_LEASE_MODE_OFF || n < 1 ||
+        it->conc || (it->p != NULL && (d->by_tenant & RLAAS_T_LEASE)))
         return RLAAS_LEASE_NO;
     if (n > 1)
         return not_here(r, d, it, WHY_POLICIES);

@@ -145,7 +145,7 @@ static void legacy_headers(request_rec *r, const rlaas_unit_t *u, int pick)
  * (or the denial with the longest wait). */
 static void add_headers(const decision_t *dc, int pick)
 {
-    rlaas_headers_e mode = rlaas_dir_headers(dc->d);
+    rlaas_headers_e mode = dc->d->use.headers;
 
     if (mode & RLAAS_HEADERS_DRAFT)
         draft_headers(dc->r, dc->u, pick);
@@ -304,8 +304,7 @@ static int deny(decision_t *dc, int shown, rlaas_outcome_e o)
     /* no slot: the status the section chose (a rate limit's denial, if
      * one is shown, says 429) */
     record(dc, o,
-           dc->it[shown].conc ? rlaas_dir_conc_status(dc->d)
-                              : HTTP_TOO_MANY_REQUESTS,
+           dc->it[shown].conc ? dc->d->use.conc_status : HTTP_TOO_MANY_REQUESTS,
            1, shown);
     dc->u->retry_after =
         rlaas_num_text(r->pool, rlaas_retry_after_s(dc->it[shown].v.retry_ms));
@@ -390,7 +389,7 @@ static const char *lets_through(const rlaas_dir_conf_t *d, int circuit, int dry,
                                 int *level)
 {
     *level = APLOG_WARNING;
-    if (rlaas_dir_fail_open(d))
+    if (d->use.fail == RLAAS_FAIL_OPEN)
         return "allowed (RLaaSFailOpen on)";
     if (dry && d->dry_run == 1)
         return "allowed (RLaaSDryRun on)";
@@ -583,7 +582,8 @@ static int undecided(decision_t *dc, const rlaas_engine_t *en,
     rlaas_engine_fault_t f2;
     int level;
 
-    if (en != NULL && en->stand_in != NULL && rlaas_dir_fail_local(dc->d) &&
+    if (en != NULL && en->stand_in != NULL &&
+        dc->d->use.fail == RLAAS_FAIL_LOCAL &&
         en->stand_in->decide(dc->r, &dc->a, &f2)) {
         log_error(dc, tag, kind, detail,
                   "decided by the local engine (RLaaSFailOpen local)",

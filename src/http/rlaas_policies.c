@@ -59,9 +59,9 @@ static void own(rlaas_item_t *it, const rlaas_dir_conf_t *d)
     it->metric = d->ns != NULL     ? -1
                  : d->zone != NULL ? d->zone_metric
                                    : rlaas_metrics_default_name();
-    it->call.strategy = rlaas_dir_strategy(d);
+    it->call.strategy = d->use.strategy;
     it->call.limit = d->limit;
-    it->call.window_ms = rlaas_dir_window_ms(d);
+    it->call.window_ms = d->use.window_ms;
     it->call.cost = 1;
     it->cal = d->cal;
 }

@@ -106,8 +106,8 @@ static int same_limit(const rlaas_dir_conf_t *a, const rlaas_dir_conf_t *b)
 {
     return a == b || (a->limit == b->limit && a->limit_expr == b->limit_expr &&
                       same_text(a->zone, b->zone) && same_text(a->ns, b->ns) &&
-                      rlaas_dir_strategy(a) == rlaas_dir_strategy(b) &&
-                      rlaas_dir_window_ms(a) == rlaas_dir_window_ms(b) &&
+                      a->use.strategy == b->use.strategy &&
+                      a->use.window_ms == b->use.window_ms &&
                       same_sources(a->sources, b->sources));
 }
 
