@@ -4,13 +4,29 @@
 
 #include <string.h>
 
+/* A length or a count: most are one or two digits (a sha1's 40, a
+ * number's length, a key of up to 99 bytes). */
+static size_t count(char *p, size_t v)
+{
+    if (v < 10) {
+        p[0] = (char)('0' + v);
+        return 1;
+    }
+    if (v < 100) {
+        p[0] = (char)('0' + v / 10);
+        p[1] = (char)('0' + v % 10);
+        return 2;
+    }
+    return rlaas_fmt_i64(p, (int64_t)v);
+}
+
 /* "$<len>\r\n<bytes>\r\n" */
 static size_t bulk(char *p, const char *s, size_t len)
 {
     size_t n = 0;
 
     p[n++] = '$';
-    n += rlaas_fmt_i64(p + n, (int64_t)len);
+    n += count(p + n, len);
     p[n++] = '\r';
     p[n++] = '\n';
     memcpy(p + n, s, len);
@@ -25,21 +41,49 @@ static size_t bulk_str(char *p, const char *s)
     return bulk(p, s, strlen(s));
 }
 
+/* A number, printed: the one place numbers become text. Written from its
+ * last digit back, two at a time, with no count of its digits first. */
 static size_t bulk_int(char *p, int64_t v)
 {
-    char d[21];
+    static const char pairs[201] = "00010203040506070809"
+                                   "10111213141516171819"
+                                   "20212223242526272829"
+                                   "30313233343536373839"
+                                   "40414243444546474849"
+                                   "50515253545556575859"
+                                   "60616263646566676869"
+                                   "70717273747576777879"
+                                   "80818283848586878889"
+                                   "90919293949596979899";
+    char d[24], *end = d + sizeof(d), *b = end;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
 
-    return bulk(p, d, rlaas_fmt_i64(d, v));
+    while (u >= 100) {
+        const char *q = &pairs[(u % 100) * 2];
+
+        u /= 100;
+        *--b = q[1];
+        *--b = q[0];
+    }
+    if (u >= 10) {
+        *--b = pairs[u * 2 + 1];
+        *--b = pairs[u * 2];
+    }
+    else
+        *--b = (char)('0' + u);
+    if (v < 0)
+        *--b = '-';
+    return bulk(p, b, (size_t)(end - b));
 }
 
 /* "*<count>\r\n$7\r\nEVALSHA\r\n" */
-static size_t head(char *p, int64_t count)
+static size_t head(char *p, int64_t words)
 {
     static const char evalsha[] = "$7\r\nEVALSHA\r\n";
     size_t n = 0;
 
     p[n++] = '*';
-    n += rlaas_fmt_i64(p + n, count);
+    n += count(p + n, (size_t)words);
     p[n++] = '\r';
     p[n++] = '\n';
     memcpy(p + n, evalsha, sizeof(evalsha) - 1);
