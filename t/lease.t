@@ -59,6 +59,20 @@ sub evalsha_calls {
     return $info =~ /cmdstat_evalsha:calls=(\d+)/ ? $1 : 0;
 }
 
+# The lease counters of both servers, summed: name (with its labels) =>
+# value.
+sub lease_metrics {
+    my %m;
+    for my $s (@srv) {
+        my $res = HTTP::Tiny->new(timeout => 10)->get("http://$s->{hp}/metrics");
+        for (split /\n/, $res->{content} // '') {
+            $m{$1} += $2 if /^(rlaas_lease_\S+)\s+(\d+)$/;
+        }
+    }
+    return \%m;
+}
+sub delta { my ($a, $b, $k) = @_; ($b->{$k} // 0) - ($a->{$k} // 0) }
+
 # load(PATH, USER, TOTAL, CLIENTS): TOTAL requests of one identity from
 # CLIENTS processes at once, each on keep-alive connections to both
 # servers in turn; returns (status => count).
@@ -123,11 +137,28 @@ for my $c (qw(gcra fixed auto)) {
 # ---------------------------------------- most requests take no round trip
 for my $c (['big', 'RLaaSLease on'], ['autobig', 'RLaaSLease auto']) {
     my ($name, $what) = @$c;
+    my $m0 = lease_metrics();
     my $e0 = evalsha_calls();
-    my %n = load("/lease/$name", uid("lease-$name"), 1000, 20);
+    my $u = uid("lease-$name");
+    my %n = load("/lease/$name", $u, 1000, 20);
     my $calls = evalsha_calls() - $e0;
+    my $m1 = lease_metrics();
     is($n{200} // 0, 1000, "$what, a limit never reached: all 1000 admitted");
     cmp_ok($calls, '<', 200, "$what: 1000 requests of a busy identity made $calls EVALSHA calls (fewer than 200)");
+    # the metrics say where each request was decided
+    my ($spends, $grants) = (delta($m0, $m1, 'rlaas_lease_spends_total'), delta($m0, $m1, 'rlaas_lease_grants_total'));
+    my $in_flight = delta($m0, $m1, 'rlaas_lease_fallbacks_total{reason="in_flight"}');
+    is($spends + $grants + $in_flight, 1000,
+        "$what: metrics: $spends spent here, $grants took a portion, $in_flight went alone (a portion in flight): 1000");
+    cmp_ok($spends, '>', 800, "$what: rlaas_lease_spends_total counts the requests decided with no round trip");
+    cmp_ok(delta($m0, $m1, 'rlaas_lease_units_granted_total'), '>=', $spends + $grants,
+        "$what: rlaas_lease_units_granted_total holds every unit spent");
+    # what each server still held when the identity went quiet lapses
+    # with its lease (1 s at most), and is seen when it comes back
+    Time::HiRes::sleep(1.2);
+    HTTP::Tiny->new->get("http://$_->{hp}/lease/$name", { headers => { 'X-User' => $u } }) for @srv;
+    my $lapsed = delta($m1, lease_metrics(), 'rlaas_lease_units_lapsed_total');
+    cmp_ok($lapsed, '>', 0, "$what: rlaas_lease_units_lapsed_total counts the units left to lapse ($lapsed)");
 }
 for my $c (['off', 'RLaaSLease off'], ['dflt', 'no RLaaSLease (off, the default)']) {
     my ($name, $what) = @$c;
@@ -246,9 +277,12 @@ sub error_log_from {
     # the sliding log's script loaded first (a NOSCRIPT counts as a call)
     one_connection('autolog', uid('lease-autolog-warm'), 1);
     my $e0 = evalsha_calls();
+    my $m0 = lease_metrics();
     my @s = one_connection('autolog', uid('lease-autolog'), 10);
     is(count_by(@s), '200 x10', 'RLaaSLease auto, the sliding log: allowed');
     is(evalsha_calls() - $e0, 10, '  one round trip each, as without leases');
+    is(delta($m0, lease_metrics(), 'rlaas_lease_fallbacks_total{reason="sliding_log"}'), 10,
+        '  counted: rlaas_lease_fallbacks_total{reason="sliding_log"}');
     $e0 = evalsha_calls();
     @s = one_connection('autodry', uid('lease-autodry'), 10);
     is(count_by(@s), '200 x10', 'RLaaSLease auto, a dry run: allowed');
@@ -297,6 +331,10 @@ RLaaSRedisTimeout 2s
 RLaaSLocalSize 1M
 KeepAliveTimeout 30
 MaxKeepAliveRequests 0
+<Location /metrics>
+    SetHandler rlaas-metrics
+    RLaaSMetrics on
+</Location>
 $locs
 EOC
 }

@@ -8,30 +8,19 @@
 #include "rlaas_clock.h"
 #include "rlaas_grant.h"
 #include "rlaas_local.h"
+#include "rlaas_metrics.h"
 #include "rlaas_outcome.h"
 #include "rlaas_redis.h"
 #include "rlaas_target.h"
 
 APLOG_USE_MODULE(rlaas);
 
-/* Why a section's RLaaSLease on does not apply to a request: each said
- * once per child, at notice level (a configuration choice, not a fault).
- * Under auto nothing is said: the operator asked for a lease only where
- * one applies. */
-typedef enum {
-    WHY_POLICIES = 0,
-    WHY_CLUSTER,
-    WHY_LOG,
-    WHY_VARIES,
-    WHY_DRY_RUN,
-    WHY_BAN,
-    WHY_REFUND,
-    WHY_CALENDAR,
-    WHY_BYTES,
-    WHY_COUNT
-} why_e;
-
-static const char *const whys[WHY_COUNT] = {
+/* Why a section's RLaaSLease on does not apply to a request
+ * (rlaas_lease_not_e): each said once per child, at notice level (a
+ * configuration choice, not a fault), and counted
+ * (rlaas_lease_fallbacks_total). Under auto nothing is said: the operator
+ * asked for a lease only where one applies. */
+static const char *const whys[RLAAS_LEASE_NOT_COUNT] = {
     "the request meets several policies (RLaaSApply, RLaaSEnforce), "
     "decided together",
     "Redis Cluster (RLaaSRedisCluster)",
@@ -45,15 +34,17 @@ static const char *const whys[WHY_COUNT] = {
     "a calendar window (RLaaSWindow N calendar): its periods are Redis' "
     "to pick",
     "it counts bytes (RLaaSCost bytes, cost=bytes): they are charged after "
-    "the response, when httpd knows them"};
+    "the response, when httpd knows them",
+    "another request of its identity is taking a portion"};
 
-static volatile apr_uint32_t told[WHY_COUNT];
+static volatile apr_uint32_t told[RLAAS_LEASE_NOT_COUNT];
 
 /* The line names the section's policy (its zone), not the request: no
  * client text in it. */
 static rlaas_lease_e not_here(request_rec *r, const rlaas_dir_conf_t *d,
-                              const rlaas_item_t *it, why_e why)
+                              const rlaas_item_t *it, rlaas_lease_not_e why)
 {
+    rlaas_metrics_lease_fallback(why);
     if (d->use.lease == RLAAS_LEASE_MODE_ON &&
         apr_atomic_cas32(&told[why], 1, 0) == 0)
         ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r,
@@ -83,7 +74,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     rlaas_grant_ask_t a;
     rlaas_grant_e what;
     rlaas_call_t call;
-    int64_t want = 0, sent, granted, now_us;
+    int64_t want = 0, sent, granted, now_us, lapsed = 0;
 
     /* a tenant's lease is its own limit's alone */
     /* a slot in flight is no quota to take a portion of */
@@ -91,23 +82,23 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
         it->conc || (it->p != NULL && (d->by_tenant & RLAAS_T_LEASE)))
         return RLAAS_LEASE_NO;
     if (n > 1)
-        return not_here(r, d, it, WHY_POLICIES);
+        return not_here(r, d, it, RLAAS_LEASE_NOT_POLICIES);
     if (rlaas_target_cluster(sc->target))
-        return not_here(r, d, it, WHY_CLUSTER);
+        return not_here(r, d, it, RLAAS_LEASE_NOT_CLUSTER);
     if (it->call.strategy == RLAAS_STRATEGY_SLIDING_LOG)
-        return not_here(r, d, it, WHY_LOG);
+        return not_here(r, d, it, RLAAS_LEASE_NOT_LOG);
     if (it->cal != NULL)
-        return not_here(r, d, it, WHY_CALENDAR);
+        return not_here(r, d, it, RLAAS_LEASE_NOT_CALENDAR);
     if (it->dry_run || (it->call.mode & RLAAS_MODE_DRY_RUN))
-        return not_here(r, d, it, WHY_DRY_RUN);
+        return not_here(r, d, it, RLAAS_LEASE_NOT_DRY_RUN);
     if (it->call.mode != 0)
-        return not_here(r, d, it, WHY_VARIES);
+        return not_here(r, d, it, RLAAS_LEASE_NOT_VARIES);
     if (rlaas_outcome_ban(d, &ban) || (with & RLAAS_LEASE_WITH_BAN))
-        return not_here(r, d, it, WHY_BAN);
+        return not_here(r, d, it, RLAAS_LEASE_NOT_BAN);
     if (it->bytes_unit > 0)
-        return not_here(r, d, it, WHY_BYTES);
+        return not_here(r, d, it, RLAAS_LEASE_NOT_BYTES);
     if (with & RLAAS_LEASE_WITH_REFUND)
-        return not_here(r, d, it, WHY_REFUND);
+        return not_here(r, d, it, RLAAS_LEASE_NOT_REFUND);
     if (table == NULL || sc->target->redis == NULL)
         return RLAAS_LEASE_NO;
     a.strategy = it->call.strategy;
@@ -123,11 +114,15 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
                           &it->v) != RLAAS_TABLE_OK)
         return RLAAS_LEASE_NO;
     if (what == RLAAS_GRANT_SPENT) {
+        rlaas_metrics_outcome(RLAAS_METRIC_LEASE_SPENDS);
         trace(r, it, "spent, units left and Redis' remaining", it->v.remaining);
         return RLAAS_LEASE_DECIDED;
     }
-    if (what == RLAAS_GRANT_PLAIN)
-        return RLAAS_LEASE_NO; /* a fetch in flight: one call of our own */
+    if (what == RLAAS_GRANT_PLAIN) {
+        /* a fetch in flight: one call of our own */
+        rlaas_metrics_lease_fallback(RLAAS_LEASE_NOT_IN_FLIGHT);
+        return RLAAS_LEASE_NO;
+    }
     /* one round trip takes the request's verdict and a new lease */
     call = it->call;
     call.lease_want = want;
@@ -140,10 +135,19 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
         v[1].allowed = 0;
     }
     granted = v[1].allowed ? v[1].remaining : 0;
-    rlaas_grant_put(
-        table, it->call.key, it->call.key_len, &a, rlaas_local_now_ms(), sent,
-        granted, granted > 0 ? v[1].reset_ms : 0,
-        granted > 0 ? v[1].retry_ms : 0, &v[0], RLAAS_LOCAL_LOCK_WAIT_US);
+    if (rlaas_grant_put(table, it->call.key, it->call.key_len, &a,
+                        rlaas_local_now_ms(), sent, granted,
+                        granted > 0 ? v[1].reset_ms : 0,
+                        granted > 0 ? v[1].retry_ms : 0, &v[0],
+                        RLAAS_LOCAL_LOCK_WAIT_US, &lapsed) == RLAAS_TABLE_OK &&
+        lapsed > 0)
+        rlaas_metrics_outcome_add(RLAAS_METRIC_LEASE_UNITS_LAPSED,
+                                  (apr_uint64_t)lapsed);
+    if (granted > 0) {
+        rlaas_metrics_outcome(RLAAS_METRIC_LEASE_GRANTS);
+        rlaas_metrics_outcome_add(RLAAS_METRIC_LEASE_UNITS_GRANTED,
+                                  (apr_uint64_t)granted);
+    }
     if (*e != RLAAS_RERR_NONE)
         return RLAAS_LEASE_FAILED;
     /* Redis has nothing left, but an early fetch may have left units
@@ -154,6 +158,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
                           RLAAS_LOCAL_LOCK_WAIT_US, 1, &what, &want,
                           &it->v) == RLAAS_TABLE_OK &&
         what == RLAAS_GRANT_SPENT) {
+        rlaas_metrics_outcome(RLAAS_METRIC_LEASE_SPENDS);
         trace(r, it, "refused by Redis, spent here; left", it->v.remaining);
         return RLAAS_LEASE_DECIDED;
     }

@@ -40,6 +40,7 @@ typedef struct {
     apr_uint64_t script_loads;
     apr_uint64_t circuit_opened;
     apr_uint64_t outcome[RLAAS_METRIC_OUTCOME_COUNT]; /* bans, countif, ... */
+    apr_uint64_t lease_not[RLAAS_LEASE_NOT_COUNT];
     apr_uint32_t nslots; /* gauge slots that follow the counters */
 } rlaas_counters_t;
 
@@ -94,6 +95,10 @@ static rlaas_slot_t *slots;
 static rlaas_node_t *nodes; /* RLAAS_METRICS_NODES of them */
 /* This child's slot; NULL in the parent, or when every slot was taken. */
 static rlaas_slot_t *my_slot;
+
+static const char *const lease_not_names[RLAAS_LEASE_NOT_COUNT] = {
+    "policies", "cluster", "sliding_log", "varies", "dry_run",
+    "ban",      "refund",  "calendar",    "bytes",  "in_flight"};
 
 static const char *const outcome_names[RLAAS_OUT_COUNT] = {
     "allowed",        "denied", "error",       "fail_open",
@@ -548,7 +553,11 @@ static void write_outcome(request_rec *r, rlaas_counters_t *c)
         "rlaas_concurrency_lost_total",
         "rlaas_concurrency_refused_total",
         "rlaas_bytes_charged_total",
-        "rlaas_bytes_lost_total"};
+        "rlaas_bytes_lost_total",
+        "rlaas_lease_grants_total",
+        "rlaas_lease_units_granted_total",
+        "rlaas_lease_spends_total",
+        "rlaas_lease_units_lapsed_total"};
     static const char *const text[RLAAS_METRIC_OUTCOME_COUNT] = {
         "Bans started (RLaaSBan).",
         "Requests refused by a ban.",
@@ -566,7 +575,14 @@ static void write_outcome(request_rec *r, rlaas_counters_t *c)
         "Bytes of responses charged to their limits after them "
         "(RLaaSCost bytes, cost=bytes), each response once.",
         "Bytes of responses of which a charge failed (RLAAS0210): served "
-        "free to that limit."};
+        "free to that limit.",
+        "Portions of a quota taken from Redis (RLaaSLease), each with the "
+        "request that asked for it.",
+        "Units of those portions, the asking requests' own cost included.",
+        "Requests decided from a portion this server held: no round trip.",
+        "Units of portions that ran out of time unspent, seen when their "
+        "identity's next portion came (charged in Redis: the fleet admits "
+        "fewer, never more)."};
     apr_uint64_t taken, back;
     int i;
 
@@ -586,6 +602,20 @@ static void write_outcome(request_rec *r, rlaas_counters_t *c)
          "counted until the server restarts).");
     ap_rprintf(r, "rlaas_concurrency_in_flight %" APR_UINT64_T_FMT "\n",
                taken > back ? taken - back : 0);
+    help(r, "rlaas_lease_fallbacks_total", "counter",
+         "Requests of a section with RLaaSLease on or auto decided one round "
+         "trip each, by why a portion could not be spent.");
+    for (i = 0; i < RLAAS_LEASE_NOT_COUNT; i++)
+        ap_rprintf(r,
+                   "rlaas_lease_fallbacks_total{reason=\"%s\"} "
+                   "%" APR_UINT64_T_FMT "\n",
+                   lease_not_names[i], rd(&c->lease_not[i]));
+}
+
+void rlaas_metrics_lease_fallback(rlaas_lease_not_e why)
+{
+    if (counters != NULL && why >= 0 && why < RLAAS_LEASE_NOT_COUNT)
+        apr_atomic_inc64(&counters->lease_not[why]);
 }
 
 void rlaas_metrics_outcome(rlaas_metric_outcome_e m)

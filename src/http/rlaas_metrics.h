@@ -94,10 +94,34 @@ typedef enum {
      * whose charge failed (served free) */
     RLAAS_METRIC_BYTES_CHARGED,
     RLAAS_METRIC_BYTES_LOST,
+    /* RLaaSLease: portions taken from Redis and their units, requests
+     * decided from a portion held here (no round trip), units that lapsed
+     * unspent (seen when the identity's next portion comes) */
+    RLAAS_METRIC_LEASE_GRANTS,
+    RLAAS_METRIC_LEASE_UNITS_GRANTED,
+    RLAAS_METRIC_LEASE_SPENDS,
+    RLAAS_METRIC_LEASE_UNITS_LAPSED,
     RLAAS_METRIC_OUTCOME_COUNT
 } rlaas_metric_outcome_e;
 void rlaas_metrics_outcome(rlaas_metric_outcome_e m);
 void rlaas_metrics_outcome_add(rlaas_metric_outcome_e m, apr_uint64_t n);
+
+/* Why a request of a section with RLaaSLease on or auto went one round
+ * trip of its own (rlaas_lease_fallbacks_total{reason}). */
+typedef enum {
+    RLAAS_LEASE_NOT_POLICIES = 0, /* several policies, decided together */
+    RLAAS_LEASE_NOT_CLUSTER,      /* Redis Cluster */
+    RLAAS_LEASE_NOT_LOG,          /* the sliding log */
+    RLAAS_LEASE_NOT_VARIES,       /* RLaaSLimit expr= */
+    RLAAS_LEASE_NOT_DRY_RUN,      /* RLaaSDryRun on */
+    RLAAS_LEASE_NOT_BAN,          /* RLaaSBan */
+    RLAAS_LEASE_NOT_REFUND,       /* RLaaSCountIf, countif= */
+    RLAAS_LEASE_NOT_CALENDAR,     /* a calendar window */
+    RLAAS_LEASE_NOT_BYTES,        /* RLaaSCost bytes, cost=bytes */
+    RLAAS_LEASE_NOT_IN_FLIGHT,    /* another request's fetch in flight */
+    RLAAS_LEASE_NOT_COUNT
+} rlaas_lease_not_e;
+void rlaas_metrics_lease_fallback(rlaas_lease_not_e why);
 
 /* The exposition; the hook is rlaas_scope_metrics_handler, which calls it
  * where RLaaSMetrics is on. Server-wide wherever it is served. */

@@ -78,22 +78,25 @@ rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
     return RLAAS_GRANT_FETCH;
 }
 
-void rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
-                       int64_t sent_us, int64_t granted, int64_t lease_ms,
-                       int64_t window_left_ms, const rlaas_verdict_t *v)
+int64_t rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
+                          int64_t sent_us, int64_t granted, int64_t lease_ms,
+                          int64_t window_left_ms, const rlaas_verdict_t *v)
 {
     int64_t until = sent_us + lease_ms * 1000;
     int64_t end = window_left_ms > 0 ? sent_us + window_left_ms * 1000 : 0;
     int64_t gap = end - g->window_end_us;
+    int64_t lapsed = 0;
 
-    if (!same(g, a))
+    if (!same(g, a)) {
+        lapsed = g->units; /* of other settings: never spent */
         fresh(g, a);
+    }
     g->fetch_us = 0;
     if (granted < a->cost || lease_ms <= 0) {
         /* refused: no early fetch until Redis may say yes */
         if (!v->allowed)
             g->quiet_us = sent_us + v->retry_ms * 1000;
-        return;
+        return lapsed;
     }
     /* the same window if its ends, each told with a round trip's error,
      * are within half a window (0 for the strategies without windows) */
@@ -109,6 +112,8 @@ void rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
         g->spent = a->cost;
     }
     else {
+        /* expired, or of another window: they were never spent */
+        lapsed += g->units > 0 ? g->units : 0;
         g->units = granted - a->cost;
         g->granted = granted;
         g->spent = a->cost;
@@ -119,6 +124,7 @@ void rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
     g->lease_us = lease_ms * 1000;
     g->redis_left = v->remaining;
     g->reset_at_us = sent_us + v->reset_ms * 1000;
+    return lapsed;
 }
 
 int64_t rlaas_grant_portion(int64_t remaining, int64_t cost, int64_t want)
@@ -156,6 +162,7 @@ typedef struct {
     /* put */
     int64_t granted, lease_ms, window_left_ms;
     const rlaas_verdict_t *pv;
+    int64_t lapsed;
 } turn_t;
 
 static int spend_fn(void *baton, void *val, size_t *len,
@@ -189,8 +196,8 @@ static int put_fn(void *baton, void *val, size_t *len, rlaas_table_life_t *life)
         memcpy(&g, val, sizeof(g));
     else
         fresh(&g, t->a);
-    rlaas_grant_store(&g, t->a, t->now_us, t->granted, t->lease_ms,
-                      t->window_left_ms, t->pv);
+    t->lapsed = rlaas_grant_store(&g, t->a, t->now_us, t->granted, t->lease_ms,
+                                  t->window_left_ms, t->pv);
     memcpy(val, &g, sizeof(g));
     *len = sizeof(g);
     life->ttl_ms = RLAAS_GRANT_KEEP_MS + t->lease_ms;
@@ -240,10 +247,12 @@ rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key, size_t klen,
                                  const rlaas_grant_ask_t *a, int64_t now_ms,
                                  int64_t sent_us, int64_t granted,
                                  int64_t lease_ms, int64_t window_left_ms,
-                                 const rlaas_verdict_t *v, int64_t lock_wait_us)
+                                 const rlaas_verdict_t *v, int64_t lock_wait_us,
+                                 int64_t *lapsed)
 {
     char k[RLAAS_TABLE_KEY_MAX];
     size_t n = grant_key(k, key, klen);
+    rlaas_table_rc_e rc;
     turn_t tn;
 
     if (t == NULL)
@@ -257,5 +266,8 @@ rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key, size_t klen,
     tn.lease_ms = lease_ms;
     tn.window_left_ms = window_left_ms;
     tn.pv = v;
-    return rlaas_table_update(t, k, n, now_ms, lock_wait_us, put_fn, &tn, NULL);
+    rc = rlaas_table_update(t, k, n, now_ms, lock_wait_us, put_fn, &tn, NULL);
+    if (lapsed != NULL)
+        *lapsed = rc == RLAAS_TABLE_OK ? tn.lapsed : 0;
+    return rc;
 }

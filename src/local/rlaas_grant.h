@@ -95,10 +95,13 @@ rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
  * ms; window_left_ms: for fixed and sliding, the grant's window ends then
  * (0: no windows); v: the request's verdict. Units left of a lease still
  * running join the new one and its expiry, except those of another window
- * (fixed, sliding), which lapse: a window's units are spent in it. */
-void rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
-                       int64_t sent_us, int64_t granted, int64_t lease_ms,
-                       int64_t window_left_ms, const rlaas_verdict_t *v);
+ * (fixed, sliding), which lapse: a window's units are spent in it.
+ * Returns the units that lapsed unspent and are seen now (an expired
+ * lease's, another window's, another configuration's): an identity that
+ * never comes back is not seen. */
+int64_t rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
+                          int64_t sent_us, int64_t granted, int64_t lease_ms,
+                          int64_t window_left_ms, const rlaas_verdict_t *v);
 
 /* What a request decided from the lease is told: allowed; remaining, the
  * units this server holds and what Redis had left at the grant; reset,
@@ -130,12 +133,13 @@ rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
                                    rlaas_verdict_t *v);
 
 /* A fetch's answer into key's record (rlaas_grant_store under the lock);
- * a failed fetch stores granted 0, which ends the fetch. */
+ * a failed fetch stores granted 0, which ends the fetch. *lapsed (if not
+ * NULL): what rlaas_grant_store says lapsed. */
 rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key, size_t klen,
                                  const rlaas_grant_ask_t *a, int64_t now_ms,
                                  int64_t sent_us, int64_t granted,
                                  int64_t lease_ms, int64_t window_left_ms,
-                                 const rlaas_verdict_t *v,
-                                 int64_t lock_wait_us);
+                                 const rlaas_verdict_t *v, int64_t lock_wait_us,
+                                 int64_t *lapsed);
 
 #endif

@@ -93,7 +93,7 @@ static void units_lapse_with_their_lease(void **state)
     (void)state;
     assert_int_equal(rlaas_grant_take(&g, 0, &A, now, 0, &want, &out),
                      RLAAS_GRANT_FETCH);
-    rlaas_grant_store(&g, &A, now, 10, 1000, 0, &v);
+    assert_int_equal(rlaas_grant_store(&g, &A, now, 10, 1000, 0, &v), 0);
     assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 999999, 0, &want, &out),
                      RLAAS_GRANT_SPENT);
     /* at the lease's end, 8 units are left and are not spent */
@@ -101,8 +101,10 @@ static void units_lapse_with_their_lease(void **state)
                      RLAAS_GRANT_FETCH);
     /* it spent 2 in a whole lease: ask for that */
     assert_int_equal(want, 2);
-    /* a new grant does not revive the lapsed units */
-    rlaas_grant_store(&g, &A, now + 1000000, 4, 1000, 0, &v);
+    /* a new grant does not revive the lapsed units, and says them lapsed
+     * (rlaas_lease_units_lapsed_total) */
+    assert_int_equal(rlaas_grant_store(&g, &A, now + 1000000, 4, 1000, 0, &v),
+                     8);
     assert_int_equal(g.units, 3);
 }
 
@@ -133,8 +135,10 @@ static void merged_units_keep_the_earlier_expiry(void **state)
     rlaas_grant_store(&g, &a5, now, 8, 1000, 0, &v); /* 3 left, < cost */
     assert_int_equal(rlaas_grant_take(&g, 1, &a5, now + 500000, 0, &want, &out),
                      RLAAS_GRANT_FETCH);
-    rlaas_grant_store(&g, &a5, now + 500000, 20, 1000, 0, &v);
-    /* the running lease's units join the new one, and its expiry */
+    /* the running lease's units join the new one, and its expiry: none
+     * lapsed */
+    assert_int_equal(rlaas_grant_store(&g, &a5, now + 500000, 20, 1000, 0, &v),
+                     0);
     assert_int_equal(g.units, 3 + 15);
     assert_int_equal(g.expire_us, now + 1500000);
 }
@@ -153,10 +157,13 @@ static void units_of_another_window_lapse(void **state)
     assert_int_equal(g.units, 9);
     /* a grant of the next window (its end an hour on): this window's
      * units are not spent in it */
-    rlaas_grant_store(&g, &f, now + 500000, 5, 1000, 3600000 - 500, &v);
+    assert_int_equal(
+        rlaas_grant_store(&g, &f, now + 500000, 5, 1000, 3600000 - 500, &v), 9);
     assert_int_equal(g.units, 4);
     /* the same window (its end told a little differently): they join */
-    rlaas_grant_store(&g, &f, now + 600000, 5, 1000, 3600000 - 600 + 3, &v);
+    assert_int_equal(
+        rlaas_grant_store(&g, &f, now + 600000, 5, 1000, 3600000 - 600 + 3, &v),
+        0);
     assert_int_equal(g.units, 8);
 }
 
@@ -214,7 +221,7 @@ static void in_the_table_per_identity(void **state)
                      RLAAS_TABLE_OK);
     assert_int_equal(what, RLAAS_GRANT_FETCH);
     assert_int_equal(rlaas_grant_put(t, "k:alice", 7, &A, now_ms, now_us, 10,
-                                     1000, 0, &v, 1000000),
+                                     1000, 0, &v, 1000000, NULL),
                      RLAAS_TABLE_OK);
     /* bob holds nothing: alice's units are not his */
     assert_int_equal(rlaas_grant_spend(t, "k:bob", 5, &A, now_ms, now_us,
