@@ -35,7 +35,8 @@ static const char *const whys[RLAAS_LEASE_NOT_COUNT] = {
     "to pick",
     "it counts bytes (RLaaSCost bytes, cost=bytes): they are charged after "
     "the response, when httpd knows them",
-    "another request of its identity is taking a portion"};
+    "another request of its identity is taking a portion",
+    "the local engine's table could not hold its record"};
 
 static volatile apr_uint32_t told[RLAAS_LEASE_NOT_COUNT];
 
@@ -111,8 +112,10 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     if (rlaas_grant_spend(table, it->call.key, it->call.key_len, &a,
                           rlaas_local_now_ms(), now_us,
                           RLAAS_LOCAL_LOCK_WAIT_US, 0, &what, &want,
-                          &it->v) != RLAAS_TABLE_OK)
+                          &it->v) != RLAAS_TABLE_OK) {
+        rlaas_metrics_lease_fallback(RLAAS_LEASE_NOT_TABLE);
         return RLAAS_LEASE_NO;
+    }
     if (what == RLAAS_GRANT_SPENT) {
         rlaas_metrics_outcome(RLAAS_METRIC_LEASE_SPENDS);
         trace(r, it, "spent, units left and Redis' remaining", it->v.remaining);
