@@ -184,6 +184,10 @@ static int spend_fn(void *baton, void *val, size_t *len,
         t->out == RLAAS_GRANT_SPENT && have
             ? RLAAS_TABLE_TTL_KEEP
             : RLAAS_GRANT_KEEP_MS + RLAAS_GRANT_FETCH_STALE_US / 1000;
+    /* a lease saves round trips and limits no one: any zone's newcomer
+     * may take its room (its units lapse early: fewer admitted, never
+     * more), so leases never crowd out what limits */
+    life->cache = 1;
     return 0;
 }
 
@@ -201,6 +205,7 @@ static int put_fn(void *baton, void *val, size_t *len, rlaas_table_life_t *life)
     memcpy(val, &g, sizeof(g));
     *len = sizeof(g);
     life->ttl_ms = RLAAS_GRANT_KEEP_MS + t->lease_ms;
+    life->cache = 1;
     return 0;
 }
 

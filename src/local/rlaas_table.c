@@ -13,8 +13,8 @@
 
 #define MAGIC 0x726c6c74u /* "rllt" */
 /* 2: records know their zone and how much they limit; 16-bit chunk
- * numbers */
-#define VERSION 2u
+ * numbers; 3: records any zone may take (cache) */
+#define VERSION 3u
 
 #define CHUNK     64
 #define HEAD_DATA 24 /* bytes of key and value in a record's first chunk */
@@ -48,7 +48,8 @@ typedef struct {
     uint16_t vlen;         /* then the value's */
     uint32_t ban : 1;      /* a ban's record */
     uint32_t refusing : 1; /* it refuses its identity until ... */
-    uint32_t gap_s : 30;   /* ... this many seconds before its expiry */
+    uint32_t cache : 1;    /* any zone's newcomer may take it */
+    uint32_t gap_s : 29;   /* ... this many seconds before its expiry */
     int64_t expire;        /* ms; the record is gone once the clock passed it */
     int64_t stamp; /* the table's clock high-water when it was written */
     unsigned char data[HEAD_DATA];
@@ -67,7 +68,7 @@ typedef union {
 typedef char rec_is_a_chunk[sizeof(rec_t) == CHUNK ? 1 : -1];
 typedef char cont_is_a_chunk[sizeof(cont_t) == CHUNK ? 1 : -1];
 
-#define GAP_MAX ((1u << 30) - 1)
+#define GAP_MAX ((1u << 29) - 1)
 
 typedef struct {
     pthread_mutex_t mu;
@@ -377,9 +378,10 @@ static int gone(const rec_t *r, const when_t *w)
 }
 
 /* How much a record limits, in the order they are evicted: no one (its
- * state is as good as none), its identity partly, its identity wholly
- * (refused until some time), and a live ban's record (never evicted). */
-typedef enum { IDLE, USED, LIMITING, BANNED } class_e;
+ * state is as good as none), no one either but it saves work (a cache's,
+ * taken by any zone), its identity partly, its identity wholly (refused
+ * until some time), and a live ban's record (never evicted). */
+typedef enum { IDLE, CACHED, USED, LIMITING, BANNED } class_e;
 
 static int64_t until_of(const rec_t *r)
 {
@@ -390,6 +392,8 @@ static class_e class_of(const rec_t *r, const when_t *w)
 {
     if (gone(r, w))
         return IDLE;
+    if (r->cache)
+        return CACHED;
     if (r->refusing && w->now < until_of(r))
         return r->ban ? BANNED : LIMITING;
     return USED;
@@ -406,6 +410,7 @@ static void set_life(rec_t *r, const rlaas_table_life_t *life, int64_t now)
 
     r->ban = life->ban != 0;
     r->refusing = life->refuse_ms > 0;
+    r->cache = life->cache != 0;
     r->gap_s = gap > GAP_MAX ? GAP_MAX : (uint32_t)gap;
 }
 
@@ -452,9 +457,10 @@ static void drop_expired(const rlaas_table_t *t, stripe_t *s, uint32_t want,
 }
 
 /* A record of zone makes room for itself: want chunks free, never taking
- * record keep. Expired records of any zone go first; then the zone's own
- * partly used records, then its own records that still refuse their
- * identity, least recently used first in each class. A live ban, and
+ * record keep. Expired records of any zone go first, then any zone's
+ * cached ones; then the zone's own partly used records, then its own
+ * records that still refuse their identity, least recently used first in
+ * each class. A live ban, and
  * another zone's record that still limits anyone, stay: if what may go
  * is not enough, nothing does and -1 says the record has no room. */
 #define VICTIMS_MAX 1024
@@ -473,11 +479,12 @@ static int make_room(const rlaas_table_t *t, stripe_t *s, uint32_t want,
     if (free_chunks(s) >= want)
         return 0;
     need = want - free_chunks(s);
-    for (c = USED; c <= LIMITING && got < need; c++) {
+    for (c = CACHED; c <= LIMITING && got < need; c++) {
         for (n = s->oldest; n != NIL && got < need; n = rec(t, s, n)->newer) {
             rec_t *r = rec(t, s, n);
 
-            if (n == keep || r->zone != zone || class_of(r, w) != c)
+            if (n == keep || (r->zone != zone && c != CACHED) ||
+                class_of(r, w) != c)
                 continue;
             if (nv == VICTIMS_MAX)
                 return -1;
@@ -586,7 +593,7 @@ static cno_t insert(const rlaas_table_t *t, stripe_t *s, uint32_t tag,
     r->zone = zone;
     r->klen = (uint16_t)klen;
     r->vlen = 0;
-    r->ban = r->refusing = 0;
+    r->ban = r->refusing = r->cache = 0;
     r->gap_s = 0;
     r->expire = w->now;
     r->stamp = w->high;
@@ -810,7 +817,7 @@ static rlaas_table_rc_e update_locked(const rlaas_table_t *t, stripe_t *s,
 {
     unsigned char val[RLAAS_TABLE_VALUE_MAX];
     cno_t n = find(t, s, tag, key, klen, w, rep);
-    rlaas_table_life_t life = {RLAAS_TABLE_TTL_KEEP, 0, 0};
+    rlaas_table_life_t life = {RLAAS_TABLE_TTL_KEEP, 0, 0, 0};
     uint32_t want;
     size_t vlen = 0;
     int64_t expire;

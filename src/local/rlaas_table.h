@@ -79,12 +79,15 @@ typedef struct {
  * ttl_ms from now (RLAAS_TABLE_TTL_KEEP: as long as it did), and how much
  * it limits its identity: it refuses it for refuse_ms from now (0: it
  * doesn't), and ban says it is a ban's record, never evicted while it
- * refuses. A record refusing nobody is partly used until it expires. */
+ * refuses. A record refusing nobody is partly used until it expires.
+ * cache: it limits no one but saves work (a lease's portion): any zone's
+ * newcomer may take it, after the expired records. */
 #define RLAAS_TABLE_TTL_KEEP (-1)
 typedef struct {
     int64_t ttl_ms;    /* RLAAS_TABLE_TTL_KEEP when called */
     int64_t refuse_ms; /* 0 when called */
     int ban;           /* 0 when called */
+    int cache;         /* 0 when called */
 } rlaas_table_life_t;
 
 /* The update of one record, called with its stripe locked. val holds the

@@ -49,6 +49,7 @@ typedef struct {
     int hold_fd;    /* >= 0: say so on this pipe, then sleep */
     int64_t refuse; /* it refuses its identity this long (ms) */
     int ban;        /* a ban's record */
+    int cache;      /* any zone may take it */
 } counter_t;
 
 static int count_fn(void *baton, void *val, size_t *len,
@@ -78,12 +79,13 @@ static int count_fn(void *baton, void *val, size_t *len,
     life->ttl_ms = c->ttl;
     life->refuse_ms = c->refuse;
     life->ban = c->ban;
+    life->cache = c->cache;
     return 0;
 }
 
 static counter_t counter(int64_t ttl)
 {
-    counter_t c = {ttl, 0, 8, 0, -1, 0, 0};
+    counter_t c = {ttl, 0, 8, 0, -1, 0, 0, 0};
 
     return c;
 }
@@ -370,7 +372,8 @@ static void two_policies_all_or_nothing(void **state)
                                 0,
                                 0,
                                 0,
-                                0, NULL};
+                                0,
+                                NULL};
     rlaas_local_call_t twice[2] = {check, check};
     pthread_t th[16];
     pair_worker_t w[16];
@@ -779,6 +782,53 @@ static void one_zone_never_evicts_what_limits_in_another(void **state)
     munmap(mem, bytes);
 }
 
+/* Records that limit no one but save work (a lease's portion, marked
+ * cache): any zone's newcomer takes them, after the expired ones and
+ * before its own partly used ones; another zone's record that limits is
+ * still never taken. */
+static void any_zone_takes_a_cached_record(void **state)
+{
+    void *mem;
+    size_t bytes;
+    rlaas_table_t *t = small_table(&mem, &bytes);
+    rlaas_table_report_t rep;
+    rlaas_table_stats_t st;
+    counter_t c;
+    char key[32];
+    int n, i;
+
+    (void)state;
+    /* zone a limits (one record); zone l's leases fill the rest */
+    c = limiting(7200000);
+    put(t, "a:lim", T0, &c, NULL);
+    c = used(7200000);
+    c.cache = 1;
+    for (n = 0;; n++) {
+        rlaas_table_stats(t, &st);
+        if (st.used == st.chunks)
+            break;
+        snprintf(key, sizeof(key), "l:%03d", n);
+        assert_int_equal(put(t, key, T0, &c, NULL), RLAAS_TABLE_OK);
+    }
+    /* a flood of zone b: each newcomer takes a lease's room, the least
+     * recently used first, then its own partly used records */
+    c = used(7200000);
+    for (i = 0; i < n + 20; i++) {
+        snprintf(key, sizeof(key), "b:%03d", i);
+        assert_int_equal(put(t, key, T0 + 20, &c, &rep), RLAAS_TABLE_OK);
+        if (i < n) {
+            snprintf(key, sizeof(key), "l:%03d", i);
+            assert_int_equal(value_of(t, key, T0 + 20), 0);
+        }
+    }
+    rlaas_table_stats(t, &st);
+    assert_int_equal(st.full, 0);
+    /* zone a's record still refuses its identity: never taken */
+    assert_int_equal(value_of(t, "a:lim", T0 + 20), 1);
+    assert_int_equal(rlaas_table_verify(t), 0);
+    munmap(mem, bytes);
+}
+
 /* Two new identities of one request, room for one: neither is charged
  * (nothing half done), both start afresh once there is room. */
 static void no_room_for_all_charges_none(void **state)
@@ -788,7 +838,8 @@ static void no_room_for_all_charges_none(void **state)
     rlaas_table_t *t = small_table(&mem, &bytes);
     rlaas_local_call_t c[2] = {
         {RLAAS_STRATEGY_TOKEN, "q:tok:alice", 11, 10, 60000, 1, 0, 2, 0, NULL},
-        {RLAAS_STRATEGY_FIXED, "q:fix:alice:", 12, 10, 60000, 1, 0, 2, 0, NULL}};
+        {RLAAS_STRATEGY_FIXED, "q:fix:alice:", 12, 10, 60000, 1, 0, 2, 0,
+         NULL}};
     rlaas_table_stats_t st;
     rlaas_verdict_t v[2];
     counter_t k;
@@ -1113,6 +1164,7 @@ int main(void)
         cmocka_unit_test(a_record_refusing_its_identity_is_used_once_it_allows),
         cmocka_unit_test(bans_are_never_evicted),
         cmocka_unit_test(one_zone_never_evicts_what_limits_in_another),
+        cmocka_unit_test(any_zone_takes_a_cached_record),
         cmocka_unit_test(no_room_for_all_charges_none),
         cmocka_unit_test(first_charge_fits_its_room),
         cmocka_unit_test(dies_mid_change_stripe_repaired),
