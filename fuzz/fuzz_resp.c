@@ -72,8 +72,11 @@ static void check_call(const char *sha, const char *key, size_t klen,
         WORD(key, c[i].key_len);
     }
     /* a lease (one policy): every word, then how much it wants */
-    if (np == 1 && (bits >> 41) & 1)
+    if (np == 1 && (bits >> 41) & 1) {
         c[0].lease_want = 1 + (int64_t)((bits >> 42) % 1000);
+        c[0].lease_back = (int64_t)((bits >> 52) % 1000);
+        c[0].lease_back_age = (int64_t)((bits >> 56) % 100);
+    }
     /* credits: every word of each, then its age */
     else if ((bits >> 52) & 1)
         for (i = 0; i < np; i++) {
@@ -87,7 +90,13 @@ static void check_call(const char *sha, const char *key, size_t klen,
             WINDOW(&c[i]);
             NUM(c[i].cost);
             NUM(mode);
-            NUM(c[i].credit ? c[i].credit_age : c[i].lease_want);
+            if (c[i].credit)
+                NUM(c[i].credit_age);
+            else {
+                NUM(c[i].lease_want);
+                NUM(c[i].lease_back);
+                NUM(c[i].lease_back_age);
+            }
             continue;
         }
         if (np > 1)

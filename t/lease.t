@@ -48,6 +48,7 @@ my @cases = (
     [autodry  => 'gcra',        1000,    '1d', 'auto', 'RLaaSDryRun on'],
     [quiet    => 'gcra',        50,      '1h', 'auto'],
     [quietoff => 'gcra',        50,      '1h', 'off'],
+    [paused   => 'gcra',        200,     '1d', 'auto'],
     # no RLaaSLease line: the default, off
     [dflt     => 'gcra',        1000000, '1h', 'default'],
 );
@@ -155,11 +156,35 @@ for my $c (['big', 'RLaaSLease on'], ['autobig', 'RLaaSLease auto']) {
     cmp_ok(delta($m0, $m1, 'rlaas_lease_units_granted_total'), '>=', $spends + $grants,
         "$what: rlaas_lease_units_granted_total holds every unit spent");
     # what each server still held when the identity went quiet lapses
-    # with its lease (1 s at most), and is seen when it comes back
+    # with its lease (1 s at most), and goes back to Redis with its next
+    # portion
     Time::HiRes::sleep(1.2);
     HTTP::Tiny->new->get("http://$_->{hp}/lease/$name", { headers => { 'X-User' => $u } }) for @srv;
-    my $lapsed = delta($m1, lease_metrics(), 'rlaas_lease_units_lapsed_total');
-    cmp_ok($lapsed, '>', 0, "$what: rlaas_lease_units_lapsed_total counts the units left to lapse ($lapsed)");
+    my $m2 = lease_metrics();
+    my $back = delta($m1, $m2, 'rlaas_lease_units_returned_total');
+    cmp_ok($back, '>', 0, "$what: rlaas_lease_units_returned_total counts the units given back ($back)");
+    is(delta($m1, $m2, 'rlaas_lease_units_lapsed_total'), 0, "$what: none lapsed for good");
+}
+
+# ---------------------------------------- a client that pauses loses nothing
+# Bursts of 60 requests on both servers with pauses longer than a lease
+# (RLaaSLease auto, 200 a day): what a server held at each pause lapses
+# and goes back to Redis with its next portion, so the bursts are
+# admitted until the quota is spent to the last unit, then refused.
+{
+    my $u = uid('lease-paused');
+    my ($ok, @per) = (0);
+    for my $burst (1 .. 12) {
+        my %n = load('/lease/paused', $u, 60, 6);
+        push @per, $n{200} // 0;
+        $ok += $n{200} // 0;
+        last if !$n{200};
+        Time::HiRes::sleep(1.2);
+    }
+    note('admitted per burst: @per');
+    is($per[-1], 0, 'bursts with pauses: the last burst refused whole') or diag("@per");
+    is($ok, 200, 'and those before it admitted the whole quota of 200, to the last unit (nothing lapsed at a pause)')
+        or diag("@per");
 }
 for my $c (['off', 'RLaaSLease off'], ['dflt', 'no RLaaSLease (off, the default)']) {
     my ($name, $what) = @$c;

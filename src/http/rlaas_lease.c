@@ -64,13 +64,32 @@ static void trace(request_rec *r, const rlaas_item_t *it, const char *what,
                   what, n);
 }
 
+/* Units of a lapsed portion sent back with a fetch: those Redis took
+ * back (a bucket above full, a window gone take fewer) and the rest,
+ * lapsed. */
+static void returned(int64_t sent, int64_t taken)
+{
+    if (sent <= 0)
+        return;
+    if (taken > sent)
+        taken = sent;
+    if (taken > 0)
+        rlaas_metrics_outcome_add(RLAAS_METRIC_LEASE_UNITS_RETURNED,
+                                  (apr_uint64_t)taken);
+    if (sent > taken)
+        rlaas_metrics_outcome_add(RLAAS_METRIC_LEASE_UNITS_LAPSED,
+                                  (apr_uint64_t)(sent - taken));
+}
+
 rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
                                  rlaas_item_t *it, int n, int with,
                                  rlaas_rerr_e *e, char *detail)
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     rlaas_local_t *table = rlaas_backend_table();
-    rlaas_verdict_t v[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+    /* the request's verdict, the grant, the units given back */
+    rlaas_verdict_t v[3] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    rlaas_grant_back_t back;
     rlaas_ban_conf_t ban;
     rlaas_grant_ask_t a;
     rlaas_grant_e what;
@@ -111,7 +130,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     now_us = rlaas_clock_us();
     if (rlaas_grant_spend(table, it->call.key, it->call.key_len, &a,
                           rlaas_local_now_ms(), now_us,
-                          RLAAS_LOCAL_LOCK_WAIT_US, 0, &what, &want,
+                          RLAAS_LOCAL_LOCK_WAIT_US, 0, &what, &want, &back,
                           &it->v) != RLAAS_TABLE_OK) {
         rlaas_metrics_lease_fallback(RLAAS_LEASE_NOT_TABLE);
         return RLAAS_LEASE_NO;
@@ -129,14 +148,20 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     /* one round trip takes the request's verdict and a new lease */
     call = it->call;
     call.lease_want = want;
+    /* and gives back what the last portion left to lapse */
+    call.lease_back = back.units;
+    call.lease_back_age = back.age_ms;
     sent = rlaas_clock_us();
     *e = rlaas_redis_eval(sc->target->redis, &call, 1, v, detail);
     if (*e != RLAAS_RERR_NONE) {
-        /* no answer: the fetch ends, nothing is known of a refusal */
+        /* no answer: the fetch ends, nothing is known of a refusal, nor
+         * of a give-back (lapsed, as far as anyone here knows) */
         v[0].allowed = 1;
         v[0].retry_ms = 0;
         v[1].allowed = 0;
+        v[2].remaining = 0;
     }
+    returned(back.units, v[2].remaining);
     granted = v[1].allowed ? v[1].remaining : 0;
     if (rlaas_grant_put(table, it->call.key, it->call.key_len, &a,
                         rlaas_local_now_ms(), sent, granted,
@@ -158,7 +183,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     if (!v[0].allowed &&
         rlaas_grant_spend(table, it->call.key, it->call.key_len, &a,
                           rlaas_local_now_ms(), rlaas_clock_us(),
-                          RLAAS_LOCAL_LOCK_WAIT_US, 1, &what, &want,
+                          RLAAS_LOCAL_LOCK_WAIT_US, 1, &what, &want, NULL,
                           &it->v) == RLAAS_TABLE_OK &&
         what == RLAAS_GRANT_SPENT) {
         rlaas_metrics_outcome(RLAAS_METRIC_LEASE_SPENDS);

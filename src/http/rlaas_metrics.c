@@ -557,7 +557,8 @@ static void write_outcome(request_rec *r, rlaas_counters_t *c)
         "rlaas_lease_grants_total",
         "rlaas_lease_units_granted_total",
         "rlaas_lease_spends_total",
-        "rlaas_lease_units_lapsed_total"};
+        "rlaas_lease_units_lapsed_total",
+        "rlaas_lease_units_returned_total"};
     static const char *const text[RLAAS_METRIC_OUTCOME_COUNT] = {
         "Bans started (RLaaSBan).",
         "Requests refused by a ban.",
@@ -580,9 +581,10 @@ static void write_outcome(request_rec *r, rlaas_counters_t *c)
         "request that asked for it.",
         "Units of those portions, the asking requests' own cost included.",
         "Requests decided from a portion this server held: no round trip.",
-        "Units of portions that ran out of time unspent, seen when their "
-        "identity's next portion came (charged in Redis: the fleet admits "
-        "fewer, never more)."};
+        "Units of portions that ran out of time unspent and were not given "
+        "back (charged in Redis: the fleet admits fewer, never more).",
+        "Units of portions that ran out of time unspent, given back to "
+        "Redis with their identity's next portion."};
     apr_uint64_t taken, back;
     int i;
 

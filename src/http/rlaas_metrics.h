@@ -101,6 +101,7 @@ typedef enum {
     RLAAS_METRIC_LEASE_UNITS_GRANTED,
     RLAAS_METRIC_LEASE_SPENDS,
     RLAAS_METRIC_LEASE_UNITS_LAPSED,
+    RLAAS_METRIC_LEASE_UNITS_RETURNED,
     RLAAS_METRIC_OUTCOME_COUNT
 } rlaas_metric_outcome_e;
 void rlaas_metrics_outcome(rlaas_metric_outcome_e m);

@@ -37,10 +37,12 @@ void rlaas_grant_verdict(const rlaas_grant_rec_t *g, int64_t now_us,
 rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
                                const rlaas_grant_ask_t *a, int64_t now_us,
                                int spend_only, int64_t *want,
-                               rlaas_verdict_t *v)
+                               rlaas_grant_back_t *back, rlaas_verdict_t *v)
 {
     int live, fetching;
 
+    if (back != NULL)
+        back->units = back->age_ms = 0;
     if (!have || !same(g, a))
         fresh(g, a);
     live = now_us < g->expire_us;
@@ -75,6 +77,13 @@ rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
     *want = clamp(*want, a->cost, a->limit);
     g->want = *want;
     g->fetch_us = now_us;
+    /* out of time with units left: none is spent here any more, so this
+     * fetch gives them back */
+    if (!live && g->units > 0 && back != NULL) {
+        back->units = g->units;
+        back->age_ms = (now_us - g->granted_us) / 1000;
+        g->units = 0;
+    }
     return RLAAS_GRANT_FETCH;
 }
 
@@ -158,6 +167,7 @@ typedef struct {
     int spend_only;
     rlaas_grant_e out;
     int64_t *want;
+    rlaas_grant_back_t *back;
     rlaas_verdict_t *v;
     /* put */
     int64_t granted, lease_ms, window_left_ms;
@@ -175,7 +185,7 @@ static int spend_fn(void *baton, void *val, size_t *len,
     if (have)
         memcpy(&g, val, sizeof(g));
     t->out = rlaas_grant_take(&g, have, t->a, t->now_us, t->spend_only, t->want,
-                              t->v);
+                              t->back, t->v);
     if (t->out == RLAAS_GRANT_PLAIN)
         return 1; /* nothing changed */
     memcpy(val, &g, sizeof(g));
@@ -224,7 +234,7 @@ rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
                                    int64_t now_ms, int64_t now_us,
                                    int64_t lock_wait_us, int spend_only,
                                    rlaas_grant_e *out, int64_t *want,
-                                   rlaas_verdict_t *v)
+                                   rlaas_grant_back_t *back, rlaas_verdict_t *v)
 {
     char k[RLAAS_TABLE_KEY_MAX];
     size_t n = grant_key(k, key, klen);
@@ -240,8 +250,12 @@ rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
     tn.now_us = now_us;
     tn.spend_only = spend_only;
     tn.want = want;
+    tn.back = back;
     tn.v = v;
     rc = rlaas_table_update(t, k, n, now_ms, lock_wait_us, spend_fn, &tn, NULL);
+    /* not written: the units stay in the record, to lapse */
+    if (rc != RLAAS_TABLE_OK && rc != RLAAS_TABLE_REFUSED && back != NULL)
+        back->units = back->age_ms = 0;
     if (rc == RLAAS_TABLE_REFUSED)
         rc = RLAAS_TABLE_OK; /* PLAIN: nothing to write */
     *out = tn.out;

@@ -79,16 +79,26 @@ typedef enum {
     RLAAS_GRANT_PLAIN      /* a fetch is in flight: an ordinary call */
 } rlaas_grant_e;
 
+/* Units of a lease that lapsed unspent, which the next fetch gives back
+ * (lua/lease.lua credits them before it decides): how many (0: none),
+ * and ms since Redis charged them. */
+typedef struct {
+    int64_t units;
+    int64_t age_ms;
+} rlaas_grant_back_t;
+
 /* ---- the arithmetic, on a record in hand ---- */
 
 /* A request's turn at record g (have: 0 if there is none yet; it is then
  * made). SPENT: its cost came off the units, v says so; FETCH: g is
- * marked being fetched and *want is what to ask for. spend_only: never
- * FETCH (PLAIN instead). */
+ * marked being fetched and *want is what to ask for; where the lease ran
+ * out of time with units left, they leave the record for *back (NULL:
+ * they lapse, seen by the next store). spend_only: never FETCH (PLAIN
+ * instead). */
 rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
                                const rlaas_grant_ask_t *a, int64_t now_us,
                                int spend_only, int64_t *want,
-                               rlaas_verdict_t *v);
+                               rlaas_grant_back_t *back, rlaas_verdict_t *v);
 
 /* What Redis answered a fetch sent at sent_us: granted units (the
  * request's cost included; 0: none, a denial or a failure) for lease_ms
@@ -125,12 +135,11 @@ int64_t rlaas_grant_lease_ms(int64_t window_ms, int64_t window_left_ms);
  * lock). now_ms: the wall clock the table keeps time by; now_us: the
  * monotonic one leases are timed by. Anything but RLAAS_TABLE_OK: the
  * request is decided as if there were no lease. */
-rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
-                                   size_t klen, const rlaas_grant_ask_t *a,
-                                   int64_t now_ms, int64_t now_us,
-                                   int64_t lock_wait_us, int spend_only,
-                                   rlaas_grant_e *out, int64_t *want,
-                                   rlaas_verdict_t *v);
+rlaas_table_rc_e
+rlaas_grant_spend(rlaas_table_t *t, const char *key, size_t klen,
+                  const rlaas_grant_ask_t *a, int64_t now_ms, int64_t now_us,
+                  int64_t lock_wait_us, int spend_only, rlaas_grant_e *out,
+                  int64_t *want, rlaas_grant_back_t *back, rlaas_verdict_t *v);
 
 /* A fetch's answer into key's record (rlaas_grant_store under the lock);
  * a failed fetch stores granted 0, which ends the fetch. *lapsed (if not

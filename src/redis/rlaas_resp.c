@@ -101,7 +101,7 @@ static size_t window(char *p, const rlaas_call_t *c)
 static size_t one(char *buf, const char *sha1, const rlaas_call_t *c)
 {
     int lease = c->lease_want > 0;
-    int extra = lease ? 4 : c->mode != 0 ? 2 : c->cost != 1;
+    int extra = lease ? 6 : c->mode != 0 ? 2 : c->cost != 1;
     size_t n = head(buf, 6 + extra);
 
     n += bulk(buf + n, sha1, 40);
@@ -115,8 +115,11 @@ static size_t one(char *buf, const char *sha1, const rlaas_call_t *c)
         n += bulk_int(buf + n, c->cost);
     if (extra >= 2)
         n += bulk_int(buf + n, c->mode);
-    if (lease)
+    if (lease) {
         n += bulk_int(buf + n, c->lease_want);
+        n += bulk_int(buf + n, c->lease_back);
+        n += bulk_int(buf + n, c->lease_back_age);
+    }
     return n;
 }
 

@@ -16,12 +16,13 @@ my $lease = $r->cmd('SCRIPT', 'LOAD', fake_text(lua_text('lease')));
 my $n = 0;
 sub K { 'rlaas:rate_limit:lease-' . $n++ }
 
-# lease(strategy, K, L, W, cost, want, ms): the 8 integers, or the error
+# lease(strategy, K, L, W, cost, want, ms, mode, back, age): the 12
+# integers, or the error
 sub lease {
-    my ($s, $K, $L, $W, $c, $want, $ms, $mode) = @_;
+    my ($s, $K, $L, $W, $c, $want, $ms, $mode, $back, $age) = @_;
     my $sec = int($ms / 1000);
     return $r->cmd('EVALSHA', $lease, 1, key_arg($s, $K), STRATEGY_ID($s), $L, $W, $c,
-        $mode // 0, $want, $sec, ($ms - $sec * 1000) * 1000);
+        $mode // 0, $want, $back // 0, $age // 0, $sec, ($ms - $sec * 1000) * 1000);
 }
 
 subtest 'portions of an eighth of what remains, never more than the limit' => sub {
@@ -42,6 +43,31 @@ subtest 'portions of an eighth of what remains, never more than the limit' => su
         is_deeply [@$x[4 .. 7]], [0, 0, 0, 0], "$s: nothing granted";
         cmp_ok $x->[3], '>', 0, "$s: and told when to come back";
     }
+};
+
+subtest 'what a lapsed portion left is given back first' => sub {
+    for my $s (qw(fixed sliding token leaky gcra)) {
+        my $K = K();
+        my $x = lease($s, $K, 300, 86_400_000, 1, 1_000_000, T0 + 1000);
+        is_deeply [@$x[1, 5, 9]], [263, 37, 0], "$s: a portion of 37 (nothing to give back)";
+        # the server spent 7 of them; 30 lapsed: given back with the next
+        $x = lease($s, $K, 300, 86_400_000, 1, 1_000_000, T0 + 3000, 0, 30, 2000);
+        is $x->[9], 30, "$s: the 30 lapsed units given back";
+        is $x->[5], int((263 + 30) / 8), "$s: and the next portion is an eighth of what remains then";
+        is $x->[1], 263 + 30 - int((263 + 30) / 8), "$s: remaining counts them";
+        # never above the fresh state: more than was charged is not given
+        $x = lease($s, K(), 300, 86_400_000, 1, 1, T0 + 1000, 0, 250, 10);
+        is $x->[9], 0, "$s: nothing given back where nothing was charged";
+        is $x->[1], 299, "$s: the request decided as usual";
+    }
+    # fixed: a window gone is not given back to the next one
+    my $K = K();
+    lease('fixed', $K, 300, 60_000, 1, 1_000_000, T0 + 59_000);
+    my $x = lease('fixed', $K, 300, 60_000, 1, 1_000_000, T0 + 61_000, 0, 30, 2000);
+    is $x->[9], 0, 'fixed: units of a window gone stay with it';
+    is $x->[1], 300 - 37, 'and the new window counts only its own';
+    like '' . $r->cmd('EVALSHA', $lease, 1, key_arg('gcra', K()), STRATEGY_ID('gcra'), 300, 60_000, 1, 0, 1,
+        -1, 0, int(T0 / 1000), 0), qr/bad lease/, 'a negative give-back: refused';
 };
 
 subtest 'want and cost' => sub {
@@ -78,11 +104,11 @@ subtest 'refused: the sliding log, a mode, bad arguments' => sub {
     for my $bad ([1, 0], [5, 1], [5, 2], [9, 0]) {
         my ($id, $mode) = @$bad;
         my $sec = int(T0 / 1000);
-        my $x = $r->cmd('EVALSHA', $lease, 1, K(), $id, 300, 60000, 1, $mode, 10, $sec, 0);
+        my $x = $r->cmd('EVALSHA', $lease, 1, K(), $id, 300, 60000, 1, $mode, 10, 0, 0, $sec, 0);
         like "$x", qr/bad lease/, "strategy $id, mode $mode: an error";
     }
     my $sec = int(T0 / 1000);
-    like '' . $r->cmd('EVALSHA', $lease, 1, K(), 5, 300, 60000, 0, 0, 10, $sec, 0), qr/bad lease/, 'cost 0: an error';
+    like '' . $r->cmd('EVALSHA', $lease, 1, K(), 5, 300, 60000, 0, 0, 10, 0, 0, $sec, 0), qr/bad lease/, 'cost 0: an error';
 };
 
 done_testing();

@@ -50,35 +50,42 @@ static void spends_down_then_fetches_early(void **state)
 
     (void)state;
     /* a new identity asks for its own cost */
-    assert_int_equal(rlaas_grant_take(&g, 0, &A, now, 0, &want, &out),
+    assert_int_equal(rlaas_grant_take(&g, 0, &A, now, 0, &want, NULL, &out),
                      RLAAS_GRANT_FETCH);
     assert_int_equal(want, 1);
     /* meanwhile another request finds the fetch in flight */
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 10, 0, &want, &out),
-                     RLAAS_GRANT_PLAIN);
+    assert_int_equal(
+        rlaas_grant_take(&g, 1, &A, now + 10, 0, &want, NULL, &out),
+        RLAAS_GRANT_PLAIN);
     rlaas_grant_store(&g, &A, now, 4, 1000, 0, &v);
     assert_int_equal(g.units, 3); /* the fetching request's unit is its own */
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, &out),
-                     RLAAS_GRANT_SPENT);
+    assert_int_equal(
+        rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, NULL, &out),
+        RLAAS_GRANT_SPENT);
     assert_int_equal(out.allowed, 1);
     assert_int_equal(out.remaining, 2 + 200);
     assert_int_equal(out.reset_ms, 4900);
     /* less than half of the grant would be left: fetch early, for twice
      * as much, while the others spend what is left */
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, &out),
-                     RLAAS_GRANT_FETCH);
+    assert_int_equal(
+        rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, NULL, &out),
+        RLAAS_GRANT_FETCH);
     assert_int_equal(want, 4);
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, &out),
-                     RLAAS_GRANT_SPENT);
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, &out),
-                     RLAAS_GRANT_SPENT);
+    assert_int_equal(
+        rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, NULL, &out),
+        RLAAS_GRANT_SPENT);
+    assert_int_equal(
+        rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, NULL, &out),
+        RLAAS_GRANT_SPENT);
     assert_int_equal(g.units, 0);
     /* none left, the fetch in flight: never below zero */
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, &out),
-                     RLAAS_GRANT_PLAIN);
+    assert_int_equal(
+        rlaas_grant_take(&g, 1, &A, now + 100000, 0, &want, NULL, &out),
+        RLAAS_GRANT_PLAIN);
     /* spend_only never fetches */
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 100000, 1, &want, &out),
-                     RLAAS_GRANT_PLAIN);
+    assert_int_equal(
+        rlaas_grant_take(&g, 1, &A, now + 100000, 1, &want, NULL, &out),
+        RLAAS_GRANT_PLAIN);
     rlaas_grant_store(&g, &A, now + 100000, 4, 1000, 0, &v);
     assert_int_equal(g.units, 3);
     assert_int_equal(g.expire_us, now + 1100000);
@@ -91,14 +98,16 @@ static void units_lapse_with_their_lease(void **state)
     int64_t want = 0, now = 1000000;
 
     (void)state;
-    assert_int_equal(rlaas_grant_take(&g, 0, &A, now, 0, &want, &out),
+    assert_int_equal(rlaas_grant_take(&g, 0, &A, now, 0, &want, NULL, &out),
                      RLAAS_GRANT_FETCH);
     assert_int_equal(rlaas_grant_store(&g, &A, now, 10, 1000, 0, &v), 0);
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 999999, 0, &want, &out),
-                     RLAAS_GRANT_SPENT);
+    assert_int_equal(
+        rlaas_grant_take(&g, 1, &A, now + 999999, 0, &want, NULL, &out),
+        RLAAS_GRANT_SPENT);
     /* at the lease's end, 8 units are left and are not spent */
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 1000000, 0, &want, &out),
-                     RLAAS_GRANT_FETCH);
+    assert_int_equal(
+        rlaas_grant_take(&g, 1, &A, now + 1000000, 0, &want, NULL, &out),
+        RLAAS_GRANT_FETCH);
     /* it spent 2 in a whole lease: ask for that */
     assert_int_equal(want, 2);
     /* a new grant does not revive the lapsed units, and says them lapsed
@@ -115,10 +124,11 @@ static void a_quiet_identity_asks_for_its_cost(void **state)
     int64_t want = 0, now = 1000000;
 
     (void)state;
-    rlaas_grant_take(&g, 0, &A, now, 0, &want, &out);
+    rlaas_grant_take(&g, 0, &A, now, 0, &want, NULL, &out);
     rlaas_grant_store(&g, &A, now, 1, 1000, 0, &v);
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 5000000, 0, &want, &out),
-                     RLAAS_GRANT_FETCH);
+    assert_int_equal(
+        rlaas_grant_take(&g, 1, &A, now + 5000000, 0, &want, NULL, &out),
+        RLAAS_GRANT_FETCH);
     assert_int_equal(want, 1);
 }
 
@@ -131,10 +141,11 @@ static void merged_units_keep_the_earlier_expiry(void **state)
 
     (void)state;
     a5.cost = 5;
-    rlaas_grant_take(&g, 0, &a5, now, 0, &want, &out);
+    rlaas_grant_take(&g, 0, &a5, now, 0, &want, NULL, &out);
     rlaas_grant_store(&g, &a5, now, 8, 1000, 0, &v); /* 3 left, < cost */
-    assert_int_equal(rlaas_grant_take(&g, 1, &a5, now + 500000, 0, &want, &out),
-                     RLAAS_GRANT_FETCH);
+    assert_int_equal(
+        rlaas_grant_take(&g, 1, &a5, now + 500000, 0, &want, NULL, &out),
+        RLAAS_GRANT_FETCH);
     /* the running lease's units join the new one, and its expiry: none
      * lapsed */
     assert_int_equal(rlaas_grant_store(&g, &a5, now + 500000, 20, 1000, 0, &v),
@@ -151,7 +162,7 @@ static void units_of_another_window_lapse(void **state)
     int64_t want = 0, now = 1000000;
 
     (void)state;
-    rlaas_grant_take(&g, 0, &f, now, 0, &want, &out);
+    rlaas_grant_take(&g, 0, &f, now, 0, &want, NULL, &out);
     /* the window ends in 2 s */
     rlaas_grant_store(&g, &f, now, 10, 1000, 2000, &v);
     assert_int_equal(g.units, 9);
@@ -174,17 +185,17 @@ static void a_failed_fetch_ends_the_fetch(void **state)
     int64_t want = 0, now = 1000000;
 
     (void)state;
-    rlaas_grant_take(&g, 0, &A, now, 0, &want, &out);
+    rlaas_grant_take(&g, 0, &A, now, 0, &want, NULL, &out);
     rlaas_grant_store(&g, &A, now, 0, 0, 0, &v);
     assert_int_equal(g.units, 0);
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 1, 0, &want, &out),
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 1, 0, &want, NULL, &out),
                      RLAAS_GRANT_FETCH);
     /* a fetch whose process died is given up after a while */
-    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 2, 0, &want, &out),
+    assert_int_equal(rlaas_grant_take(&g, 1, &A, now + 2, 0, &want, NULL, &out),
                      RLAAS_GRANT_PLAIN);
     assert_int_equal(rlaas_grant_take(&g, 1, &A,
                                       now + 1 + RLAAS_GRANT_FETCH_STALE_US, 0,
-                                      &want, &out),
+                                      &want, NULL, &out),
                      RLAAS_GRANT_FETCH);
 }
 
@@ -196,10 +207,10 @@ static void other_settings_start_afresh(void **state)
     int64_t want = 0, now = 1000000;
 
     (void)state;
-    rlaas_grant_take(&g, 0, &A, now, 0, &want, &out);
+    rlaas_grant_take(&g, 0, &A, now, 0, &want, NULL, &out);
     rlaas_grant_store(&g, &A, now, 50, 1000, 0, &v);
     b.limit = 10; /* the configuration changed */
-    assert_int_equal(rlaas_grant_take(&g, 1, &b, now + 1, 0, &want, &out),
+    assert_int_equal(rlaas_grant_take(&g, 1, &b, now + 1, 0, &want, NULL, &out),
                      RLAAS_GRANT_FETCH);
     assert_int_equal(g.units, 0);
 }
@@ -210,6 +221,7 @@ static void in_the_table_per_identity(void **state)
     void *mem = calloc(1, bytes);
     rlaas_table_t *t = rlaas_table_init(mem, bytes, seed);
     rlaas_verdict_t v = {1, 100, 5000, 0}, out;
+    rlaas_grant_back_t back;
     rlaas_grant_e what;
     int64_t want = 0, now_us = 1000000, now_ms = 1700000000000LL;
     int spent = 0, i;
@@ -217,7 +229,7 @@ static void in_the_table_per_identity(void **state)
     (void)state;
     assert_non_null(t);
     assert_int_equal(rlaas_grant_spend(t, "k:alice", 7, &A, now_ms, now_us,
-                                       1000000, 0, &what, &want, &out),
+                                       1000000, 0, &what, &want, NULL, &out),
                      RLAAS_TABLE_OK);
     assert_int_equal(what, RLAAS_GRANT_FETCH);
     assert_int_equal(rlaas_grant_put(t, "k:alice", 7, &A, now_ms, now_us, 10,
@@ -225,19 +237,35 @@ static void in_the_table_per_identity(void **state)
                      RLAAS_TABLE_OK);
     /* bob holds nothing: alice's units are not his */
     assert_int_equal(rlaas_grant_spend(t, "k:bob", 5, &A, now_ms, now_us,
-                                       1000000, 0, &what, &want, &out),
+                                       1000000, 0, &what, &want, NULL, &out),
                      RLAAS_TABLE_OK);
     assert_int_equal(what, RLAAS_GRANT_FETCH);
     for (i = 0; i < 20; i++) {
         assert_int_equal(rlaas_grant_spend(t, "k:alice", 7, &A, now_ms,
                                            now_us + 1, 1000000, 0, &what, &want,
-                                           &out),
+                                           NULL, &out),
                          RLAAS_TABLE_OK);
         spent += what == RLAAS_GRANT_SPENT;
     }
     /* 10 granted, 1 the fetcher's: 9 spent here, never more (one early
      * fetch on the way) */
     assert_int_equal(spent, 9);
+    /* carol's lease runs out of time with 7 units left: her next fetch
+     * takes them out of the record, to give back */
+    rlaas_grant_spend(t, "k:carol", 7, &A, now_ms, now_us, 1000000, 0, &what,
+                      &want, NULL, &out);
+    rlaas_grant_put(t, "k:carol", 7, &A, now_ms, now_us, 10, 1000, 0, &v,
+                    1000000, NULL);
+    for (i = 0; i < 2; i++)
+        rlaas_grant_spend(t, "k:carol", 7, &A, now_ms, now_us + 1, 1000000, 0,
+                          &what, &want, NULL, &out);
+    assert_int_equal(rlaas_grant_spend(t, "k:carol", 7, &A, now_ms + 2000,
+                                       now_us + 2000000, 1000000, 0, &what,
+                                       &want, &back, &out),
+                     RLAAS_TABLE_OK);
+    assert_int_equal(what, RLAAS_GRANT_FETCH);
+    assert_int_equal(back.units, 7);
+    assert_int_equal(back.age_ms, 2000);
     free(mem);
 }
 
@@ -304,7 +332,7 @@ static void fleet_never_admits_more_than_the_limit(void **state)
             g[s].units = 0;
             before = 0;
         }
-        e = rlaas_grant_take(&g[s], have[s], &a, now, 0, &want[s], &out);
+        e = rlaas_grant_take(&g[s], have[s], &a, now, 0, &want[s], NULL, &out);
         have[s] = 1;
         if (e == RLAAS_GRANT_SPENT) {
             assert_int_equal(g[s].units, before - a.cost);
@@ -330,6 +358,72 @@ static void fleet_never_admits_more_than_the_limit(void **state)
     assert_true(admitted >= L * 8 / 10);
 }
 
+/* The case that kept leases from being the default: RLaaSLimit 10000
+ * over a day (gcra), one client sending bursts of 100 requests 1 ms apart
+ * every minute. Each pause lets what the server held lapse; given back
+ * with the next portion, the quota goes to requests. Redis is modelled
+ * without refill (a day's quota, a few hours of bursts) and a credit
+ * fills the bucket no higher than full. Returns what was admitted before
+ * a whole burst was refused. */
+static int64_t paused_client(int give_back)
+{
+    const int64_t L = 10000;
+    rlaas_grant_ask_t a = {5, L, 86400000, 1};
+    rlaas_grant_rec_t g;
+    rlaas_grant_back_t back;
+    int64_t redis = L, admitted = 0, now = 1000000, want = 0;
+    int have = 0, burst, k, ok;
+
+    for (burst = 0; burst < 1000; burst++) {
+        for (k = ok = 0; k < 100; k++) {
+            rlaas_verdict_t out, v = {1, 0, 1000, 0};
+            rlaas_grant_e e;
+            int64_t p;
+
+            now += 1000;
+            e = rlaas_grant_take(&g, have, &a, now, 0, &want,
+                                 give_back ? &back : NULL, &out);
+            have = 1;
+            if (e == RLAAS_GRANT_SPENT) {
+                admitted += a.cost;
+                ok++;
+                continue;
+            }
+            assert_int_equal(e, RLAAS_GRANT_FETCH);
+            if (give_back) /* lua/lease.lua: given back first */
+                redis += back.units < L - redis ? back.units : L - redis;
+            p = rlaas_grant_portion(redis, a.cost, want);
+            if (p > 0) {
+                redis -= p;
+                admitted += a.cost;
+                ok++;
+            }
+            else
+                v.allowed = 0;
+            v.remaining = redis;
+            rlaas_grant_store(&g, &a, now, p, 1000, 0, &v);
+            assert_true(admitted <= L);
+        }
+        if (ok == 0)
+            break;
+        now += 60000000; /* a minute's pause: the lease lapses */
+    }
+    print_message("%s: admitted %lld of %lld\n",
+                  give_back ? "given back" : "lapsed", (long long)admitted,
+                  (long long)L);
+    return admitted;
+}
+
+static void a_client_that_pauses_loses_nothing(void **state)
+{
+    (void)state;
+    /* what each pause left unspent goes back to Redis: all but what the
+     * last portion holds is admitted */
+    assert_true(paused_client(1) >= 9900);
+    /* without it, much of the day's quota lapses */
+    assert_true(paused_client(0) < 9000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -344,6 +438,7 @@ int main(void)
         cmocka_unit_test(other_settings_start_afresh),
         cmocka_unit_test(in_the_table_per_identity),
         cmocka_unit_test(fleet_never_admits_more_than_the_limit),
+        cmocka_unit_test(a_client_that_pauses_loses_nothing),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -83,6 +83,8 @@ static void call_same_as_hiredis(const rlaas_call_t *c, int n)
             NUM(c[i].cost);
             NUM(c[i].mode);
             NUM(c[i].lease_want);
+            NUM(c[i].lease_back);
+            NUM(c[i].lease_back_age);
             continue;
         }
         if (n > 1)
@@ -148,6 +150,10 @@ static void calls_match_hiredis(void **state)
     c[0].lease_want = 123456789;
     call_same_as_hiredis(c, 1);
     c[0].cost = 7;
+    call_same_as_hiredis(c, 1);
+    /* and what the last portion left to lapse, given back */
+    c[0].lease_back = 30;
+    c[0].lease_back_age = 2000;
     call_same_as_hiredis(c, 1);
 }
 
