@@ -17,7 +17,9 @@
  * the units instead, and no such early fetch is made again before Redis' retry
  * time). Units left of a lease join the next one (not across a fixed or sliding
  * window); units not spent by the expiry lapse: they were charged in Redis when
- * granted, so the fleet never admits more than the limit.
+ * granted, so the fleet never admits more than the limit, and no request here
+ * spends them after it; the next fetch takes them out of the record and gives
+ * them back (lua/lease.lua credits them before it decides).
  *
  * How much to ask for adapts to the identity's traffic: its own cost for
  * an identity that spent no more than that in its last lease (a quiet one
