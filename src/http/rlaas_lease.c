@@ -36,7 +36,8 @@ static const char *const whys[RLAAS_LEASE_NOT_COUNT] = {
     "it counts bytes (RLaaSCost bytes, cost=bytes): they are charged after "
     "the response, when httpd knows them",
     "another request of its identity is taking a portion",
-    "the local engine's table could not hold its record"};
+    "the local engine's table could not hold its record",
+    "its identity is too quiet for a portion to pay off"};
 
 static volatile apr_uint32_t told[RLAAS_LEASE_NOT_COUNT];
 
@@ -125,6 +126,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     a.limit = it->call.limit;
     a.window_ms = it->call.window_ms;
     a.cost = it->call.cost;
+    a.adaptive = d->use.lease == RLAAS_LEASE_MODE_AUTO;
     if (a.cost < 1)
         return RLAAS_LEASE_NO; /* a check (cost 0) is asked of Redis */
     now_us = rlaas_clock_us();
@@ -140,9 +142,12 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
         trace(r, it, "spent, units left and Redis' remaining", it->v.remaining);
         return RLAAS_LEASE_DECIDED;
     }
-    if (what == RLAAS_GRANT_PLAIN) {
-        /* a fetch in flight: one call of our own */
-        rlaas_metrics_lease_fallback(RLAAS_LEASE_NOT_IN_FLIGHT);
+    if (what == RLAAS_GRANT_PLAIN || what == RLAAS_GRANT_QUIET) {
+        /* a fetch in flight, or (auto) an identity too quiet for a
+         * portion: one exact call of its own */
+        rlaas_metrics_lease_fallback(what == RLAAS_GRANT_PLAIN
+                                         ? RLAAS_LEASE_NOT_IN_FLIGHT
+                                         : RLAAS_LEASE_NOT_QUIET);
         return RLAAS_LEASE_NO;
     }
     /* one round trip takes the request's verdict and a new lease */

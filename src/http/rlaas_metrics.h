@@ -121,6 +121,7 @@ typedef enum {
     RLAAS_LEASE_NOT_BYTES,        /* RLaaSCost bytes, cost=bytes */
     RLAAS_LEASE_NOT_IN_FLIGHT,    /* another request's fetch in flight */
     RLAAS_LEASE_NOT_TABLE,        /* the table: busy, or no room */
+    RLAAS_LEASE_NOT_QUIET,        /* auto: too quiet for a portion */
     RLAAS_LEASE_NOT_COUNT
 } rlaas_lease_not_e;
 void rlaas_metrics_lease_fallback(rlaas_lease_not_e why);

@@ -53,11 +53,23 @@ rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
          2 * (g->units - a->cost) >= g->granted)) {
         g->units -= a->cost;
         g->spent += a->cost;
+        g->seen_us = now_us;
         rlaas_grant_verdict(g, now_us, v);
         return RLAAS_GRANT_SPENT;
     }
     if (fetching || spend_only)
         return RLAAS_GRANT_PLAIN;
+    if (a->adaptive && !live && g->units <= 0) {
+        /* a portion pays off for an identity that came back within a
+         * lease's time; nothing is held for one that did not */
+        int64_t period = rlaas_grant_lease_ms(a->window_ms, -1) * 1000;
+        int busy = g->seen_us != 0 && now_us - g->seen_us < period;
+
+        g->seen_us = now_us;
+        if (!busy)
+            return RLAAS_GRANT_QUIET;
+    }
+    g->seen_us = now_us;
     if (live) {
         /* running low before its time: what this pace spends in a whole
          * lease, growing at most twofold from one portion to the next */
@@ -190,10 +202,14 @@ static int spend_fn(void *baton, void *val, size_t *len,
         return 1; /* nothing changed */
     memcpy(val, &g, sizeof(g));
     *len = sizeof(g);
-    life->ttl_ms =
-        t->out == RLAAS_GRANT_SPENT && have
-            ? RLAAS_TABLE_TTL_KEEP
-            : RLAAS_GRANT_KEEP_MS + RLAAS_GRANT_FETCH_STALE_US / 1000;
+    if (t->out == RLAAS_GRANT_QUIET)
+        /* kept as long as a second request would make the identity busy */
+        life->ttl_ms = rlaas_grant_lease_ms(t->a->window_ms, -1) + 1;
+    else
+        life->ttl_ms =
+            t->out == RLAAS_GRANT_SPENT && have
+                ? RLAAS_TABLE_TTL_KEEP
+                : RLAAS_GRANT_KEEP_MS + RLAAS_GRANT_FETCH_STALE_US / 1000;
     /* a lease saves round trips and limits no one: any zone's newcomer
      * may take its room (its units lapse early: fewer admitted, never
      * more), so leases never crowd out what limits */
@@ -215,6 +231,14 @@ static int put_fn(void *baton, void *val, size_t *len, rlaas_table_life_t *life)
     memcpy(val, &g, sizeof(g));
     *len = sizeof(g);
     life->ttl_ms = RLAAS_GRANT_KEEP_MS + t->lease_ms;
+    /* units held are charged in Redis: the record lives on until the
+     * identity's next portion gives back what lapsed (a day at most;
+     * evicted first of all that limits, being a cache) */
+    if (g.units > 0)
+        life->ttl_ms =
+            g.window_ms < RLAAS_GRANT_BACK_KEEP_MS
+                ? (g.window_ms > life->ttl_ms ? g.window_ms : life->ttl_ms)
+                : RLAAS_GRANT_BACK_KEEP_MS;
     life->cache = 1;
     return 0;
 }

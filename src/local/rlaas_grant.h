@@ -44,6 +44,9 @@
 /* A record outlives its lease by this much, so that the next fetch knows
  * what the last lease spent. */
 #define RLAAS_GRANT_KEEP_MS 10000
+/* A record holding units lives on for its window (at most this long), so
+ * that the identity's next portion can give back what lapsed. */
+#define RLAAS_GRANT_BACK_KEEP_MS 86400000
 /* Prefixed to the policy's key: no Redis key starts with a control
  * character, so a lease never meets the local engine's own records. */
 #define RLAAS_GRANT_KEY_PREFIX     "\001lease:"
@@ -56,6 +59,9 @@ typedef struct {
     int64_t limit;
     int64_t window_ms;
     int64_t cost; /* >= 1 */
+    /* RLaaSLease auto: a portion only for an identity whose pace makes
+     * one pay off (QUIET otherwise) */
+    int adaptive;
 } rlaas_grant_ask_t;
 
 /* The record's value. */
@@ -73,12 +79,17 @@ typedef struct {
     int64_t window_end_us; /* fixed, sliding: the grant's window ends */
     int64_t granted_us;    /* when the current lease was asked for */
     int64_t lease_us;      /* how long its portions last */
+    int64_t seen_us;       /* the identity's last request here */
 } rlaas_grant_rec_t;
 
 typedef enum {
     RLAAS_GRANT_SPENT = 0, /* decided from the lease: no round trip */
     RLAAS_GRANT_FETCH,     /* take a lease of *want units (one EVALSHA) */
-    RLAAS_GRANT_PLAIN      /* a fetch is in flight: an ordinary call */
+    RLAAS_GRANT_PLAIN,     /* a fetch is in flight: an ordinary call */
+    /* adaptive, an identity too quiet for a portion to pay off (no request
+     * before this one within a lease's time, nothing held): an ordinary
+     * call, its request noted */
+    RLAAS_GRANT_QUIET
 } rlaas_grant_e;
 
 /* Units of a lease that lapsed unspent, which the next fetch gives back
@@ -95,8 +106,8 @@ typedef struct {
  * made). SPENT: its cost came off the units, v says so; FETCH: g is
  * marked being fetched and *want is what to ask for; where the lease ran
  * out of time with units left, they leave the record for *back (NULL:
- * they lapse, seen by the next store). spend_only: never FETCH (PLAIN
- * instead). */
+ * they lapse, seen by the next store); QUIET (a->adaptive): no portion
+ * for this one. spend_only: never FETCH (PLAIN instead). */
 rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
                                const rlaas_grant_ask_t *a, int64_t now_us,
                                int spend_only, int64_t *want,

@@ -15,7 +15,7 @@
 
 static const uint8_t seed[RLAAS_TABLE_SEED_LEN] = "0123456789abcde";
 
-static const rlaas_grant_ask_t A = {5 /* gcra */, 300, 3600000, 1};
+static const rlaas_grant_ask_t A = {5 /* gcra */, 300, 3600000, 1, 0};
 
 static void portion_is_an_eighth_at_most(void **state)
 {
@@ -158,7 +158,7 @@ static void units_of_another_window_lapse(void **state)
 {
     rlaas_grant_rec_t g;
     rlaas_verdict_t v = {1, 200, 5000, 0}, out;
-    rlaas_grant_ask_t f = {0 /* fixed */, 300, 3600000, 1};
+    rlaas_grant_ask_t f = {0 /* fixed */, 300, 3600000, 1, 0};
     int64_t want = 0, now = 1000000;
 
     (void)state;
@@ -197,6 +197,40 @@ static void a_failed_fetch_ends_the_fetch(void **state)
                                       now + 1 + RLAAS_GRANT_FETCH_STALE_US, 0,
                                       &want, NULL, &out),
                      RLAAS_GRANT_FETCH);
+}
+
+/* RLaaSLease auto: a portion only once the identity comes back within a
+ * lease's time (a second of a day's window); one that does not keeps one
+ * ordinary call per request and holds nothing. */
+static void auto_leases_only_for_a_busy_identity(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_grant_ask_t q = A;
+    rlaas_verdict_t v = {1, 200, 5000, 0}, out;
+    int64_t want = 0, now = 1000000;
+    int i;
+
+    (void)state;
+    q.adaptive = 1;
+    /* a request every two seconds: quiet, each alone */
+    for (i = 0; i < 5; i++)
+        assert_int_equal(rlaas_grant_take(&g, i > 0, &q, now + i * 2000000, 0,
+                                          &want, NULL, &out),
+                         RLAAS_GRANT_QUIET);
+    assert_int_equal(g.units, 0);
+    /* then one 10 ms after the last: busy, a portion */
+    assert_int_equal(
+        rlaas_grant_take(&g, 1, &q, now + 8010000, 0, &want, NULL, &out),
+        RLAAS_GRANT_FETCH);
+    rlaas_grant_store(&g, &q, now + 8010000, 10, 1000, 0, &v);
+    assert_int_equal(
+        rlaas_grant_take(&g, 1, &q, now + 8020000, 0, &want, NULL, &out),
+        RLAAS_GRANT_SPENT);
+    /* after a pause, units still held: fetched at once, to give them
+     * back, however quiet */
+    assert_int_equal(
+        rlaas_grant_take(&g, 1, &q, now + 60000000, 0, &want, NULL, &out),
+        RLAAS_GRANT_FETCH);
 }
 
 static void other_settings_start_afresh(void **state)
@@ -278,7 +312,7 @@ static void in_the_table_per_identity(void **state)
 static void fleet_never_admits_more_than_the_limit(void **state)
 {
     const int64_t L = 100000;
-    rlaas_grant_ask_t a = {5, 100000, 3600000, 1};
+    rlaas_grant_ask_t a = {5, 100000, 3600000, 1, 0};
     rlaas_grant_rec_t g[2];
     int have[2] = {0, 0}, pending[2] = {0, 0};
     int64_t want[2] = {0, 0}, sent[2] = {0, 0};
@@ -365,10 +399,10 @@ static void fleet_never_admits_more_than_the_limit(void **state)
  * without refill (a day's quota, a few hours of bursts) and a credit
  * fills the bucket no higher than full. Returns what was admitted before
  * a whole burst was refused. */
-static int64_t paused_client(int give_back)
+static int64_t paused_client(int give_back, int adaptive)
 {
     const int64_t L = 10000;
-    rlaas_grant_ask_t a = {5, L, 86400000, 1};
+    rlaas_grant_ask_t a = {5, L, 86400000, 1, adaptive};
     rlaas_grant_rec_t g;
     rlaas_grant_back_t back;
     int64_t redis = L, admitted = 0, now = 1000000, want = 0;
@@ -387,6 +421,15 @@ static int64_t paused_client(int give_back)
             if (e == RLAAS_GRANT_SPENT) {
                 admitted += a.cost;
                 ok++;
+                continue;
+            }
+            if (e == RLAAS_GRANT_QUIET) {
+                /* an ordinary call */
+                if (redis >= a.cost) {
+                    redis -= a.cost;
+                    admitted += a.cost;
+                    ok++;
+                }
                 continue;
             }
             assert_int_equal(e, RLAAS_GRANT_FETCH);
@@ -419,9 +462,11 @@ static void a_client_that_pauses_loses_nothing(void **state)
     (void)state;
     /* what each pause left unspent goes back to Redis: all but what the
      * last portion holds is admitted */
-    assert_true(paused_client(1) >= 9900);
+    assert_true(paused_client(1, 0) >= 9900);
+    /* the same with auto (the first request of each burst alone) */
+    assert_true(paused_client(1, 1) >= 9900);
     /* without it, much of the day's quota lapses */
-    assert_true(paused_client(0) < 9000);
+    assert_true(paused_client(0, 0) < 9000);
 }
 
 int main(void)
@@ -435,6 +480,7 @@ int main(void)
         cmocka_unit_test(merged_units_keep_the_earlier_expiry),
         cmocka_unit_test(units_of_another_window_lapse),
         cmocka_unit_test(a_failed_fetch_ends_the_fetch),
+        cmocka_unit_test(auto_leases_only_for_a_busy_identity),
         cmocka_unit_test(other_settings_start_afresh),
         cmocka_unit_test(in_the_table_per_identity),
         cmocka_unit_test(fleet_never_admits_more_than_the_limit),
