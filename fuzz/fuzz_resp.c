@@ -75,7 +75,7 @@ static void check_call(const char *sha, const char *key, size_t klen,
     if (np == 1 && (bits >> 41) & 1) {
         c[0].lease_want = 1 + (int64_t)((bits >> 42) % 1000);
         c[0].lease_back = (int64_t)((bits >> 52) % 1000);
-        c[0].lease_back_age = (int64_t)((bits >> 56) % 100);
+        c[0].lease_back_at = (int64_t)((bits >> 56) % 100);
     }
     /* credits: every word of each, then its age */
     else if ((bits >> 52) & 1)
@@ -95,7 +95,7 @@ static void check_call(const char *sha, const char *key, size_t klen,
             else {
                 NUM(c[i].lease_want);
                 NUM(c[i].lease_back);
-                NUM(c[i].lease_back_age);
+                NUM(c[i].lease_back_at);
             }
             continue;
         }

@@ -219,10 +219,10 @@ typedef struct {
 #define RLAAS_T_COUNTING (0x1ff | RLAAS_T_CONC)
 #define RLAAS_T_DRY_RUN  0x200
 
-/* RLaaSLease: off, the default; on (told where it can't apply); auto
- * (where it applies, silently elsewhere). Not the default: a busy client
- * that pauses lets units lapse, which a long window gives back slowly,
- * and every identity decided takes a record of the table. */
+/* RLaaSLease: auto, the default (a portion for an identity that comes
+ * back within a lease's time, where a lease applies; silently nothing
+ * elsewhere); on (a portion for every identity, told where it can't
+ * apply); off. */
 typedef enum {
     RLAAS_LEASE_MODE_OFF = 0,
     RLAAS_LEASE_MODE_ON = 1,

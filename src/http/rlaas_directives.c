@@ -198,7 +198,7 @@ static void resolve(rlaas_dir_conf_t *d)
     d->use.fail =
         d->fail_open != RLAAS_FAIL_UNSET ? d->fail_open : RLAAS_FAIL_CLOSED;
     d->use.lease =
-        d->lease != -1 ? (rlaas_lease_mode_e)d->lease : RLAAS_LEASE_MODE_OFF;
+        d->lease != -1 ? (rlaas_lease_mode_e)d->lease : RLAAS_LEASE_MODE_AUTO;
     d->use.conc_timeout_ms = rlaas_dir_conc_timeout_ms(d);
     d->use.conc_status = rlaas_dir_conc_status(d);
 }
@@ -721,10 +721,10 @@ const command_rec rlaas_cmds[] = {
     AP_INIT_FLAG(RLAAS_D_DRY_RUN, set_dry_run, NULL, DIR_SCOPE,
                  "On: evaluate, count and report, but never deny"),
     AP_INIT_TAKE1(RLAAS_D_LEASE, set_lease, NULL, DIR_SCOPE,
-                  "on: spend a busy identity's quota in portions taken "
-                  "from Redis (not with the sliding log); auto: the same "
-                  "where a lease applies, silently elsewhere; off (the "
-                  "default): one round trip per request"),
+                  "auto (the default): spend a busy identity's quota in "
+                  "portions taken from Redis, where a lease applies; on: "
+                  "the same for every identity (not with the sliding log); "
+                  "off: one round trip per request"),
     AP_INIT_FLAG(RLAAS_D_CIRCUIT_FAIL_OPEN, ap_set_flag_slot,
                  (void *)APR_OFFSETOF(rlaas_dir_conf_t, circuit_fail_open),
                  DIR_SCOPE,

@@ -88,8 +88,10 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     rlaas_local_t *table = rlaas_backend_table();
-    /* the request's verdict, the grant, the units given back */
-    rlaas_verdict_t v[3] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    /* the request's verdict, the grant, the units given back, Redis'
+     * time (in remaining) */
+    rlaas_verdict_t v[4] = {
+        {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
     rlaas_grant_back_t back;
     rlaas_ban_conf_t ban;
     rlaas_grant_ask_t a;
@@ -155,7 +157,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     call.lease_want = want;
     /* and gives back what the last portion left to lapse */
     call.lease_back = back.units;
-    call.lease_back_age = back.age_ms;
+    call.lease_back_at = back.at_ms;
     sent = rlaas_clock_us();
     *e = rlaas_redis_eval(sc->target->redis, &call, 1, v, detail);
     if (*e != RLAAS_RERR_NONE) {
@@ -171,7 +173,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     if (rlaas_grant_put(table, it->call.key, it->call.key_len, &a,
                         rlaas_local_now_ms(), sent, granted,
                         granted > 0 ? v[1].reset_ms : 0,
-                        granted > 0 ? v[1].retry_ms : 0, &v[0],
+                        granted > 0 ? v[1].retry_ms : 0, v[3].remaining, &v[0],
                         RLAAS_LOCAL_LOCK_WAIT_US, &lapsed) == RLAAS_TABLE_OK &&
         lapsed > 0)
         rlaas_metrics_outcome_add(RLAAS_METRIC_LEASE_UNITS_LAPSED,

@@ -42,11 +42,12 @@ rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
     int live, fetching;
 
     if (back != NULL)
-        back->units = back->age_ms = 0;
+        back->units = back->at_ms = 0;
     if (!have || !same(g, a))
         fresh(g, a);
     live = now_us < g->expire_us;
-    fetching = g->fetch_us != 0 && now_us >= g->fetch_us &&
+    /* a fetch begun after this request read its clock is in flight too */
+    fetching = g->fetch_us != 0 &&
                now_us - g->fetch_us < RLAAS_GRANT_FETCH_STALE_US;
     if (live && g->units >= a->cost &&
         (spend_only || fetching || now_us < g->quiet_us ||
@@ -93,7 +94,7 @@ rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
      * fetch gives them back */
     if (!live && g->units > 0 && back != NULL) {
         back->units = g->units;
-        back->age_ms = (now_us - g->granted_us) / 1000;
+        back->at_ms = g->charged_ms;
         g->units = 0;
     }
     return RLAAS_GRANT_FETCH;
@@ -101,7 +102,8 @@ rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
 
 int64_t rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
                           int64_t sent_us, int64_t granted, int64_t lease_ms,
-                          int64_t window_left_ms, const rlaas_verdict_t *v)
+                          int64_t window_left_ms, int64_t charged_ms,
+                          const rlaas_verdict_t *v)
 {
     int64_t until = sent_us + lease_ms * 1000;
     int64_t end = window_left_ms > 0 ? sent_us + window_left_ms * 1000 : 0;
@@ -131,6 +133,10 @@ int64_t rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
         g->units += granted - a->cost;
         g->granted = g->units + a->cost;
         g->spent = a->cost;
+        /* the oldest charge of what is held: a give-back is never aged
+         * less than it is */
+        if (charged_ms < g->charged_ms)
+            g->charged_ms = charged_ms;
     }
     else {
         /* expired, or of another window: they were never spent */
@@ -138,6 +144,7 @@ int64_t rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
         g->units = granted - a->cost;
         g->granted = granted;
         g->spent = a->cost;
+        g->charged_ms = charged_ms;
     }
     g->expire_us = until;
     g->window_end_us = end;
@@ -182,7 +189,7 @@ typedef struct {
     rlaas_grant_back_t *back;
     rlaas_verdict_t *v;
     /* put */
-    int64_t granted, lease_ms, window_left_ms;
+    int64_t granted, lease_ms, window_left_ms, charged_ms;
     const rlaas_verdict_t *pv;
     int64_t lapsed;
 } turn_t;
@@ -227,7 +234,7 @@ static int put_fn(void *baton, void *val, size_t *len, rlaas_table_life_t *life)
     else
         fresh(&g, t->a);
     t->lapsed = rlaas_grant_store(&g, t->a, t->now_us, t->granted, t->lease_ms,
-                                  t->window_left_ms, t->pv);
+                                  t->window_left_ms, t->charged_ms, t->pv);
     memcpy(val, &g, sizeof(g));
     *len = sizeof(g);
     life->ttl_ms = RLAAS_GRANT_KEEP_MS + t->lease_ms;
@@ -279,7 +286,7 @@ rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
     rc = rlaas_table_update(t, k, n, now_ms, lock_wait_us, spend_fn, &tn, NULL);
     /* not written: the units stay in the record, to lapse */
     if (rc != RLAAS_TABLE_OK && rc != RLAAS_TABLE_REFUSED && back != NULL)
-        back->units = back->age_ms = 0;
+        back->units = back->at_ms = 0;
     if (rc == RLAAS_TABLE_REFUSED)
         rc = RLAAS_TABLE_OK; /* PLAIN: nothing to write */
     *out = tn.out;
@@ -290,8 +297,8 @@ rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key, size_t klen,
                                  const rlaas_grant_ask_t *a, int64_t now_ms,
                                  int64_t sent_us, int64_t granted,
                                  int64_t lease_ms, int64_t window_left_ms,
-                                 const rlaas_verdict_t *v, int64_t lock_wait_us,
-                                 int64_t *lapsed)
+                                 int64_t charged_ms, const rlaas_verdict_t *v,
+                                 int64_t lock_wait_us, int64_t *lapsed)
 {
     char k[RLAAS_TABLE_KEY_MAX];
     size_t n = grant_key(k, key, klen);
@@ -308,6 +315,7 @@ rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key, size_t klen,
     tn.granted = granted;
     tn.lease_ms = lease_ms;
     tn.window_left_ms = window_left_ms;
+    tn.charged_ms = charged_ms;
     tn.pv = v;
     rc = rlaas_table_update(t, k, n, now_ms, lock_wait_us, put_fn, &tn, NULL);
     if (lapsed != NULL)

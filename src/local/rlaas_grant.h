@@ -80,6 +80,8 @@ typedef struct {
     int64_t granted_us;    /* when the current lease was asked for */
     int64_t lease_us;      /* how long its portions last */
     int64_t seen_us;       /* the identity's last request here */
+    int64_t charged_ms;    /* Redis' time the oldest units held were
+                              charged at, as the lease script said */
 } rlaas_grant_rec_t;
 
 typedef enum {
@@ -94,10 +96,10 @@ typedef enum {
 
 /* Units of a lease that lapsed unspent, which the next fetch gives back
  * (lua/lease.lua credits them before it decides): how many (0: none),
- * and ms since Redis charged them. */
+ * and when Redis charged them, by its own clock. */
 typedef struct {
     int64_t units;
-    int64_t age_ms;
+    int64_t at_ms; /* Redis' time they were charged at (the oldest) */
 } rlaas_grant_back_t;
 
 /* ---- the arithmetic, on a record in hand ---- */
@@ -116,7 +118,8 @@ rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
 /* What Redis answered a fetch sent at sent_us: granted units (the
  * request's cost included; 0: none, a denial or a failure) for lease_ms
  * ms; window_left_ms: for fixed and sliding, the grant's window ends then
- * (0: no windows); v: the request's verdict. Units left of a lease still
+ * (0: no windows); charged_ms: Redis' time it was charged at; v: the
+ * request's verdict. Units left of a lease still
  * running join the new one and its expiry, except those of another window
  * (fixed, sliding), which lapse: a window's units are spent in it.
  * Returns the units that lapsed unspent and are seen now (an expired
@@ -124,7 +127,8 @@ rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
  * never comes back is not seen. */
 int64_t rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
                           int64_t sent_us, int64_t granted, int64_t lease_ms,
-                          int64_t window_left_ms, const rlaas_verdict_t *v);
+                          int64_t window_left_ms, int64_t charged_ms,
+                          const rlaas_verdict_t *v);
 
 /* What a request decided from the lease is told: allowed; remaining, the
  * units this server holds and what Redis had left at the grant; reset,
@@ -161,7 +165,7 @@ rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key, size_t klen,
                                  const rlaas_grant_ask_t *a, int64_t now_ms,
                                  int64_t sent_us, int64_t granted,
                                  int64_t lease_ms, int64_t window_left_ms,
-                                 const rlaas_verdict_t *v, int64_t lock_wait_us,
-                                 int64_t *lapsed);
+                                 int64_t charged_ms, const rlaas_verdict_t *v,
+                                 int64_t lock_wait_us, int64_t *lapsed);
 
 #endif

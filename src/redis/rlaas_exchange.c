@@ -100,9 +100,9 @@ static int other_window(rlaas_job_t *j, const char *err, size_t len)
 static void take_reply(rlaas_job_t *j, const rlaas_reply_sink_t *rep,
                        rlaas_outcome_t *out)
 {
-    /* a lease's reply holds the grant as a second verdict, and what it
-     * gave back as a third */
-    int nv = rlaas_job_script(j) == RLAAS_SCRIPT_LEASE ? 3 : j->n;
+    /* a lease's reply holds the grant as a second verdict, what it gave
+     * back as a third, Redis' time as a fourth */
+    int nv = rlaas_job_script(j) == RLAAS_SCRIPT_LEASE ? 4 : j->n;
     rlaas_errc_e c;
 
     switch (rlaas_reply_verdicts(rep, nv, j->v)) {

@@ -421,9 +421,9 @@ static const char *call_error(const rlaas_call_t *calls, int n)
         if (calls[i].lease_want > 0 &&
             (n != 1 || calls[i].strategy == RLAAS_STRATEGY_SLIDING_LOG))
             return "a lease is for one policy, not a sliding log";
-        if ((calls[i].lease_back != 0 || calls[i].lease_back_age != 0) &&
+        if ((calls[i].lease_back != 0 || calls[i].lease_back_at != 0) &&
             (calls[i].lease_want <= 0 || calls[i].lease_back < 0 ||
-             calls[i].lease_back_age < 0))
+             calls[i].lease_back_at < 0))
             return "units given back go with a lease";
         if (calls[i].credit != calls[0].credit ||
             (calls[i].credit &&

@@ -118,7 +118,7 @@ static size_t one(char *buf, const char *sha1, const rlaas_call_t *c)
     if (lease) {
         n += bulk_int(buf + n, c->lease_want);
         n += bulk_int(buf + n, c->lease_back);
-        n += bulk_int(buf + n, c->lease_back_age);
+        n += bulk_int(buf + n, c->lease_back_at);
     }
     return n;
 }

@@ -10,7 +10,7 @@
  * Several:     EVALSHA <sha1> <n> <key>... then, for each policy,
  *              <strategy id> <limit> <window> <cost> <mode>
  * A lease:     EVALSHA <sha1> 1 <key> <strategy id> <limit> <window> <cost>
- *              <mode> <want> <back> <age>
+ *              <mode> <want> <back> <at>
  * A concurrency limit goes as a policy of the several form, even alone,
  * its token in place of the cost; its release:
  *              EVALSHA <sha1> <n> <key>... <token>...
@@ -69,10 +69,11 @@ typedef struct {
      * for fixed and sliding, else 0}. 0: an ordinary call. */
     int64_t lease_want;
     /* with lease_want: units of this server's last portion that lapsed
-     * unspent, given back first (0: none), and ms since Redis charged
-     * them; the reply's third verdict says how many were */
+     * unspent, given back first (0: none), and the Redis time (ms) they
+     * were charged at, as the lease script said; the reply's third
+     * verdict says how many were, its fourth the time of this portion */
     int64_t lease_back;
-    int64_t lease_back_age;
+    int64_t lease_back_at;
     /* A credit (lua/credit.lua) instead of a decision: cost units given
      * back, charged at least credit_age ms ago (0: now). Every call of a
      * job is a credit, or none is; the reply holds {1, units given back,

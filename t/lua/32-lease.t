@@ -16,13 +16,13 @@ my $lease = $r->cmd('SCRIPT', 'LOAD', fake_text(lua_text('lease')));
 my $n = 0;
 sub K { 'rlaas:rate_limit:lease-' . $n++ }
 
-# lease(strategy, K, L, W, cost, want, ms, mode, back, age): the 12
+# lease(strategy, K, L, W, cost, want, ms, mode, back, at): the 16
 # integers, or the error
 sub lease {
-    my ($s, $K, $L, $W, $c, $want, $ms, $mode, $back, $age) = @_;
+    my ($s, $K, $L, $W, $c, $want, $ms, $mode, $back, $at) = @_;
     my $sec = int($ms / 1000);
     return $r->cmd('EVALSHA', $lease, 1, key_arg($s, $K), STRATEGY_ID($s), $L, $W, $c,
-        $mode // 0, $want, $back // 0, $age // 0, $sec, ($ms - $sec * 1000) * 1000);
+        $mode // 0, $want, $back // 0, $at // 0, $sec, ($ms - $sec * 1000) * 1000);
 }
 
 subtest 'portions of an eighth of what remains, never more than the limit' => sub {
@@ -50,22 +50,33 @@ subtest 'what a lapsed portion left is given back first' => sub {
         my $K = K();
         my $x = lease($s, $K, 300, 86_400_000, 1, 1_000_000, T0 + 1000);
         is_deeply [@$x[1, 5, 9]], [263, 37, 0], "$s: a portion of 37 (nothing to give back)";
-        # the server spent 7 of them; 30 lapsed: given back with the next
-        $x = lease($s, $K, 300, 86_400_000, 1, 1_000_000, T0 + 3000, 0, 30, 2000);
-        is $x->[9], 30, "$s: the 30 lapsed units given back";
-        is $x->[5], int((263 + 30) / 8), "$s: and the next portion is an eighth of what remains then";
-        is $x->[1], 263 + 30 - int((263 + 30) / 8), "$s: remaining counts them";
+        is $x->[13], T0 + 1000, "$s: charged at Redis' time, which the reply says";
+        # the server spent 7 of them; 30 lapsed: given back with the next;
+        # a bucket less what refill made good in 2 s (1 unit of 300 a day)
+        my $b = $s =~ /^(?:token|leaky|gcra)$/ ? 29 : 30;
+        $x = lease($s, $K, 300, 86_400_000, 1, 1_000_000, T0 + 3000, 0, 30, T0 + 1000);
+        is $x->[9], $b, "$s: the lapsed units given back ($b of 30)";
+        is $x->[5], int((263 + $b) / 8), "$s: and the next portion is an eighth of what remains then";
+        is $x->[1], 263 + $b - int((263 + $b) / 8), "$s: remaining counts them";
         # never above the fresh state: more than was charged is not given
-        $x = lease($s, K(), 300, 86_400_000, 1, 1, T0 + 1000, 0, 250, 10);
+        $x = lease($s, K(), 300, 86_400_000, 1, 1, T0 + 1000, 0, 250, T0 + 990);
         is $x->[9], 0, "$s: nothing given back where nothing was charged";
         is $x->[1], 299, "$s: the request decided as usual";
     }
     # fixed: a window gone is not given back to the next one
     my $K = K();
     lease('fixed', $K, 300, 60_000, 1, 1_000_000, T0 + 59_000);
-    my $x = lease('fixed', $K, 300, 60_000, 1, 1_000_000, T0 + 61_000, 0, 30, 2000);
+    my $x = lease('fixed', $K, 300, 60_000, 1, 1_000_000, T0 + 61_000, 0, 30, T0 + 59_000);
     is $x->[9], 0, 'fixed: units of a window gone stay with it';
     is $x->[1], 300 - 37, 'and the new window counts only its own';
+    # a bucket full again since the charge forgave it: nothing given back
+    # (else a second server's full use of the refill would be exceeded)
+    for my $s (qw(token leaky gcra)) {
+        my $K2 = K();
+        lease($s, $K2, 100, 1000, 1, 1_000_000, T0 + 10);
+        $x = lease($s, $K2, 100, 1000, 1, 1, T0 + 510, 0, 11, T0 + 10);
+        is $x->[9], 0, "$s: refilled for 500 ms of a 1 s window since: none of 11 given back";
+    }
     like '' . $r->cmd('EVALSHA', $lease, 1, key_arg('gcra', K()), STRATEGY_ID('gcra'), 300, 60_000, 1, 0, 1,
         -1, 0, int(T0 / 1000), 0), qr/bad lease/, 'a negative give-back: refused';
 };

@@ -84,7 +84,7 @@ static void call_same_as_hiredis(const rlaas_call_t *c, int n)
             NUM(c[i].mode);
             NUM(c[i].lease_want);
             NUM(c[i].lease_back);
-            NUM(c[i].lease_back_age);
+            NUM(c[i].lease_back_at);
             continue;
         }
         if (n > 1)
@@ -153,7 +153,7 @@ static void calls_match_hiredis(void **state)
     call_same_as_hiredis(c, 1);
     /* and what the last portion left to lapse, given back */
     c[0].lease_back = 30;
-    c[0].lease_back_age = 2000;
+    c[0].lease_back_at = 2000;
     call_same_as_hiredis(c, 1);
 }
 
