@@ -32,11 +32,12 @@
 #                       engine (pool, pipeline, exchange; the very objects
 #                       of mod_rlaas.so) running a script that returns a
 #                       constant verdict (bench/floor.lua)
-#   rlaas-<st>          mod_rlaas, Redis, strategy <st>, one client: a
-#                       round trip per request (RLaaSLease off, the default)
-#   rlaas-auto-<st>     the same, RLaaSLease auto: the busy client's quota
-#                       taken in portions (the sliding log takes none)
-#   rlaas-gcra-nopipe   rlaas-gcra, RLaaSRedisPipeline off
+#   rlaas-<st>          mod_rlaas, Redis, strategy <st>, one client, the
+#                       default configuration (RLaaSLease auto): the busy
+#                       client's quota taken in portions (the sliding log
+#                       takes none)
+#   rlaas-off-<st>      the same, RLaaSLease off: a round trip per request
+#   rlaas-gcra-nopipe   rlaas-off-gcra, RLaaSRedisPipeline off
 #   rlaas-local-<st>    mod_rlaas, RLaaSBackend local (when built in)
 #   rlaas-lease-<st>    mod_rlaas, Redis, RLaaSLease on: the client's quota
 #                       taken in portions, spent in shared memory (fixed,
@@ -259,12 +260,7 @@ add() {
 add apache apache
 add floor apache
 for st in fixed gcra sliding-window-algo; do add "rlaas-$st" apache; done
-if takes "<Location /x>
-RLaaSLimit 1
-RLaaSLease auto
-</Location>"; then
-    for st in fixed gcra sliding-window-algo; do add "rlaas-auto-$st" apache; done
-fi
+for st in fixed gcra sliding-window-algo; do add "rlaas-off-$st" apache; done
 add rlaas-gcra-nopipe apache
 if takes "RLaaSBackend local"; then
     for st in fixed gcra sliding-window-algo; do add "rlaas-local-$st" apache; done
@@ -288,8 +284,9 @@ configure() {
     apache) apache_conf "" ;;
     floor) apache_conf "LoadModule rlaas_floor_module $work/mod_rlaas_floor.so
 RLaaSBenchFloor 127.0.0.1:$REDIS_PORT" ;;
-    rlaas-gcra-nopipe) apache_conf "$(rlaas gcra 'RLaaSRedisPipeline off')" ;;
-    rlaas-auto-*) apache_conf "$(rlaas "${name#rlaas-auto-}" 'RLaaSLease auto')" ;;
+    rlaas-gcra-nopipe) apache_conf "$(rlaas gcra 'RLaaSRedisPipeline off
+ RLaaSLease off')" ;;
+    rlaas-off-*) apache_conf "$(rlaas "${name#rlaas-off-}" 'RLaaSLease off')" ;;
     rlaas-local-*) st=${name#rlaas-local-}
         apache_conf "$(rlaas "$st" 'RLaaSBackend local')" ;;
     rlaas-lease-*) st=${name#rlaas-lease-}
