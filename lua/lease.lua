@@ -4,11 +4,11 @@
 -- 5 gcra: never the sliding log), limit, window ms, cost (>= 1), mode (0),
 -- want, back, at. The server's last portion of K lapsed with back units
 -- unspent (0: none), charged at Redis time at (ms, as this script said
--- then): they are given back first, as a credit gives them: to the
+-- then): they are given back first, as a credit gives them: to the fixed
 -- window holding at while it is the current one; to a bucket, less what
 -- its refill has made good since (L / W a ms: a bucket full or empty in
 -- the meantime forgave the charge, and giving it back then would admit
--- more than the limit), never above full. So a client that pauses loses
+-- more than the limit), never above full; never to the sliding window. So a client that pauses loses
 -- nothing of its quota. Then the request is decided as usual; if it is
 -- allowed, the portion min(want, max(cost, remaining / 8)) units (the
 -- request's own cost included) is charged in one go. Reply: the request's
@@ -23,7 +23,7 @@
 local run = {[0] = rlaas_fixed, false, rlaas_sliding, rlaas_token,
   rlaas_leaky, rlaas_gcra}
 local f = run[tonumber(ARGV[1])]
-local back = {[0] = rlaas_fixed_credit, false, rlaas_sliding_credit,
+local back = {[0] = rlaas_fixed_credit, false, false,
   rlaas_token_credit, rlaas_leaky_credit, rlaas_gcra_credit}
 local L, W, c, m = args(f, ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 local want = int(ARGV[6], 1, 1e9)
@@ -36,9 +36,13 @@ end
 local K = KEYS[1]
 local given = 0
 if b > 0 and at <= now and tonumber(ARGV[1]) >= 3 then
-  b = b - math.ceil((now - at) * L / W)
+  -- exact: floating point could round the refill down by a unit
+  local q, x = muldiv(now - at, L, W)
+  b = b - q - (x > 0 and 1 or 0)
 end
-if b > 0 and at <= now then
+-- the sliding window: a state kept ahead of Redis' clock (stepped back)
+-- takes a credit in its current count whatever at says, so none is given
+if b > 0 and at <= now and ARGV[1] ~= '2' then
   given = back[tonumber(ARGV[1])](K, L, W, math.min(b, L), m, at)
 end
 local v = f(K, L, W, c, m, false)

@@ -1,9 +1,10 @@
 #include "rlaas_verdict.h"
 
 /* Two digits a step, from the right: a number is formatted for most
- * responses (the RateLimit fields, RLAAS_REMAINING), and a division per
- * digit is most of what that costs. */
-size_t rlaas_fmt_i64(char *buf, int64_t v)
+ * responses (the RateLimit fields, RLAAS_REMAINING) and for every
+ * command to Redis, and a division per digit is most of what that costs.
+ * u's digits end at end; returns where they start. */
+static char *digits_back(char *end, uint64_t u)
 {
     static const char pairs[201] = "00010203040506070809"
                                    "10111213141516171819"
@@ -15,16 +16,7 @@ size_t rlaas_fmt_i64(char *buf, int64_t v)
                                    "70717273747576777879"
                                    "80818283848586878889"
                                    "90919293949596979899";
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, t;
-    size_t n = 1, len;
-    char *end;
 
-    for (t = u; t >= 10; t /= 10)
-        n++;
-    len = n + (v < 0);
-    if (v < 0)
-        *buf++ = '-';
-    end = buf + n;
     while (u >= 100) {
         const char *p = &pairs[(u % 100) * 2];
 
@@ -38,7 +30,34 @@ size_t rlaas_fmt_i64(char *buf, int64_t v)
     }
     else
         *--end = (char)('0' + u);
-    return len;
+    return end;
+}
+
+static uint64_t magnitude(int64_t v)
+{
+    return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+}
+
+size_t rlaas_fmt_i64(char *buf, int64_t v)
+{
+    uint64_t u = magnitude(v), t;
+    size_t n = 1;
+
+    for (t = u; t >= 10; t /= 10)
+        n++;
+    if (v < 0)
+        *buf++ = '-';
+    digits_back(buf + n, u);
+    return n + (v < 0);
+}
+
+char *rlaas_fmt_i64_back(char *end, int64_t v)
+{
+    char *b = digits_back(end, magnitude(v));
+
+    if (v < 0)
+        *--b = '-';
+    return b;
 }
 
 int64_t rlaas_ms_to_s_ceil(int64_t ms)

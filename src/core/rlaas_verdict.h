@@ -24,5 +24,8 @@ int64_t rlaas_ms_to_s_ceil(int64_t ms);
 
 /* Writes the decimal digits of v (no NUL) and returns their number. */
 size_t rlaas_fmt_i64(char *buf, int64_t v);
+/* The same, written back from end (at most 20 bytes before it, no NUL);
+ * returns where it starts: no count of the digits first. */
+char *rlaas_fmt_i64_back(char *end, int64_t v);
 
 #endif

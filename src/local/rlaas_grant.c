@@ -47,8 +47,8 @@ rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
         fresh(g, a);
     live = now_us < g->expire_us;
     /* a fetch begun after this request read its clock is in flight too */
-    fetching = g->fetch_us != 0 &&
-               now_us - g->fetch_us < RLAAS_GRANT_FETCH_STALE_US;
+    fetching =
+        g->fetch_us != 0 && now_us - g->fetch_us < RLAAS_GRANT_FETCH_STALE_US;
     if (live && g->units >= a->cost &&
         (spend_only || fetching || now_us < g->quiet_us ||
          2 * (g->units - a->cost) >= g->granted)) {
@@ -194,6 +194,19 @@ typedef struct {
     int64_t lapsed;
 } turn_t;
 
+/* How long a record lives: ttl_ms, or, while it holds units (charged in
+ * Redis), until the identity's next portion can give back what lapsed:
+ * its window, a day at most (evicted first of all that limits, being a
+ * cache). */
+static int64_t held_ttl(const rlaas_grant_rec_t *g, int64_t ttl_ms)
+{
+    int64_t keep = g->window_ms < RLAAS_GRANT_BACK_KEEP_MS
+                       ? g->window_ms
+                       : RLAAS_GRANT_BACK_KEEP_MS;
+
+    return g->units > 0 && keep > ttl_ms ? keep : ttl_ms;
+}
+
 static int spend_fn(void *baton, void *val, size_t *len,
                     rlaas_table_life_t *life)
 {
@@ -212,11 +225,11 @@ static int spend_fn(void *baton, void *val, size_t *len,
     if (t->out == RLAAS_GRANT_QUIET)
         /* kept as long as a second request would make the identity busy */
         life->ttl_ms = rlaas_grant_lease_ms(t->a->window_ms, -1) + 1;
+    else if (t->out == RLAAS_GRANT_SPENT && have)
+        life->ttl_ms = RLAAS_TABLE_TTL_KEEP;
     else
-        life->ttl_ms =
-            t->out == RLAAS_GRANT_SPENT && have
-                ? RLAAS_TABLE_TTL_KEEP
-                : RLAAS_GRANT_KEEP_MS + RLAAS_GRANT_FETCH_STALE_US / 1000;
+        life->ttl_ms = held_ttl(&g, RLAAS_GRANT_KEEP_MS +
+                                        RLAAS_GRANT_FETCH_STALE_US / 1000);
     /* a lease saves round trips and limits no one: any zone's newcomer
      * may take its room (its units lapse early: fewer admitted, never
      * more), so leases never crowd out what limits */
@@ -237,15 +250,7 @@ static int put_fn(void *baton, void *val, size_t *len, rlaas_table_life_t *life)
                                   t->window_left_ms, t->charged_ms, t->pv);
     memcpy(val, &g, sizeof(g));
     *len = sizeof(g);
-    life->ttl_ms = RLAAS_GRANT_KEEP_MS + t->lease_ms;
-    /* units held are charged in Redis: the record lives on until the
-     * identity's next portion gives back what lapsed (a day at most;
-     * evicted first of all that limits, being a cache) */
-    if (g.units > 0)
-        life->ttl_ms =
-            g.window_ms < RLAAS_GRANT_BACK_KEEP_MS
-                ? (g.window_ms > life->ttl_ms ? g.window_ms : life->ttl_ms)
-                : RLAAS_GRANT_BACK_KEEP_MS;
+    life->ttl_ms = held_ttl(&g, RLAAS_GRANT_KEEP_MS + t->lease_ms);
     life->cache = 1;
     return 0;
 }

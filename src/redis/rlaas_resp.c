@@ -41,38 +41,11 @@ static size_t bulk_str(char *p, const char *s)
     return bulk(p, s, strlen(s));
 }
 
-/* A number, printed: the one place numbers become text. Written from its
- * last digit back, two at a time, with no count of its digits first. */
+/* A number, printed: the one place numbers become text. */
 static size_t bulk_int(char *p, int64_t v)
 {
-    static const char pairs[201] = "00010203040506070809"
-                                   "10111213141516171819"
-                                   "20212223242526272829"
-                                   "30313233343536373839"
-                                   "40414243444546474849"
-                                   "50515253545556575859"
-                                   "60616263646566676869"
-                                   "70717273747576777879"
-                                   "80818283848586878889"
-                                   "90919293949596979899";
-    char d[24], *end = d + sizeof(d), *b = end;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    char d[24], *end = d + sizeof(d), *b = rlaas_fmt_i64_back(end, v);
 
-    while (u >= 100) {
-        const char *q = &pairs[(u % 100) * 2];
-
-        u /= 100;
-        *--b = q[1];
-        *--b = q[0];
-    }
-    if (u >= 10) {
-        *--b = pairs[u * 2 + 1];
-        *--b = pairs[u * 2];
-    }
-    else
-        *--b = (char)('0' + u);
-    if (v < 0)
-        *--b = '-';
     return bulk(p, b, (size_t)(end - b));
 }
 

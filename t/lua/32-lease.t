@@ -52,8 +52,10 @@ subtest 'what a lapsed portion left is given back first' => sub {
         is_deeply [@$x[1, 5, 9]], [263, 37, 0], "$s: a portion of 37 (nothing to give back)";
         is $x->[13], T0 + 1000, "$s: charged at Redis' time, which the reply says";
         # the server spent 7 of them; 30 lapsed: given back with the next;
-        # a bucket less what refill made good in 2 s (1 unit of 300 a day)
-        my $b = $s =~ /^(?:token|leaky|gcra)$/ ? 29 : 30;
+        # a bucket less what refill made good in 2 s (1 unit of 300 a day);
+        # never to the sliding window (a state ahead of Redis' clock would
+        # take it in its current count)
+        my $b = $s eq 'sliding' ? 0 : $s =~ /^(?:token|leaky|gcra)$/ ? 29 : 30;
         $x = lease($s, $K, 300, 86_400_000, 1, 1_000_000, T0 + 3000, 0, 30, T0 + 1000);
         is $x->[9], $b, "$s: the lapsed units given back ($b of 30)";
         is $x->[5], int((263 + $b) / 8), "$s: and the next portion is an eighth of what remains then";
