@@ -4,7 +4,11 @@
  * responses (the RateLimit fields, RLAAS_REMAINING) and for every
  * command to Redis, and a division per digit is most of what that costs.
  * u's digits end at end; returns where they start. */
-static char *digits_back(char *end, uint64_t u)
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline char *
+digits_back(char *end, uint64_t u)
 {
     static const char pairs[201] = "00010203040506070809"
                                    "10111213141516171819"
