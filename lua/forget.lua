@@ -1,10 +1,20 @@
 -- rlaas forget: records deleted (the console's reset and unban). KEYS are
--- the records; no arguments. Reply {1, 1 if it was there, 0, 0} each.
+-- the records; ARGV[1] (optional) '1': each leaves a mark K:forgot (its
+-- time, for a day) that lua/lease.lua reads, so that units a server held
+-- before the reset are not given back into the state that starts afresh
+-- (never with Redis Cluster, where the mark would be a key not declared).
+-- Reply {1, 1 if it was there, 0, 0} each.
 if #KEYS < 1 or #KEYS > 8 then
   return redis.error_reply('ERR rlaas: 1 to 8 keys')
 end
+local mark = ARGV[1] == '1'
+local t = redis.call('TIME') -- rlaas:clock
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out = {}
 for i = 1, #KEYS do
   out[4 * i - 3], out[4 * i - 2], out[4 * i - 1], out[4 * i] = 1, redis.call('DEL', KEYS[i]), 0, 0
+  if mark then
+    redis.call('SET', KEYS[i] .. ':forgot', now, 'PX', 86400000)
+  end
 end
 return out

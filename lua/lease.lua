@@ -28,6 +28,12 @@ local back = {[0] = rlaas_fixed_credit, false, false,
 local L, W, c, m = args(f, ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 local want = int(ARGV[6], 1, 1e9)
 local b, at = int(ARGV[7], 0, 1e9), int(ARGV[8], 0, 2^52)
+-- the record the charge went to was reset since (the console's forget
+-- leaves a mark): its units are not given back into the fresh state
+local function forgot(k)
+  local t = k and tonumber(redis.call('GET', k .. ':forgot'))
+  return not k or (t and t >= at)
+end
 -- a calendar's periods, a limit over 1e9: never leased (the module asks none)
 if not (f and L and want and b and at) or m ~= 0 or c < 1 or
     #KEYS ~= 1 or type(W) == 'table' or L > 1e9 then
@@ -42,7 +48,8 @@ if b > 0 and at <= now and tonumber(ARGV[1]) >= 3 then
 end
 -- the sliding window: a state kept ahead of Redis' clock (stepped back)
 -- takes a credit in its current count whatever at says, so none is given
-if b > 0 and at <= now and ARGV[1] ~= '2' then
+if b > 0 and at <= now and ARGV[1] ~= '2' and
+    not forgot(ARGV[1] == '0' and (window(K, W, at)) or K) then
   given = back[tonumber(ARGV[1])](K, L, W, math.min(b, L), m, at)
 end
 local v = f(K, L, W, c, m, false)

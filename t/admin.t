@@ -90,6 +90,10 @@ is($res->code, 200, 'reset of A: 200');
 my $r = result($res);
 is($r->{changed}, 1, 'reset of A: one key deleted') or diag $res->content;
 is_deeply($r->{keys}, [ ukey('adm-user', $A) ], '... the key of A in zone adm-user');
+# a mark of the reset, which the lease script reads so that units a server
+# held before it are not given back into the fresh state
+like(redis()->cmd('GET', ukey('adm-user', $A) . ':forgot') // '', qr/^\d{13}$/,
+    '... leaving a mark of the reset (KEY:forgot, for leases)');
 is(user_codes('/rl/adm/user', $A, 3), '200 200 429', 'A is let in again (its full quota)');
 is(user_codes('/rl/adm/user', $B, 1), '429', 'B is still limited');
 my $log = error_log_since($mark);

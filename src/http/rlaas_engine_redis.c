@@ -14,6 +14,7 @@
 #include "rlaas_metrics.h"
 #include "rlaas_redis.h"
 #include "rlaas_scan.h"
+#include "rlaas_target.h"
 
 static struct rlaas_redis_t *engine_here(const server_rec *s)
 {
@@ -190,7 +191,11 @@ static const char *redis_forget(request_rec *r, const char *key, int *found)
     memset(&call, 0, sizeof(call));
     call.key = key;
     call.key_len = strlen(key);
-    call.forget = 1;
+    /* a mark of the reset (lua/forget.lua), so that units a server held
+     * are not given back into the fresh state; not with Cluster, which
+     * takes no lease (and no key a script does not declare) */
+    call.forget =
+        rlaas_target_cluster(rlaas_server_conf(r->server)->target) ? 1 : 2;
     *found = 0;
     if ((why = call_one(r, &call, &v)) == NULL)
         *found = v.remaining > 0;

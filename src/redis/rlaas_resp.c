@@ -117,8 +117,8 @@ static size_t words(char *buf, const rlaas_call_t *c)
 static size_t keys_only(char *buf, const char *sha1, const rlaas_call_t *calls,
                         int n)
 {
-    int tokens = calls[0].release != 0;
-    size_t len = head(buf, 3 + (1 + tokens) * (int64_t)n);
+    int tokens = calls[0].release != 0, mark = calls[0].forget == 2;
+    size_t len = head(buf, 3 + (1 + tokens) * (int64_t)n + mark);
     int i;
 
     len += bulk(buf + len, sha1, 40);
@@ -127,6 +127,8 @@ static size_t keys_only(char *buf, const char *sha1, const rlaas_call_t *calls,
         len += bulk(buf + len, calls[i].key, calls[i].key_len);
     for (i = 0; tokens && i < n; i++)
         len += bulk_str(buf + len, calls[i].token);
+    if (mark)
+        len += bulk_int(buf + len, 1);
     return len;
 }
 

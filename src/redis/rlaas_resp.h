@@ -14,7 +14,7 @@
  * A concurrency limit goes as a policy of the several form, even alone,
  * its token in place of the cost; its release:
  *              EVALSHA <sha1> <n> <key>... <token>...
- * Records forgotten (the console): EVALSHA <sha1> <n> <key>...
+ * Records forgotten (the console): EVALSHA <sha1> <n> <key>... [1 (a mark)]
  */
 #ifndef RLAAS_RESP_H
 #define RLAAS_RESP_H
@@ -85,8 +85,10 @@ typedef struct {
      * reply holds {1, 1 if the slot was held, 0, 0} each. */
     int release;
     /* A forget (lua/forget.lua): the key's record deleted (the console's
-     * reset and unban), key only. Every call of a job is a forget, or
-     * none is; the reply holds {1, 1 if the record was there, 0, 0} each. */
+     * reset and unban), key only; 2: and a mark of the reset left, which
+     * the lease script reads (not with Redis Cluster). Every call of a job
+     * is a forget, or none is; the reply holds {1, 1 if the record was
+     * there, 0, 0} each. */
     int forget;
 } rlaas_call_t;
 

@@ -71,6 +71,23 @@ subtest 'what a lapsed portion left is given back first' => sub {
     my $x = lease('fixed', $K, 300, 60_000, 1, 1_000_000, T0 + 61_000, 0, 30, T0 + 59_000);
     is $x->[9], 0, 'fixed: units of a window gone stay with it';
     is $x->[1], 300 - 37, 'and the new window counts only its own';
+    # the identity reset since (the console's forget leaves a mark): what
+    # was held then is not given back into the fresh state
+    my $forget = $r->cmd('SCRIPT', 'LOAD', fake_text(lua_text('forget')));
+    for my $s (qw(fixed gcra)) {
+        my $K2 = K();
+        lease($s, $K2, 300, 86_400_000, 1, 1_000_000, T0 + 1000);
+        my $rec = $s eq 'fixed' ? key_of('fixed', $K2, 86_400_000, T0 + 1000) : key_arg($s, $K2);
+        my $sec = int((T0 + 1500) / 1000);
+        $r->cmd('EVALSHA', $forget, 1, $rec, '1', $sec, (T0 + 1500 - $sec * 1000) * 1000);
+        lease($s, $K2, 300, 86_400_000, 1, 1, T0 + 2000);
+        $x = lease($s, $K2, 300, 86_400_000, 1, 1, T0 + 3000, 0, 30, T0 + 1000);
+        is $x->[9], 0, "$s: reset since the charge: none of 30 given back";
+        # a charge after the reset is given back as usual
+        # (no more than the fresh state holds: the 2 requests since)
+        my $y = lease($s, $K2, 300, 86_400_000, 1, 1, T0 + 4000, 0, 5, T0 + 2000);
+        is $y->[9], 2, "$s: a charge after the reset: given back, up to what was charged since";
+    }
     # a bucket full again since the charge forgave it: nothing given back
     # (else a second server's full use of the refill would be exceeded)
     for my $s (qw(token leaky gcra)) {

@@ -15,7 +15,7 @@ my $r = $h->redis;
 my $text = lua_text('forget');
 is $text, source_text('forget'), 'forget: lua/forget.lua alone, no prelude'
     unless $ENV{RLAAS_LUA_DIR};
-unlike $text, qr/TIME/, 'forget reads no clock';
+like $text, qr/redis\.call\('TIME'\) -- rlaas:clock/, 'forget reads the clock on its own line (the marks of a reset)';
 my $sha = $r->cmd('SCRIPT', 'LOAD', $text);
 like $sha, qr/^[0-9a-f]{40}$/, 'forget loads';
 unless ($ENV{RLAAS_LUA_DIR}) {
@@ -42,4 +42,11 @@ $r->cmd('SET', "$K:$_", '1') for 1 .. 9;
 $err = $r->cmd('EVALSHA', $sha, 9, map { "$K:$_" } 1 .. 9);
 ok RLaaS::Redis::is_error($err), 'more than 8 keys: an error';
 is $r->cmd('EXISTS', map { "$K:$_" } 1 .. 9), 9, '... which deleted nothing';
+# with ARGV[1] '1' (not Redis Cluster): each record leaves a mark of its
+# reset, read by lua/lease.lua, for a day
+$r->cmd('SET', "$K:m", '5');
+is_deeply $r->cmd('EVALSHA', $sha, 1, "$K:m", '1'), [1, 1, 0, 0], 'a record forgotten with a mark';
+like $r->cmd('GET', "$K:m:forgot") // '', qr/^\d{13}$/, '... its time in ms';
+cmp_ok $r->cmd('PTTL', "$K:m:forgot"), '>', 86_000_000, '... kept a day';
+is $r->cmd('EXISTS', "$K:a:forgot"), 0, 'none without the argument';
 done_testing;

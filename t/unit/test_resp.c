@@ -204,6 +204,14 @@ static void concurrency_and_release(void **state)
     assert_int_equal(len, (size_t)elen);
     assert_memory_equal(buf, expect, len);
     free(expect);
+    /* ... with a mark of the reset: one argument after them */
+    c[0].forget = c[1].forget = 2;
+    elen = redisFormatCommand(&expect, "EVALSHA %s 2 %s %s 1", sha, c[0].key,
+                              c[1].key);
+    len = rlaas_resp_call(buf, sha, c, 2);
+    assert_int_equal(len, (size_t)elen);
+    assert_memory_equal(buf, expect, len);
+    free(expect);
 }
 
 /* A calendar window's argument (src/core/rlaas_cal.h) at its longest:
