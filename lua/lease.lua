@@ -8,21 +8,23 @@
 -- window holding at while it is the current one; to a bucket, less what
 -- its refill has made good since (L / W a ms: a bucket full or empty in
 -- the meantime forgave the charge, and giving it back then would admit
--- more than the limit), never above full; never to the sliding window. So a client that pauses loses
--- nothing of its quota. Then the request is decided as usual; if it is
--- allowed, the portion min(want, max(cost, remaining / 8)) units (the
--- request's own cost included) is charged in one go. Reply: the request's
--- verdict (4 integers, remaining after the portion), then {granted > 0,
--- granted, lease ms, ms to the window's end (fixed, sliding; else 0)},
--- then {1, units given back, 0, 0}, then {1, now (ms), 0, 0}: the time
--- the portion was charged at, for its own give-back. A lease lasts min(W / 10, 1 s), and
--- for fixed and sliding no longer than the current window; what the
--- server does not spend by then lapses, and the server's next portion
--- gives it back (never counted twice: the server spends none of it once
--- its lease is over).
+-- more than the limit), never above full; never to the sliding window;
+-- never to a record reset since (lua/forget.lua's mark). So a client
+-- that pauses loses little of its quota. Then the request is decided as
+-- usual; if it is allowed, the portion min(want, max(cost, remaining /
+-- 8)) units (the request's own cost included) is charged in one go.
+-- Reply: the request's verdict (4 integers, remaining after the portion),
+-- then {granted > 0, granted, lease ms, ms to the window's end (fixed,
+-- sliding; else 0)}, then {1, units given back, 0, 0}, then {1, now (ms),
+-- 0, 0}: the time the portion was charged at, for its own give-back. A
+-- lease lasts min(W / 10, 1 s), and for fixed and sliding no longer than
+-- the current window; what the server does not spend by then lapses, and
+-- the server's next portion gives it back (never counted twice: the
+-- server spends none of it once its lease is over).
 local run = {[0] = rlaas_fixed, false, rlaas_sliding, rlaas_token,
   rlaas_leaky, rlaas_gcra}
-local f = run[tonumber(ARGV[1])]
+local s = tonumber(ARGV[1])
+local f = run[s]
 local back = {[0] = rlaas_fixed_credit, false, false,
   rlaas_token_credit, rlaas_leaky_credit, rlaas_gcra_credit}
 local L, W, c, m = args(f, ARGV[2], ARGV[3], ARGV[4], ARGV[5])
@@ -41,16 +43,16 @@ if not (f and L and want and b and at) or m ~= 0 or c < 1 or
 end
 local K = KEYS[1]
 local given = 0
-if b > 0 and at <= now and tonumber(ARGV[1]) >= 3 then
+if b > 0 and at <= now and s >= 3 then
   -- exact: floating point could round the refill down by a unit
   local q, x = muldiv(now - at, L, W)
   b = b - q - (x > 0 and 1 or 0)
 end
 -- the sliding window: a state kept ahead of Redis' clock (stepped back)
 -- takes a credit in its current count whatever at says, so none is given
-if b > 0 and at <= now and ARGV[1] ~= '2' and
-    not forgot(ARGV[1] == '0' and (window(K, W, at)) or K) then
-  given = back[tonumber(ARGV[1])](K, L, W, math.min(b, L), m, at)
+if b > 0 and at <= now and back[s] and
+    not forgot(s == 0 and (window(K, W, at)) or K) then
+  given = back[s](K, L, W, math.min(b, L), m, at)
 end
 local v = f(K, L, W, c, m, false)
 if v.err then return v end

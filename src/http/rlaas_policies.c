@@ -197,8 +197,7 @@ static void cost_of(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it,
         it->call.cost = d->cost_expr != NULL ? *section_cost : d->cost;
     }
     if (it->call.cost > it->call.limit) {
-        log_value(r, it->name,
-                  apr_psprintf(r->pool, "%" APR_INT64_T_FMT, it->call.cost),
+        log_value(r, it->name, rlaas_num_text(r->pool, it->call.cost),
                   "a cost above the limit costs 1");
         it->call.cost = 1;
     }

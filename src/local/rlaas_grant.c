@@ -39,7 +39,7 @@ rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
                                int spend_only, int64_t *want,
                                rlaas_grant_back_t *back, rlaas_verdict_t *v)
 {
-    int live, fetching;
+    int live, fetching, quiet;
 
     if (back != NULL)
         back->units = back->at_ms = 0;
@@ -60,17 +60,15 @@ rlaas_grant_e rlaas_grant_take(rlaas_grant_rec_t *g, int have,
     }
     if (fetching || spend_only)
         return RLAAS_GRANT_PLAIN;
-    if (a->adaptive && !live && g->units <= 0) {
-        /* a portion pays off for an identity that came back within a
-         * lease's time; nothing is held for one that did not */
-        int64_t period = rlaas_grant_lease_ms(a->window_ms, -1) * 1000;
-        int busy = g->seen_us != 0 && now_us - g->seen_us < period;
-
-        g->seen_us = now_us;
-        if (!busy)
-            return RLAAS_GRANT_QUIET;
-    }
+    /* auto: a portion pays off for an identity that came back within a
+     * lease's time; nothing is held for one that did not */
+    quiet =
+        a->adaptive && !live && g->units <= 0 &&
+        !(g->seen_us != 0 &&
+          now_us - g->seen_us < rlaas_grant_lease_ms(a->window_ms, -1) * 1000);
     g->seen_us = now_us;
+    if (quiet)
+        return RLAAS_GRANT_QUIET;
     if (live) {
         /* running low before its time: what this pace spends in a whole
          * lease, growing at most twofold from one portion to the next */
