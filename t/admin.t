@@ -94,6 +94,12 @@ is_deeply($r->{keys}, [ ukey('adm-user', $A) ], '... the key of A in zone adm-us
 # held before it are not given back into the fresh state
 like(redis()->cmd('GET', ukey('adm-user', $A) . ':forgot') // '', qr/^\d{13}$/,
     '... leaving a mark of the reset (KEY:forgot, for leases)');
+# a client cannot forge the mark, nor take it for its own state: an
+# identity ending in ':forgot' has a key of its own
+my $forger = "$A:forgot";
+isnt(ukey('adm-user', $forger), ukey('adm-user', $A) . ':forgot', 'an identity "A:forgot" is not keyed as the mark of A');
+is(user_codes('/rl/adm/user', $forger, 1), '200', '... it is a client of its own quota');
+like(redis()->cmd('GET', ukey('adm-user', $A) . ':forgot') // '', qr/^\d{13}$/, '... and the mark of A is untouched');
 is(user_codes('/rl/adm/user', $A, 3), '200 200 429', 'A is let in again (its full quota)');
 is(user_codes('/rl/adm/user', $B, 1), '429', 'B is still limited');
 my $log = error_log_since($mark);
