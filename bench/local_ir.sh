@@ -11,16 +11,17 @@ mkdir -p "$out"
 cases="hit denied fresh two"
 srcs() {
     d=$1
-    echo "$d"/src/core/rlaas_algo*.c "$d"/src/core/rlaas_ban.c \
-        "$d"/src/core/rlaas_siphash.c "$d"/src/core/rlaas_clock.c \
-        "$d"/src/core/rlaas_verdict.c "$d"/src/core/rlaas_parse.c \
-        "$d"/src/local/rlaas_table.c "$d"/src/local/rlaas_local.c
+    # the whole httpd-free core and the local engine: what the engine
+    # links against changes with it
+    echo "$d"/src/core/*.c "$d"/src/local/*.c
 }
 build() {
     d=$1 bin=$2 defs=$3
     # shellcheck disable=SC2046
-    ${CC:-cc} -O2 -g $defs -I "$d/src/core" -I "$d/src/local" -o "$bin" \
-        bench/local_ir.c $(srcs "$d") -lpthread
+    ${CC:-cc} -O2 -g $defs -I "$d/src/core" -I "$d/src/local" \
+        $(apr-1-config --cppflags --includes) $(apu-1-config --includes) \
+        -o "$bin" bench/local_ir.c $(srcs "$d") \
+        $(apu-1-config --link-ld) $(apr-1-config --link-ld) -lcrypto -lpthread
 }
 ir() {
     valgrind --tool=callgrind --collect-atstart=no \
