@@ -47,8 +47,12 @@ free_port() {
     while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do p=$((p + 1)); done
     echo "$p"
 }
-HTTP_PORT=$(free_port 18180)
-REDIS_PORT=$(free_port 16479)
+# ports from a random base, and a token only our server serves: two
+# profiles run side by side must not send requests to each other's httpd
+HTTP_PORT=$(free_port $((18180 + RANDOM % 2000)))
+REDIS_PORT=$(free_port $((16479 + RANDOM % 2000)))
+token=$(basename "$work")
+printf '%s' "$token" >"$work/htdocs/token.txt"
 
 cleanup() {
     [ -f "$work/httpd.pid" ] && kill "$(cat "$work/httpd.pid")" 2>/dev/null || true
@@ -97,8 +101,9 @@ EOF
     valgrind --tool=callgrind --callgrind-out-file="$work/cg/callgrind.$with.out" \
         apache2 -X -f "$work/httpd.conf" >"$work/valgrind.log" 2>&1 &
     local vg=$! i=0
-    until curl -s -o /dev/null "http://127.0.0.1:$HTTP_PORT/index.html"; do
+    until [ "$(curl -s "http://127.0.0.1:$HTTP_PORT/token.txt")" = "$token" ]; do
         i=$((i + 1)); [ $i -gt 300 ] && { cat "$work/valgrind.log"; exit 1; }
+        kill -0 "$vg" 2>/dev/null || { echo "httpd did not start (port $HTTP_PORT taken?)"; cat "$work/valgrind.log"; exit 1; }
         sleep 0.1
     done
     ab -q -k -n "$N" -c 1 -H "X-Client: client-1" \

@@ -42,13 +42,42 @@ static uint64_t magnitude(int64_t v)
     return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
 }
 
+/* How many digits u has, without a loop: the bit length times log10(2)
+ * (1233 / 4096) is the count or one short of it, and one comparison with
+ * a power of ten tells which. */
+static size_t digit_count(uint64_t u)
+{
+    static const uint64_t pow10[20] = {1ULL,
+                                       10ULL,
+                                       100ULL,
+                                       1000ULL,
+                                       10000ULL,
+                                       100000ULL,
+                                       1000000ULL,
+                                       10000000ULL,
+                                       100000000ULL,
+                                       1000000000ULL,
+                                       10000000000ULL,
+                                       100000000000ULL,
+                                       1000000000000ULL,
+                                       10000000000000ULL,
+                                       100000000000000ULL,
+                                       1000000000000000ULL,
+                                       10000000000000000ULL,
+                                       100000000000000000ULL,
+                                       1000000000000000000ULL,
+                                       10000000000000000000ULL};
+    uint64_t w = u | 1; /* 0 has one digit, as 1 has */
+    unsigned bits = 64 - (unsigned)__builtin_clzll(w);
+    unsigned n = (bits * 1233) >> 12;
+
+    return n + (w >= pow10[n]);
+}
+
 size_t rlaas_fmt_i64(char *buf, int64_t v)
 {
-    uint64_t u = magnitude(v), t;
-    size_t n = 1;
-
-    for (t = u; t >= 10; t /= 10)
-        n++;
+    uint64_t u = magnitude(v);
+    size_t n = digit_count(u);
     if (v < 0)
         *buf++ = '-';
     digits_back(buf + n, u);

@@ -238,7 +238,7 @@ void rlaas_admin_give(const server_rec *s, const rlaas_item_t *it, int row)
 void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
                       const rlaas_item_t *it, int denied)
 {
-    int64_t now_s = apr_time_sec(apr_time_now());
+    int64_t now_s;
     const host_t *h;
     const rlaas_server_conf_t *sc;
     const char *id;
@@ -246,7 +246,8 @@ void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
     int row;
 
     if (tally == NULL)
-        return;
+        return; /* no console: no clock read either */
+    now_s = apr_time_sec(apr_time_now());
     /* counted for the host that served the request, whoever declared
      * the policy: each host's console sees its own traffic */
     h = host_of(r->server);

@@ -49,7 +49,7 @@ typedef struct {
     request_rec *r;
     const rlaas_dir_conf_t *d;
     rlaas_unit_t *u;
-    rlaas_item_t it[RLAAS_POLICIES_MAX];
+    rlaas_item_t *it; /* the policies gathered, those to decide first */
     int n;
     rlaas_engine_ask_t a;
     const rlaas_engine_t *by; /* the engine that decided, or NULL */
@@ -67,6 +67,9 @@ static int shown_pick(request_rec *r, const rlaas_unit_t *u)
     int room_at[2 * RLAAS_POLICIES_MAX], *at = room_at, n = 0, i;
     rlaas_pick_e why;
 
+    /* the usual request: one policy, decided */
+    if (u->shown->nelts == 1)
+        return sh[0].have_v ? 0 : -1;
     if (u->shown->nelts > 2 * RLAAS_POLICIES_MAX) {
         o = apr_palloc(r->pool, sizeof(*o) * (size_t)u->shown->nelts);
         at = apr_palloc(r->pool, sizeof(*at) * (size_t)u->shown->nelts);
@@ -660,13 +663,15 @@ static int to_decide(request_rec *r, const rlaas_unit_t *u,
  * can be read from the request (Basic, Digest), so that failed attempts
  * count under the name they tried. Returns 1 if one of them is keyed by
  * a user read so. */
-static int select_items(decision_t *dc, const rlaas_item_t *all, int n,
-                        phase_e phase)
+static int select_items(decision_t *dc, rlaas_item_t *all, int n, phase_e phase)
 {
     request_rec *r = dc->r;
     int readable = phase != PHASE_HANDLER && rlaas_authuser_readable(r);
     int before_auth = 0, i;
 
+    /* kept in place, moved down past those left out: the usual request
+     * decides all it gathered and copies nothing */
+    dc->it = all;
     dc->n = 0;
     for (i = 0; i < n; i++) {
         if (phase == PHASE_ACCESS && all[i].need_user && !readable)
@@ -674,7 +679,9 @@ static int select_items(decision_t *dc, const rlaas_item_t *all, int n,
         if (!to_decide(r, dc->u, dc->d, &all[i], phase))
             continue;
         before_auth |= phase != PHASE_HANDLER && all[i].need_user && readable;
-        dc->it[dc->n++] = all[i];
+        if (dc->n != i)
+            all[dc->n] = all[i];
+        dc->n++;
     }
     return before_auth;
 }

@@ -21,9 +21,10 @@ static rlaas_log_gate_t gate_value;
 
 const char *rlaas_num_text(apr_pool_t *p, int64_t v)
 {
-    char d[21];
+    char *d = apr_palloc(p, 21); /* INT64_MIN and its NUL */
 
-    return apr_pstrmemdup(p, d, rlaas_fmt_i64(d, v));
+    d[rlaas_fmt_i64(d, v)] = '\0';
+    return d;
 }
 
 static void named(rlaas_item_t *it, const rlaas_policy_t *p, int enforced,
