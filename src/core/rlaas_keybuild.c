@@ -186,3 +186,31 @@ size_t rlaas_key_zone_len(const rlaas_key_spec_t *k)
         n++;
     return n;
 }
+
+size_t rlaas_key_ident(const char *key, size_t len, size_t prefix_len,
+                       int has_zone, rlaas_strategy_e st, const char **out)
+{
+    const char *s = key, *c;
+    const char *suffix = rlaas_key_suffix(st);
+    size_t sl = strlen(suffix);
+
+    if (prefix_len <= len) {
+        s += prefix_len;
+        len -= prefix_len;
+    }
+    if (has_zone && (c = memchr(s, ':', len)) != NULL) {
+        len -= (size_t)(c + 1 - s);
+        s = c + 1;
+    }
+    if (st == RLAAS_STRATEGY_FIXED) {
+        /* K ends in ':' (or in ':' and the window, with Redis Cluster) */
+        while (len > 0 && s[len - 1] >= '0' && s[len - 1] <= '9')
+            len--;
+        if (len > 0 && s[len - 1] == ':')
+            len--;
+    }
+    else if (sl > 0 && len >= sl && memcmp(s + len - sl, suffix, sl) == 0)
+        len -= sl;
+    *out = s;
+    return len;
+}

@@ -122,4 +122,9 @@ size_t rlaas_key_build(char *out, const rlaas_key_spec_t *k);
  * are read. */
 size_t rlaas_key_zone_len(const rlaas_key_spec_t *k);
 
+/* The identity part of a key: past the prefix (prefix_len bytes) and the
+ * zone (when has_zone), before the strategy's suffix. */
+size_t rlaas_key_ident(const char *key, size_t len, size_t prefix_len,
+                       int has_zone, rlaas_strategy_e st, const char **out);
+
 #endif

@@ -4,264 +4,31 @@
 #include "http_log.h"
 #include "http_protocol.h"
 #include "util_script.h"
-#include "apr_shm.h"
 #include "apr_strings.h"
 
 #include "rlaas_admin_impl.h"
+#include "rlaas_admin_tally.h"
 #include "rlaas_admin_zones.h"
 #include "rlaas_directives.h"
 #include "rlaas_engine.h"
+#include "rlaas_keybuild.h"
 #include "rlaas_metrics.h"
-#include "rlaas_shm.h"
 #include "rlaas_tally.h"
 
 APLOG_USE_MODULE(rlaas);
 
-#define SHM_KEY      "rlaas_admin_shm"
-#define TALLY_ROWS   1024 /* (host, name) pairs; past them, "other" */
 #define MINUTE_S     60
 #define FORM_MAX     8192
 #define CHILDREN_MAX 512
 
-/* Set in the parent before children fork; NULL: no counts (the console
- * still acts). */
-static rlaas_tally_t *tally;
-
-/* The hosts of the configuration (the main server first), each with the
- * key its rows carry in the tally: made of its name, port and rank among
- * hosts of the same name, so that a restart that keeps a host keeps its
- * rows, whatever was added before it. */
-typedef struct {
-    const server_rec *s;
-    uint64_t key;
-    const char *label;
-} host_t;
-
-static host_t *hosts;
-static int nhosts;
-static apr_hash_t *host_by_server; /* server_rec * -> host_t * */
-
-static const char *label_of(apr_pool_t *p, const server_rec *s)
-{
-    const char *name = s->server_hostname ? s->server_hostname : "";
-    int port =
-        s->addrs != NULL && s->addrs->host_port ? s->addrs->host_port : s->port;
-
-    if (!s->is_virtual)
-        return apr_pstrcat(p, name, " (main server)", NULL);
-    return port > 0 ? apr_psprintf(p, "%s:%d", name, port) : name;
-}
-
-static uint64_t fnv(uint64_t h, const char *s, size_t n)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
-static void hosts_build(apr_pool_t *pconf, server_rec *s)
-{
-    server_rec *o;
-    int i, j, rank;
-
-    for (nhosts = 0, o = s; o != NULL; o = o->next)
-        nhosts++;
-    hosts = apr_pcalloc(pconf, sizeof(*hosts) * (size_t)nhosts);
-    host_by_server = apr_hash_make(pconf);
-    for (i = 0, o = s; o != NULL; o = o->next, i++) {
-        host_t *h = &hosts[i];
-
-        h->s = o;
-        h->label = label_of(pconf, o);
-        for (rank = 0, j = 0; j < i; j++)
-            rank += strcmp(hosts[j].label, h->label) == 0;
-        h->key = fnv(1469598103934665603ULL, h->label, strlen(h->label));
-        h->key = fnv(h->key, (const char *)&rank, sizeof(rank));
-        h->key = h->key != 0 ? h->key : 1;
-        apr_hash_set(host_by_server, &h->s, sizeof(h->s), h);
-    }
-}
-
-static const host_t *host_of(const server_rec *s)
-{
-    return host_by_server != NULL ? apr_hash_get(host_by_server, &s, sizeof(s))
-                                  : NULL;
-}
-
-static const char *label_of_key(uint64_t key)
-{
-    int i;
-
-    for (i = 0; i < nhosts; i++)
-        if (hosts[i].key == key)
-            return hosts[i].label;
-    return NULL;
-}
-
-static apr_shm_t *tally_shm(apr_pool_t *keep, apr_size_t size, server_rec *s)
-{
-    apr_status_t rv;
-    apr_shm_t *shm = rlaas_shm_sized(keep, SHM_KEY, size, &rv);
-
-    if (shm == NULL)
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s,
-                     "RLAAS0123: cannot create shared memory for the "
-                     "operator's console; it shows no counts");
-    return shm;
-}
-
 int rlaas_admin_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                             apr_pool_t *ptemp, server_rec *s)
 {
-    apr_size_t size = rlaas_tally_bytes(TALLY_ROWS);
-    apr_shm_t *shm;
-    uint64_t *keys;
-    int i;
-
     (void)plog;
     rlaas_admin_zones_build(pconf, ptemp, s);
-    hosts_build(pconf, s);
-    tally = NULL;
     /* no console: no counts for it, nothing counted per request */
-    if (!rlaas_config_console_any()) {
-        rlaas_shm_drop(s->process->pool, SHM_KEY);
-        return OK;
-    }
-    if ((shm = tally_shm(s->process->pool, size, s)) == NULL)
-        return OK;
-    tally = rlaas_tally_init(apr_shm_baseaddr_get(shm), size, TALLY_ROWS);
-    if (tally == NULL)
-        return OK;
-    /* the rows of hosts this configuration no longer has are freed */
-    keys = apr_palloc(ptemp, sizeof(*keys) * (size_t)nhosts);
-    for (i = 0; i < nhosts; i++)
-        keys[i] = hosts[i].key;
-    rlaas_tally_retain(tally, keys, nhosts);
+    rlaas_admin_tally_start(pconf, ptemp, s, rlaas_config_console_any());
     return OK;
-}
-
-/* The name a decision of it counts under: a zone or policy of the
- * server's configuration, or "other" (a tenant's zone). */
-static const char *name_of(int handle)
-{
-    int pol;
-    const char *name = rlaas_metrics_name_of(handle, &pol);
-
-    return name != NULL ? name : RLAAS_METRICS_OTHER;
-}
-
-/* A memo of this process, (host, name handle) -> row: the tally's own
- * look-up hashes the name and probes shared memory; a hit here costs one
- * word and a check of the row it names. Threads race on it harmlessly:
- * an entry is one word, and the row is checked before it is used. */
-#define MEMO_SLOTS 1024
-static uint64_t memo[MEMO_SLOTS];
-
-static int row_of(const host_t *h, int handle, const char *name)
-{
-    uint64_t tag, v, *e;
-    uint32_t check;
-    int row;
-
-    if (h == NULL)
-        return rlaas_tally_row(tally, 0, name); /* "other" */
-    tag = (h->key ^ (uint64_t)(uint32_t)handle) * 0x9e3779b97f4a7c15ULL;
-    check = (uint32_t)(tag >> 32) | 1;
-    e = &memo[(tag >> 16) % MEMO_SLOTS];
-    v = __atomic_load_n(e, __ATOMIC_RELAXED);
-    if ((uint32_t)(v >> 32) == check &&
-        rlaas_tally_row_is(tally, (int)(uint32_t)v, h->key, name))
-        return (int)(uint32_t)v;
-    row = rlaas_tally_row(tally, h->key, name);
-    __atomic_store_n(e, (uint64_t)check << 32 | (uint32_t)row,
-                     __ATOMIC_RELAXED);
-    return row;
-}
-
-/* A concurrency limit's row: its name (a zone's or a policy's, which hold
- * no ':') with CONC_SUFFIX, beside the zone's rate row of the same name;
- * its memo entry keyed by a hash of the name (it has no metric). */
-#define CONC_SUFFIX ":concurrency"
-
-static void conc_name(char *buf, size_t size, const char *name)
-{
-    /* a name too long for the row loses its end, never the suffix */
-    apr_snprintf(buf, size, "%.*s" CONC_SUFFIX,
-                 (int)(size - sizeof(CONC_SUFFIX)), name);
-}
-
-static int conc_row(const host_t *h, const char *name)
-{
-    char buf[RLAAS_TALLY_NAME_MAX + 1];
-    uint64_t k = fnv(1469598103934665603ULL, name, strlen(name));
-
-    conc_name(buf, sizeof(buf), name);
-    return row_of(h, -2 - (int)(k & 0x3fffffff), buf);
-}
-
-static int item_row(const host_t *h, const rlaas_item_t *it)
-{
-    return it->conc ? conc_row(h, it->name)
-                    : row_of(h, it->metric, name_of(it->metric));
-}
-
-int rlaas_admin_take(const server_rec *s, const rlaas_item_t *it)
-{
-    int row;
-
-    if (tally == NULL)
-        return -1;
-    row = conc_row(host_of(s), it->name);
-    rlaas_tally_hold(tally, row, 1);
-    return row;
-}
-
-void rlaas_admin_give(const server_rec *s, const rlaas_item_t *it, int row)
-{
-    char buf[RLAAS_TALLY_NAME_MAX + 1];
-    const host_t *h = host_of(s);
-
-    if (tally == NULL || row < 0)
-        return;
-    /* to the row that took it, unless a new configuration gave that row
-     * to another name ("other", the last row, stays itself) */
-    conc_name(buf, sizeof(buf), it->name);
-    if (row == rlaas_tally_rows(tally) - 1 ||
-        (h != NULL && rlaas_tally_row_is(tally, row, h->key, buf)))
-        rlaas_tally_hold(tally, row, 0);
-}
-
-void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
-                      const rlaas_item_t *it, int denied)
-{
-    int64_t now_s;
-    const host_t *h;
-    const rlaas_server_conf_t *sc;
-    const char *id;
-    size_t len;
-    int row;
-
-    if (tally == NULL)
-        return; /* no console: no clock read either */
-    now_s = apr_time_sec(apr_time_now());
-    /* counted for the host that served the request, whoever declared
-     * the policy: each host's console sees its own traffic */
-    h = host_of(r->server);
-    row = item_row(h, it);
-    rlaas_tally_add(tally, row, denied, now_s);
-    if (!denied || it->call.key == NULL)
-        return;
-    /* the identity as its key holds it: credentials are hashed there */
-    sc = rlaas_server_conf(it->p != NULL ? it->p->server : r->server);
-    len = rlaas_admin_ident(it->call.key, it->call.key_len,
-                            strlen(rlaas_server_prefix(sc)),
-                            it->p != NULL || (d != NULL && (d->zone || d->ns)),
-                            it->call.strategy, &id);
-    rlaas_tally_top_add(tally, row, id, len, now_s);
 }
 
 /* ---- GET: the view ---- */
@@ -269,14 +36,15 @@ void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
 /* Whether a row of the tally is one the console shows: any in the main
  * server's console, its own host's in a virtual host's (none for a host
  * the configuration did not list, which cannot be). */
-static int in_scope(const host_t *me, int row)
+static int in_scope(const rlaas_admin_host_t *me, int row)
 {
+    rlaas_tally_t *tally = rlaas_admin_tally();
     uint64_t key = rlaas_tally_row_host(tally, row);
 
     if (me == NULL)
         return 0;
     if (!me->s->is_virtual)
-        return key == 0 || label_of_key(key) != NULL;
+        return key == 0 || rlaas_admin_host_label(key) != NULL;
     return key == me->key;
 }
 
@@ -306,9 +74,9 @@ static rlaas_admin_row_t *row_for(apr_array_header_t *rows, const char *host,
 /* A tally row's name: a concurrency limit's loses its suffix. */
 static const char *row_name(apr_pool_t *p, const char *name, int *conc)
 {
-    size_t n = strlen(name), sl = sizeof(CONC_SUFFIX) - 1;
+    size_t n = strlen(name), sl = sizeof(RLAAS_ADMIN_CONC_SUFFIX) - 1;
 
-    *conc = n > sl && strcmp(name + n - sl, CONC_SUFFIX) == 0;
+    *conc = n > sl && strcmp(name + n - sl, RLAAS_ADMIN_CONC_SUFFIX) == 0;
     return apr_pstrndup(p, name, *conc ? n - sl : n);
 }
 
@@ -328,8 +96,10 @@ static int is_policy(const char *name)
 /* The rows: the zones and policies of the console's host, decided or not
  * (the main server's: its own), then every row of the tally in scope,
  * duplicates of one name added up. */
-static void view_rows(request_rec *r, rlaas_admin_view_t *v, const host_t *me)
+static void view_rows(request_rec *r, rlaas_admin_view_t *v,
+                      const rlaas_admin_host_t *me)
 {
+    rlaas_tally_t *tally = rlaas_admin_tally();
     apr_array_header_t *zs = rlaas_admin_zones_of(r->pool, r->server);
     int64_t now_s = v->now_ms / 1000;
     uint32_t minutes[RLAAS_TALLY_MINUTES];
@@ -356,7 +126,7 @@ static void view_rows(request_rec *r, rlaas_admin_view_t *v, const host_t *me)
         if (!rlaas_tally_row_used(tally, i) || !in_scope(me, i))
             continue;
         name = row_name(r->pool, rlaas_tally_row_name(tally, i), &conc);
-        host = label_of_key(rlaas_tally_row_host(tally, i));
+        host = rlaas_admin_host_label(rlaas_tally_row_host(tally, i));
         w = row_for(v->rows, host ? host : "", name, is_policy(name), conc);
         w->held += rlaas_tally_held(tally, i);
         rlaas_tally_sum(tally, i, now_s, MINUTE_S, &a, &d);
@@ -368,8 +138,9 @@ static void view_rows(request_rec *r, rlaas_admin_view_t *v, const host_t *me)
     }
 }
 
-static void view_top(rlaas_admin_view_t *v, const host_t *me)
+static void view_top(rlaas_admin_view_t *v, const rlaas_admin_host_t *me)
 {
+    rlaas_tally_t *tally = rlaas_admin_tally();
     rlaas_tally_top_t all[RLAAS_TALLY_TOP];
     int i, n;
 
@@ -383,7 +154,7 @@ static void view_top(rlaas_admin_view_t *v, const host_t *me)
 
         if (!in_scope(me, all[i].row))
             continue;
-        host = label_of_key(rlaas_tally_row_host(tally, all[i].row));
+        host = rlaas_admin_host_label(rlaas_tally_row_host(tally, all[i].row));
         v->top[v->ntop] = all[i];
         v->top_zone[v->ntop] = rlaas_tally_row_name(tally, all[i].row);
         v->top_host[v->ntop++] = host ? host : "";
@@ -392,9 +163,10 @@ static void view_top(rlaas_admin_view_t *v, const host_t *me)
 
 static void view(request_rec *r, rlaas_admin_view_t *v)
 {
+    rlaas_tally_t *tally = rlaas_admin_tally();
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     const rlaas_target_t *t = sc->target;
-    const host_t *me = host_of(r->server);
+    const rlaas_admin_host_t *me = rlaas_admin_host_of(r->server);
 
     memset(v, 0, sizeof(*v));
     v->now_ms = apr_time_as_msec(apr_time_now());
@@ -502,10 +274,11 @@ static int read_form(request_rec *r, apr_table_t *f, const char **why)
  * zone the console sees. */
 static void forget_top(request_rec *r, const rlaas_admin_result_t *res)
 {
+    rlaas_tally_t *tally = rlaas_admin_tally();
     const rlaas_admin_zone_t *z =
         APR_ARRAY_IDX(rlaas_admin_zones_named(r->pool, r->server, res->zone), 0,
                       const rlaas_admin_zone_t *);
-    const host_t *me = host_of(r->server);
+    const rlaas_admin_host_t *me = rlaas_admin_host_of(r->server);
     int i, row;
 
     for (row = 0; tally != NULL && row < rlaas_tally_rows(tally); row++) {
@@ -514,9 +287,9 @@ static void forget_top(request_rec *r, const rlaas_admin_result_t *res)
             continue;
         for (i = 0; i < res->keys->nelts; i++) {
             const char *k = APR_ARRAY_IDX(res->keys, i, const char *), *id;
-            size_t len = rlaas_admin_ident(k, strlen(k), strlen(z->prefix),
-                                           z->zone != NULL || z->ns != NULL,
-                                           z->strategy, &id);
+            size_t len = rlaas_key_ident(k, strlen(k), strlen(z->prefix),
+                                         z->zone != NULL || z->ns != NULL,
+                                         z->strategy, &id);
 
             rlaas_tally_top_forget(tally, row, id, len);
         }

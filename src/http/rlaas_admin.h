@@ -27,15 +27,4 @@ int rlaas_admin_post_config(apr_pool_t *pconf, apr_pool_t *plog,
  * host shows that host's zones, policies, identities and bans only. */
 int rlaas_admin_handler(request_rec *r);
 
-/* One policy's verdict for the console (denied: a refusal that counts,
- * not a dry run's). */
-void rlaas_admin_note(request_rec *r, const rlaas_dir_conf_t *d,
-                      const rlaas_item_t *it, int denied);
-
-/* A concurrency limit's slot taken by a request that host s served: the
- * row it is counted in (-1: none), for rlaas_admin_give to give it back
- * to that same row. */
-int rlaas_admin_take(const server_rec *s, const rlaas_item_t *it);
-void rlaas_admin_give(const server_rec *s, const rlaas_item_t *it, int row);
-
 #endif

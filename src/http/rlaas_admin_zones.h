@@ -79,9 +79,4 @@ const char *rlaas_admin_keys(apr_pool_t *p, const rlaas_server_conf_t *sc,
                              int what, int64_t now_ms, apr_array_header_t *keys,
                              const char **base_out);
 
-/* The identity part of a key: past the prefix (prefix_len bytes) and the
- * zone (when has_zone), before the strategy's suffix. */
-size_t rlaas_admin_ident(const char *key, size_t len, size_t prefix_len,
-                         int has_zone, rlaas_strategy_e st, const char **out);
-
 #endif

@@ -3,7 +3,7 @@
 #include "http_log.h"
 #include "apr_strings.h"
 
-#include "rlaas_admin.h"
+#include "rlaas_admin_tally.h"
 #include "rlaas_clock.h"
 #include "rlaas_conc.h"
 #include "rlaas_log.h"

@@ -8,7 +8,7 @@
 #include "util_filter.h"
 #include "apr_strings.h"
 
-#include "rlaas_admin.h"
+#include "rlaas_admin_tally.h"
 #include "rlaas_admin_zones.h"
 #include "rlaas_authuser.h"
 #include "rlaas_clock.h"

@@ -871,6 +871,32 @@ static void secret_changes_hashed_segments_only(void **state)
     assert_string_not_equal(plain, keyed);
 }
 
+/* The console reads an identity back out of a key: past the prefix and
+ * the zone, before the strategy's suffix (fixed: the ':' and any window
+ * number); a key it does not recognise is left as it is. */
+static void ident_reads_the_identity_back(void **state)
+{
+    const char *id;
+    size_t n;
+
+    (void)state;
+    n = rlaas_key_ident("rl:1.2.3.4:gcra", 15, 3, 0, RLAAS_STRATEGY_GCRA, &id);
+    assert_int_equal(n, 7);
+    assert_memory_equal(id, "1.2.3.4", 7);
+    n = rlaas_key_ident("rl:api:alice:", 13, 3, 1, RLAAS_STRATEGY_FIXED, &id);
+    assert_int_equal(n, 5);
+    assert_memory_equal(id, "alice", 5);
+    /* Redis Cluster: the window number follows the ':' */
+    n = rlaas_key_ident("rl:{bob}:29012", 14, 3, 0, RLAAS_STRATEGY_FIXED, &id);
+    assert_int_equal(n, 5);
+    assert_memory_equal(id, "{bob}", 5);
+    /* an identity that merely ends like a suffix keeps it unless the
+     * strategy's is there too */
+    n = rlaas_key_ident("rl:x:tb", 7, 3, 0, RLAAS_STRATEGY_GCRA, &id);
+    assert_int_equal(n, 4);
+    assert_memory_equal(id, "x:tb", 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -889,6 +915,7 @@ int main(void)
         cmocka_unit_test(different_tuples_never_share_a_key),
         cmocka_unit_test(keyed_tuples_never_share_a_key),
         cmocka_unit_test(secret_changes_hashed_segments_only),
+        cmocka_unit_test(ident_reads_the_identity_back),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
