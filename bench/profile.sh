@@ -12,7 +12,10 @@
 # PROFILE_OUT (build/profile), PROFILE_BACKEND (redis, or local: the local
 # engine decides, no Redis), PROFILE_KEYBY (header:X-Client; ip keys by the
 # client address, the module's default), PROFILE_EXTRA (more directives
-# for the section, e.g. "RLaaSHeaders off").
+# for the section, e.g. "RLaaSHeaders off"), PROFILE_IDENTITIES (busy:
+# every request from client-1, as ab sends them; quiet: each request from
+# an identity of its own, client-<n>, so that RLaaSLease auto never finds
+# one worth a lease: what a quiet identity costs under the default).
 #
 # Both servers have the same <Location "/"> section (empty without the
 # module): what httpd spends walking and merging a section is httpd's, not
@@ -26,6 +29,7 @@ BACKEND=${PROFILE_BACKEND:-redis}
 N=${PROFILE_REQUESTS:-3000}
 KEYBY=${PROFILE_KEYBY:-header:X-Client}
 EXTRA=${PROFILE_EXTRA:-}
+IDENTITIES=${PROFILE_IDENTITIES:-busy}
 OUT=${PROFILE_OUT:-$top/build/profile}
 
 for tool in valgrind callgrind_annotate ab redis-server; do
@@ -62,6 +66,24 @@ cleanup() {
 trap cleanup EXIT INT TERM
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
     --dir "$work" --daemonize yes --logfile "$work/redis.log" >/dev/null
+
+# N keep-alive requests on one connection, each with an X-Client of its
+# own ($1 port, $2 N)
+quiet_client() {
+    perl -MIO::Socket::INET -e '
+        my ($port, $n) = @ARGV;
+        my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port")
+            or die "connect: $!";
+        for my $i (1 .. $n) {
+            print $s "GET /index.html HTTP/1.1\r\nHost: localhost\r\n",
+                "X-Client: client-$i\r\n\r\n";
+            my ($len, $line) = (0);
+            while (defined($line = <$s>) && $line ne "\r\n") {
+                $len = $1 if $line =~ /^Content-Length:\s*(\d+)/i;
+            }
+            read($s, my $body, $len) if $len;
+        }' "$1" "$2"
+}
 
 # $1: with or without
 profile() {
@@ -106,8 +128,12 @@ EOF
         kill -0 "$vg" 2>/dev/null || { echo "httpd did not start (port $HTTP_PORT taken?)"; cat "$work/valgrind.log"; exit 1; }
         sleep 0.1
     done
-    ab -q -k -n "$N" -c 1 -H "X-Client: client-1" \
-        "http://127.0.0.1:$HTTP_PORT/index.html" >"$work/ab.out"
+    if [ "$IDENTITIES" = quiet ]; then
+        quiet_client "$HTTP_PORT" "$N"
+    else
+        ab -q -k -n "$N" -c 1 -H "X-Client: client-1" \
+            "http://127.0.0.1:$HTTP_PORT/index.html" >"$work/ab.out"
+    fi
     kill -TERM "$(cat "$work/httpd.pid")"
     wait "$vg" || true
     rm -f "$work/httpd.pid"
@@ -125,7 +151,7 @@ profile without
 profile with
 base=$(per_request "$OUT/callgrind.without.out" "ap_process_async_request")
 with=$(per_request "$OUT/callgrind.with.out" "ap_process_async_request")
-echo "== instructions per request (callgrind, $N keep-alive requests, strategy $STRATEGY, backend $BACKEND, key $KEYBY)"
+echo "== instructions per request (callgrind, $N keep-alive requests, strategy $STRATEGY, backend $BACKEND, key $KEYBY, identities $IDENTITIES)"
 printf "  %-44s %8s\n" "request processing, httpd without the module" "$base"
 printf "  %-44s %8s\n" "request processing, with the module" "$with"
 for fn in rlaas_limit_access_checker rlaas_identity_key rlaas_redis_eval \
