@@ -32,6 +32,7 @@ static int rlaas_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 
 static void rlaas_child_init(apr_pool_t *pchild, server_rec *s)
 {
+    rlaas_config_child_init(pchild);
     rlaas_metrics_child_init(pchild, s);
     rlaas_remote_child_init(pchild, s);
 }

@@ -273,6 +273,13 @@ typedef struct {
     int64_t conc;
     int64_t conc_timeout_ms;
     int conc_status;
+    /* Lives as long as the configuration: read with it, or a merge
+     * remembered (rlaas_directives.c); 0: a .htaccess's, or merged from
+     * one, for one request. */
+    int kept;
+    /* The merges of this section onto kept bases this child made: a list
+     * only ever prepended to (rlaas_directives.c) */
+    const struct rlaas_dir_merged_s *merges;
     /* What a request reads, resolved once at merge (rlaas_dir_resolve;
      * a server's own settings in post_config): the defaults where no
      * section set a value. The fields above keep "unset" for the merges

@@ -4,6 +4,7 @@
 #include "http_core.h"
 #include "apr_file_info.h"
 #include "apr_strings.h"
+#include "apr_thread_mutex.h"
 
 #include "rlaas_bytes.h"
 #include "rlaas_calendar.h"
@@ -203,11 +204,19 @@ static void resolve(rlaas_dir_conf_t *d)
     d->use.conc_status = rlaas_dir_conc_status(d);
 }
 
+/* A configuration made while the server reads its configuration lives as
+ * long as it; one made while requests run is a .htaccess's. */
+static int read_with_configuration(void)
+{
+    return ap_state_query(AP_SQ_MAIN_STATE) != AP_SQ_MS_RUN_MPM;
+}
+
 void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
 {
     rlaas_dir_conf_t *d = apr_pcalloc(p, sizeof(*d));
 
     (void)dir;
+    d->kept = read_with_configuration();
     d->limit = -1;
     d->window_ms = -1;
     d->strategy = RLAAS_STRATEGY_UNSET;
@@ -228,10 +237,9 @@ void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
     return d;
 }
 
-void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
+static void merge(apr_pool_t *p, rlaas_dir_conf_t *d,
+                  const rlaas_dir_conf_t *base, const rlaas_dir_conf_t *add)
 {
-    const rlaas_dir_conf_t *base = basev, *add = addv;
-    rlaas_dir_conf_t *d = apr_palloc(p, sizeof(*d));
 
     /* a limit with its expression and fallback */
     if (add->limit != -1) {
@@ -299,6 +307,100 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
      * own limit counts */
     rlaas_tenant_merge(d, base, add);
     resolve(d);
+    d->merges = NULL;
+}
+
+/* ---- merges remembered ----
+ *
+ * httpd merges the sections of a request's path for every request (a
+ * <Location> twice: its walk runs before and after the directory walk),
+ * and the merge of two configurations that live as long as the
+ * configuration is the same every time: each child remembers it, in the
+ * added section's list, keyed by the base. A .htaccess's configuration, and
+ * what is merged from one, is merged per request as before. Entries are
+ * only ever prepended, each complete before it is published, so readers
+ * take no lock; a section keeps at most MERGES_MAX. */
+#define MERGES_MAX 8
+
+typedef struct rlaas_dir_merged_s {
+    const rlaas_dir_conf_t *base;
+    const rlaas_dir_conf_t *d;
+    const struct rlaas_dir_merged_s *next;
+    int n; /* entries from this one down */
+} merged_t;
+
+static apr_pool_t *merges_pool; /* the child's; NULL: nothing remembered */
+static apr_thread_mutex_t *merges_lock;
+
+void rlaas_config_child_init(apr_pool_t *pchild)
+{
+    apr_pool_t *p;
+
+    if (apr_pool_create(&p, pchild) != APR_SUCCESS)
+        return;
+    if (apr_thread_mutex_create(&merges_lock, APR_THREAD_MUTEX_DEFAULT, p) !=
+        APR_SUCCESS)
+        return;
+    merges_pool = p;
+}
+
+static const merged_t *merges_of(const rlaas_dir_conf_t *add)
+{
+    return __atomic_load_n(&add->merges, __ATOMIC_ACQUIRE);
+}
+
+static const rlaas_dir_conf_t *remembered(const rlaas_dir_conf_t *base,
+                                          const rlaas_dir_conf_t *add)
+{
+    const merged_t *m;
+
+    for (m = merges_of(add); m != NULL; m = m->next) {
+        if (m->base == base)
+            return m->d;
+    }
+    return NULL;
+}
+
+/* The merge, made once in the child's pool and added to add's list; NULL
+ * if the list is full (the caller merges per request). */
+static const rlaas_dir_conf_t *remember(const rlaas_dir_conf_t *base,
+                                        rlaas_dir_conf_t *add)
+{
+    const rlaas_dir_conf_t *found;
+    rlaas_dir_conf_t *d = NULL;
+    merged_t *m;
+
+    apr_thread_mutex_lock(merges_lock);
+    if ((found = remembered(base, add)) == NULL &&
+        (merges_of(add) == NULL || merges_of(add)->n < MERGES_MAX)) {
+        d = apr_palloc(merges_pool, sizeof(*d));
+        merge(merges_pool, d, base, add);
+        d->kept = 1;
+        m = apr_palloc(merges_pool, sizeof(*m));
+        m->base = base;
+        m->d = d;
+        m->next = merges_of(add);
+        m->n = m->next != NULL ? m->next->n + 1 : 1;
+        __atomic_store_n(&add->merges, m, __ATOMIC_RELEASE);
+        found = d;
+    }
+    apr_thread_mutex_unlock(merges_lock);
+    return found;
+}
+
+void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    const rlaas_dir_conf_t *base = basev, *found;
+    rlaas_dir_conf_t *add = addv, *d;
+
+    if (merges_pool != NULL && base->kept && add->kept) {
+        if ((found = remembered(base, add)) != NULL ||
+            (found = remember(base, add)) != NULL)
+            return (void *)found; /* a merge is never written */
+    }
+    d = apr_palloc(p, sizeof(*d));
+    merge(p, d, base, add);
+    d->kept = read_with_configuration();
     return d;
 }
 

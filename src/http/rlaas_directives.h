@@ -24,6 +24,9 @@ int rlaas_config_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
 /* post_config: what needs the whole configuration (policies' namespaces). */
 void rlaas_config_post_config(apr_pool_t *pconf, server_rec *s);
 
+/* child_init: the child's memory for the merges it remembers. */
+void rlaas_config_child_init(apr_pool_t *pchild);
+
 /* Whether the configuration read last says RLaaSConsole on anywhere. */
 int rlaas_config_console_any(void);
 
