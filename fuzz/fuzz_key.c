@@ -87,8 +87,7 @@ static int model_suffix_like(const uint8_t *v, size_t len)
     if ((len == 2 && (memcmp(v, "tb", 2) == 0 || memcmp(v, "sw", 2) == 0 ||
                       memcmp(v, "lb", 2) == 0)) ||
         (len == 3 && memcmp(v, "ban", 3) == 0) ||
-        (len == 4 &&
-         (memcmp(v, "gcra", 4) == 0 || memcmp(v, "conc", 4) == 0)))
+        (len == 4 && (memcmp(v, "gcra", 4) == 0 || memcmp(v, "conc", 4) == 0)))
         return 1;
     for (i = 0; i < len; i++)
         if (v[i] < '0' || v[i] > '9')
@@ -271,9 +270,9 @@ typedef struct {
 } ftuple_t;
 
 /* Source kinds and names: a few real ones, so that equal tuples occur. */
-static const char *const names[] = {"X-A", "x-a", "X-B", "tb", "ip",
-                                    "Authorization", "sid", "PLAN",
-                                    "%{HTTP:X-A}", "a=b", "a:b", ""};
+static const char *const names[] = {
+    "X-A", "x-a",  "X-B",         "tb",  "ip",  "Authorization",
+    "sid", "PLAN", "%{HTTP:X-A}", "a=b", "a:b", ""};
 
 /* A namespace: none, a few fixed ones, one made from any bytes by
  * rlaas_key_namespace (checked), raw bytes (refused unless valid), or a
@@ -308,8 +307,8 @@ static void namespace_of(reader_t *r, ftuple_t *t, unsigned b)
         /* a tenant's, the host's tenant or a root's: never a host's */
         raw = bytes(r, &len);
         root = bytes(r, &rlen);
-        t->nsl = rlaas_key_tenant_namespace(t->nsbuf, raw ? raw : "", len,
-                                            root, rlen);
+        t->nsl = rlaas_key_tenant_namespace(t->nsbuf, raw ? raw : "", len, root,
+                                            rlen);
         CHECK(t->nsl >= 3 && t->nsl <= RLAAS_NS_MAX);
         CHECK(rlaas_key_namespace_ok(t->nsbuf, t->nsl));
         hl = rlaas_key_namespace(host, raw ? raw : "", len);
@@ -358,6 +357,7 @@ static size_t build(const ftuple_t *t, char *out)
     rlaas_key_spec_t k;
     size_t n, i;
 
+    memset(&k, 0, sizeof(k)); /* ip_rendered 0: any text is checked */
     k.prefix = "p:";
     k.prefix_len = 2;
     k.zone = t->zp;
@@ -377,8 +377,7 @@ static size_t build(const ftuple_t *t, char *out)
     CHECK(n <= RLAAS_KEY_MAX && strlen(out) == n);
     CHECK(memcmp(out, "p:", 2) == 0);
     for (i = 0; i < n; i++)
-        CHECK(out[i] > ' ' && out[i] < 0x7f && out[i] != '{' &&
-              out[i] != '}');
+        CHECK(out[i] > ' ' && out[i] < 0x7f && out[i] != '{' && out[i] != '}');
     if (t->st == RLAAS_STRATEGY_FIXED)
         n += (size_t)sprintf(out + n, "%u", t->window);
     return n;

@@ -107,6 +107,10 @@ static size_t tag(char *out, const rlaas_key_part_t *p)
 static size_t value(char *out, const rlaas_key_part_t *p,
                     const rlaas_key_spec_t *k)
 {
+    if (p->type == RLAAS_SRC_IP && k->ip_rendered) {
+        memcpy(out, k->ip, k->ip_len);
+        return k->ip_len;
+    }
     if (p->type == RLAAS_SRC_IP)
         return rlaas_key_value_keyed(out, k->ip, k->ip_len, RLAAS_VAL_ADDRESS,
                                      k->secret);

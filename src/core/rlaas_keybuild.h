@@ -93,6 +93,10 @@ typedef struct {
      * SHA-1 as before. The grammar and the proof above do not change: a
      * hashed segment is '~' and 32 hex digits either way. */
     const rlaas_key_secret_t *secret;
+    /* ip is rlaas_ip_render's output, which is raw as it stands (an
+     * address, never suffix-like): not checked again; 0: checked, as an
+     * address given any other way is */
+    int ip_rendered;
 } rlaas_key_spec_t;
 
 /* Longest tagged segment: "h." + name, '=', then a fallback. */

@@ -66,17 +66,18 @@ static const char *cookie_value(request_rec *r, const char *name)
 
 /* The client address as the ip source names it (rlaas_ip.h): IPv6
  * clients grouped by RLaaSIPv6Prefix; "-" when there is none. */
-static const char *client_ip(request_rec *r, const rlaas_server_conf_t *sc)
+static const char *client_ip(request_rec *r, const rlaas_server_conf_t *sc,
+                             size_t *len)
 {
     const char *ip = r->useragent_ip;
     char *out;
 
+    *len = 0;
     if (ip == NULL || *ip == '\0')
         return "-";
     out = apr_palloc(r->pool, RLAAS_IP_TEXT_MAX);
-    if (rlaas_ip_render(out, ip, strlen(ip), rlaas_server_ipv6_prefix(sc)) == 0)
-        return "-";
-    return out;
+    *len = rlaas_ip_render(out, ip, strlen(ip), rlaas_server_ipv6_prefix(sc));
+    return *len > 0 ? out : "-";
 }
 
 /* A source's value for this request, *len bytes (a user name may hold a
@@ -155,8 +156,10 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
     k.ns_len = spec->ns != NULL ? strlen(spec->ns) : 0;
     /* rendering the address costs more than the rest of the key: only
      * when the key holds it */
-    k.ip = need_ip ? client_ip(r, sc) : "-";
-    k.ip_len = strlen(k.ip);
+    k.ip = need_ip ? client_ip(r, sc, &k.ip_len) : "-";
+    k.ip_rendered = k.ip_len > 0;
+    if (k.ip_len == 0)
+        k.ip_len = 1; /* "-": no address, checked (and hashed) as such */
     k.strategy = spec->strategy;
     k.hashtag = rlaas_target_cluster(sc->target);
     k.secret = rlaas_keysecret();
