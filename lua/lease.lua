@@ -1,8 +1,10 @@
 -- rlaas lease (RLaaSLease on): a portion of one policy's remaining quota,
 -- taken at once for a server to spend in its shared memory.
 -- KEYS[1] = K; ARGV = strategy (0 fixed, 2 sliding, 3 token, 4 leaky,
--- 5 gcra: never the sliding log), limit, window ms, cost (>= 1), mode (0),
--- want, back, at. The server's last portion of K lapsed with back units
+-- 5 gcra: never the sliding log), limit, window ms, cost (>= 1), mode (0,
+-- or 1: a limit read per request, RLaaSLimit expr=, which the server
+-- leases per limit: a portion is spent only by requests of the limit it
+-- was taken for), want, back, at. The server's last portion of K lapsed with back units
 -- unspent (0: none), charged at Redis time at (ms, as this script said
 -- then): they are given back first, as a credit gives them: to the fixed
 -- window holding at while it is the current one; to a bucket, less what
@@ -37,7 +39,7 @@ local function forgot(k)
   return not k or (t and t >= at)
 end
 -- a calendar's periods, a limit over 1e9: never leased (the module asks none)
-if not (f and L and want and b and at) or m ~= 0 or c < 1 or
+if not (f and L and want and b and at) or (m ~= 0 and m ~= 1) or c < 1 or
     #KEYS ~= 1 or type(W) == 'table' or L > 1e9 then
   return redis.error_reply('ERR rlaas: bad lease')
 end

@@ -19,6 +19,9 @@
 #    sliding log, a dry run) nothing is said; with no RLaaSLease at all
 #    (auto, the default) a busy identity's requests take few round trips,
 #    and with RLaaSLease off every request is one;
+#  - a limit read per request (RLaaSLimit expr=) is leased per limit:
+#    the same ceiling, most requests spent here, and nothing held under
+#    one limit is spent under another;
 #  - a client that pauses longer than a lease between bursts loses
 #    nothing: what its server held goes back with the next portion.
 use strict;
@@ -54,6 +57,8 @@ my @cases = (
     [paused   => 'fixed',       200,     '1d', 'auto'],
     # no RLaaSLease line: the default, auto
     [dflt     => 'gcra',        1000000, '1h', 'default'],
+    # a limit read per request (RLaaSLimit expr=): leased per limit
+    [vary     => 'gcra',        'expr=%{HTTP:X-Plan} 1', '1d', 'on'],
 );
 
 my @srv = map { start_server() } 1, 2;
@@ -77,11 +82,11 @@ sub lease_metrics {
 }
 sub delta { my ($a, $b, $k) = @_; ($b->{$k} // 0) - ($a->{$k} // 0) }
 
-# load(PATH, USER, TOTAL, CLIENTS): TOTAL requests of one identity from
-# CLIENTS processes at once, each on keep-alive connections to both
-# servers in turn; returns (status => count).
+# load(PATH, USER, TOTAL, CLIENTS, HEADERS...): TOTAL requests of one
+# identity from CLIENTS processes at once, each on keep-alive connections
+# to both servers in turn; returns (status => count).
 sub load {
-    my ($path, $user, $total, $clients) = @_;
+    my ($path, $user, $total, $clients, %more) = @_;
     my $per = int($total / $clients);
     my $go = Time::HiRes::time() + 0.3 + 0.01 * $clients;
     my @kids;
@@ -97,7 +102,7 @@ sub load {
             my %n;
             for my $k (1 .. $per) {
                 my $j = ($c + $k) % 2;
-                my $res = $ua[$j]->get("http://$srv[$j]{hp}$path", { headers => { 'X-User' => $user } });
+                my $res = $ua[$j]->get("http://$srv[$j]{hp}$path", { headers => { 'X-User' => $user, %more } });
                 $n{$res->{status}}++;
             }
             print $w join(' ', %n);
@@ -136,6 +141,24 @@ for my $c (qw(gcra fixed auto)) {
     cmp_ok($ok, '<=', 300, "$c: 1000 requests of one identity on two servers, limit 300: at most 300 admitted ($ok)");
     cmp_ok($ok, '>=', 250, "$c: and at least 250 of them (what lapsed in leases is the rest)");
     is(($n{200} // 0) + ($n{429} // 0), 1000, "$c: every other request refused with 429, none failed");
+}
+
+# ---------------------------------------- a limit read per request
+# (RLaaSLimit expr=): leased per limit, the ceiling exact; a client whose
+# plan changes spends nothing held under the old one
+{
+    my $m0 = lease_metrics();
+    my $u = uid('lease-vary');
+    my %n = load('/lease/vary', $u, 1000, 40, 'X-Plan' => 300);
+    my $m1 = lease_metrics();
+    my $ok = $n{200} // 0;
+    cmp_ok($ok, '<=', 300, "RLaaSLimit expr= (300 for this client): at most 300 of 1000 admitted ($ok)");
+    cmp_ok($ok, '>=', 250, '  and at least 250');
+    cmp_ok(delta($m0, $m1, 'rlaas_lease_spends_total'), '>=', 150, '  most of them spent from portions held here');
+    # the units this server still holds under 300 are not spent under 200
+    %n = load('/lease/vary', $u, 100, 10, 'X-Plan' => 200);
+    is($n{200} // 0, 0, '  its plan lowered to 200 with 300 spent: nothing more admitted');
+    is($n{429} // 0, 100, '  every request refused');
 }
 
 # ---------------------------------------- most requests take no round trip

@@ -25,7 +25,6 @@ static const char *const whys[RLAAS_LEASE_NOT_COUNT] = {
     "decided together",
     "Redis Cluster (RLaaSRedisCluster)",
     "the sliding log (sliding_log) keeps no count to share out",
-    "the limit is read per request (RLaaSLimit expr=)",
     "a dry run (RLaaSDryRun on)",
     "bans (RLaaSBan, or a ban of its zone honoured): a ban is read with "
     "every decision",
@@ -114,8 +113,10 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
         return not_here(r, d, it, RLAAS_LEASE_NOT_CALENDAR);
     if (it->dry_run || (it->call.mode & RLAAS_MODE_DRY_RUN))
         return not_here(r, d, it, RLAAS_LEASE_NOT_DRY_RUN);
-    if (it->call.mode != 0)
-        return not_here(r, d, it, RLAAS_LEASE_NOT_VARIES);
+    /* a limit read per request (RLaaSLimit expr=, the only mode left
+     * here) is leased per limit: the record is made for one
+     * (rlaas_grant_take), and a request of another takes a portion of
+     * its own */
     if (rlaas_outcome_ban(d, &ban) || (with & RLAAS_LEASE_WITH_BAN))
         return not_here(r, d, it, RLAAS_LEASE_NOT_BAN);
     if (it->bytes_unit > 0)

@@ -113,7 +113,6 @@ typedef enum {
     RLAAS_LEASE_NOT_POLICIES = 0, /* several policies, decided together */
     RLAAS_LEASE_NOT_CLUSTER,      /* Redis Cluster */
     RLAAS_LEASE_NOT_LOG,          /* the sliding log */
-    RLAAS_LEASE_NOT_VARIES,       /* RLaaSLimit expr= */
     RLAAS_LEASE_NOT_DRY_RUN,      /* RLaaSDryRun on */
     RLAAS_LEASE_NOT_BAN,          /* RLaaSBan */
     RLAAS_LEASE_NOT_REFUND,       /* RLaaSCountIf, countif= */

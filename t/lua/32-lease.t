@@ -130,8 +130,31 @@ subtest 'how long a lease lasts' => sub {
     is_deeply [@$x[6, 7]], [50, 50], 'sliding: the same';
 };
 
+subtest 'a limit read per request (RLaaSLimit expr=, mode 1)' => sub {
+    for my $s (qw(fixed sliding token leaky gcra)) {
+        my $K = K();
+        my $sum = 0;
+        for my $i (1 .. 200) {
+            my $x = lease($s, $K, 300, 86_400_000, 1, 1_000_000, T0 + 1000 + $i, 1);
+            last unless $x->[0];
+            $sum += $x->[5];
+        }
+        is $sum, 300, "$s, mode 1: the grants add up to the limit exactly";
+        my $y = $h->run($s, $K, 300, 86_400_000, T0 + 1500, 0, mode => 1);
+        is $y->[0], 0, "$s, mode 1: the strategy's own script sees the quota spent";
+    }
+    # a lapsed portion of a limit read per request goes back as a credit
+    # of that mode gives it
+    my $K = K();
+    my $x = lease('gcra', $K, 300, 86_400_000, 1, 1_000_000, T0 + 1000, 1);
+    is $x->[5], 37, 'gcra, mode 1: a portion of 37';
+    $x = lease('gcra', $K, 300, 86_400_000, 1, 1_000_000, T0 + 3000, 1, 30, T0 + 1000);
+    is $x->[9], 29, 'gcra, mode 1: 29 of 30 lapsed units given back (a unit refilled in 2 s)';
+    is $x->[1], 263 + 29 - $x->[5], '  and the quota holds them again (less the new portion)';
+};
+
 subtest 'refused: the sliding log, a mode, bad arguments' => sub {
-    for my $bad ([1, 0], [5, 1], [5, 2], [9, 0]) {
+    for my $bad ([1, 0], [1, 1], [5, 2], [5, 3], [5, 4], [9, 0]) {
         my ($id, $mode) = @$bad;
         my $sec = int(T0 / 1000);
         my $x = $r->cmd('EVALSHA', $lease, 1, K(), $id, 300, 60000, 1, $mode, 10, 0, 0, $sec, 0);
