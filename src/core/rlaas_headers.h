@@ -25,6 +25,16 @@ const char *rlaas_parse_headers_mode(const char *s, rlaas_headers_e *out);
  * Zone names are [A-Za-z0-9._-], so no escaping is needed. */
 #define RLAAS_POLICY_DEFAULT "default"
 
+/* A RateLimit-Policy item written once, with the name, limit and window
+ * it tells of: a section's own limit keeps one from its merge, and the
+ * request path uses it while the policy it shows is that. */
+typedef struct {
+    const char *name;
+    int64_t limit, window_ms;
+    const char *text;
+    size_t len;
+} rlaas_policy_field_t;
+
 /* Writes `"<name>";q=<limit>;w=<window s>` into buf. */
 int rlaas_fmt_policy(char *buf, size_t size, const char *name, int64_t limit,
                      int64_t window_ms);

@@ -292,6 +292,9 @@ typedef struct {
         rlaas_lease_mode_e lease;
         int64_t conc_timeout_ms;
         int conc_status;
+        /* the RateLimit-Policy item of a fixed limit (no expr=, no
+         * calendar, no byte quota), written at merge; NULL: per request */
+        const rlaas_policy_field_t *field;
     } use;
 } rlaas_dir_conf_t;
 

@@ -189,7 +189,28 @@ static const char *set_local_divisor(cmd_parms *cmd, void *dummy,
 /* ---- directory scope ---- */
 
 /* d->use: d's settings, the defaults where none is set. */
-static void resolve(rlaas_dir_conf_t *d)
+/* The RateLimit-Policy item of the section's own limit, where it is the
+ * same for every request: written once here, not per response. */
+static const rlaas_policy_field_t *field_of(apr_pool_t *p,
+                                            const rlaas_dir_conf_t *d)
+{
+    rlaas_policy_field_t *f;
+    char buf[RLAAS_NAME_MAX + 64];
+
+    if (d->limit <= 0 || d->limit_expr != NULL || d->cal != NULL ||
+        d->limit_unit != 0)
+        return NULL;
+    f = apr_palloc(p, sizeof(*f));
+    f->name = d->zone != NULL ? d->zone : RLAAS_POLICY_DEFAULT;
+    f->limit = d->limit;
+    f->window_ms = d->use.window_ms;
+    f->len = (size_t)rlaas_fmt_policy(buf, sizeof(buf), f->name, f->limit,
+                                      f->window_ms);
+    f->text = apr_pstrmemdup(p, buf, f->len);
+    return f;
+}
+
+static void resolve(apr_pool_t *p, rlaas_dir_conf_t *d)
 {
     d->use.window_ms = rlaas_dir_window_ms(d);
     d->use.strategy = rlaas_dir_strategy(d);
@@ -202,6 +223,9 @@ static void resolve(rlaas_dir_conf_t *d)
         d->lease != -1 ? (rlaas_lease_mode_e)d->lease : RLAAS_LEASE_MODE_AUTO;
     d->use.conc_timeout_ms = rlaas_dir_conc_timeout_ms(d);
     d->use.conc_status = rlaas_dir_conc_status(d);
+    /* a merge made per request (a .htaccess's) leaves it to the
+     * response, which writes it once */
+    d->use.field = d->kept ? field_of(p, d) : NULL;
 }
 
 /* A configuration made while the server reads its configuration lives as
@@ -233,12 +257,13 @@ void *rlaas_create_dir_conf(apr_pool_t *p, char *dir)
     d->metrics = -1;
     rlaas_outcome_dir_init(d);
     rlaas_conc_dir_init(d);
-    resolve(d);
+    resolve(p, d);
     return d;
 }
 
 static void merge(apr_pool_t *p, rlaas_dir_conf_t *d,
-                  const rlaas_dir_conf_t *base, const rlaas_dir_conf_t *add)
+                  const rlaas_dir_conf_t *base, const rlaas_dir_conf_t *add,
+                  int kept)
 {
 
     /* a limit with its expression and fallback */
@@ -306,8 +331,9 @@ static void merge(apr_pool_t *p, rlaas_dir_conf_t *d,
     /* last: who set each of the settings merged above, and so where the
      * own limit counts */
     rlaas_tenant_merge(d, base, add);
-    resolve(d);
+    d->kept = kept;
     d->merges = NULL;
+    resolve(p, d);
 }
 
 /* ---- merges remembered ----
@@ -374,8 +400,7 @@ static const rlaas_dir_conf_t *remember(const rlaas_dir_conf_t *base,
     if ((found = remembered(base, add)) == NULL &&
         (merges_of(add) == NULL || merges_of(add)->n < MERGES_MAX)) {
         d = apr_palloc(merges_pool, sizeof(*d));
-        merge(merges_pool, d, base, add);
-        d->kept = 1;
+        merge(merges_pool, d, base, add, 1);
         m = apr_palloc(merges_pool, sizeof(*m));
         m->base = base;
         m->d = d;
@@ -399,8 +424,7 @@ void *rlaas_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
             return (void *)found; /* a merge is never written */
     }
     d = apr_palloc(p, sizeof(*d));
-    merge(p, d, base, add);
-    d->kept = read_with_configuration();
+    merge(p, d, base, add, read_with_configuration());
     return d;
 }
 
@@ -913,7 +937,7 @@ void rlaas_config_post_config(apr_pool_t *pconf, server_rec *s)
 
         /* a server's own settings, which no section's merge resolved (the
          * main server's are used as read) */
-        resolve(ap_get_module_config(s->lookup_defaults, &rlaas_module));
+        resolve(pconf, ap_get_module_config(s->lookup_defaults, &rlaas_module));
 
         if (!s->is_virtual || sc->policies == NULL)
             continue;

@@ -97,15 +97,24 @@ static void draft_headers(request_rec *r, const rlaas_unit_t *u, int pick)
     size_t n = 0, len;
     int i;
 
-    if (u->shown->nelts > 0) {
+    if (u->shown->nelts == 1 && sh[0].field != NULL)
+        /* the usual response: one policy, its item written at merge */
+        apr_table_setn(r->err_headers_out, "RateLimit-Policy",
+                       sh[0].field->text);
+    else if (u->shown->nelts > 0) {
         list = apr_palloc(r->pool, each * (size_t)u->shown->nelts);
         for (i = 0; i < u->shown->nelts; i++) {
             if (i > 0) {
                 memcpy(list + n, ", ", 2);
                 n += 2;
             }
-            len = (size_t)rlaas_fmt_policy(list + n, ITEM_ROOM, sh[i].name,
-                                           sh[i].limit, sh[i].window_ms);
+            if (sh[i].field != NULL) {
+                len = sh[i].field->len;
+                memcpy(list + n, sh[i].field->text, len);
+            }
+            else
+                len = (size_t)rlaas_fmt_policy(list + n, ITEM_ROOM, sh[i].name,
+                                               sh[i].limit, sh[i].window_ms);
             n += len < ITEM_ROOM ? len : ITEM_ROOM - 1;
             /* the draft's quota unit parameter: requests are its default */
             if (sh[i].bytes) {
@@ -169,6 +178,21 @@ static void carry_status(request_rec *r, const rlaas_unit_t *u)
         apr_table_setn(r->subprocess_env, RLAAS_ENV_POLICY, u->policy);
 }
 
+/* The item's RateLimit-Policy item as its merge wrote it, if it tells of
+ * what sh shows (a policy merged with another of one counter shows the
+ * lower limit), else NULL: written per response. */
+static const rlaas_policy_field_t *written(const rlaas_item_t *it,
+                                           const rlaas_unit_shown_t *sh)
+{
+    const rlaas_policy_field_t *f = it->field;
+
+    return f != NULL && !sh->bytes && f->limit == sh->limit &&
+                   f->window_ms == sh->window_ms &&
+                   strcmp(f->name, sh->name) == 0
+               ? f
+               : NULL;
+}
+
 /* The decision's policies join what the response shows; one decided
  * again (under the verified user) takes its own place. */
 static void remember(const decision_t *dc, int have_v)
@@ -200,6 +224,7 @@ static void remember(const decision_t *dc, int have_v)
         sh->dry_run = it->dry_run;
         sh->have_v = have_v;
         sh->bytes = it->bytes_unit > 0;
+        sh->field = written(it, sh);
     }
 }
 

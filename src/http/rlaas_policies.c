@@ -65,6 +65,7 @@ static void own(rlaas_item_t *it, const rlaas_dir_conf_t *d)
     it->call.window_ms = d->use.window_ms;
     it->call.cost = 1;
     it->cal = d->cal;
+    it->field = d->use.field;
 }
 
 /* The policies: the host's enforced ones, and unless only those are

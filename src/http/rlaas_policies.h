@@ -19,8 +19,10 @@ typedef struct {
     const rlaas_policy_t *p; /* NULL: the section's own limit */
     int conc; /* the section's RLaaSConcurrency (p NULL): slots in flight */
     const char *name; /* its name, or the section's zone or "default" */
-    int enforced;     /* RLaaSEnforce: no dry run, no section's cost,
-                         the host's failure policy */
+    /* its RateLimit-Policy item as written at merge, or NULL */
+    const rlaas_policy_field_t *field;
+    int enforced; /* RLaaSEnforce: no dry run, no section's cost,
+                     the host's failure policy */
     int dry_run;
     int need_user; /* keyed by the user: decided when the name is known */
     int metric;    /* its row handle (rlaas_metrics_name) */

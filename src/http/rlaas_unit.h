@@ -36,6 +36,7 @@ typedef struct {
     int have_v; /* 0: it could not be decided */
     int dry_run;
     int bytes; /* RLaaSCost bytes: limit and remaining in bytes */
+    const rlaas_policy_field_t *field; /* its item written, or NULL */
 } rlaas_unit_shown_t;
 
 typedef struct {
