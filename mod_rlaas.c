@@ -16,6 +16,7 @@
 #include "rlaas_admin.h"
 #include "rlaas_backend.h"
 #include "rlaas_directives.h"
+#include "rlaas_lease.h"
 #include "rlaas_limit.h"
 #include "rlaas_metrics.h"
 #include "rlaas_remote.h"
@@ -33,6 +34,7 @@ static int rlaas_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 static void rlaas_child_init(apr_pool_t *pchild, server_rec *s)
 {
     rlaas_config_child_init(pchild);
+    rlaas_lease_child_init();
     rlaas_metrics_child_init(pchild, s);
     rlaas_remote_child_init(pchild, s);
 }

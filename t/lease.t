@@ -82,6 +82,13 @@ sub lease_metrics {
 }
 sub delta { my ($a, $b, $k) = @_; ($b->{$k} // 0) - ($a->{$k} // 0) }
 
+# The records of one server's local table (rlaas_local_identities).
+sub local_identities {
+    my ($s) = @_;
+    my $res = HTTP::Tiny->new(timeout => 10)->get("http://$s->{hp}/metrics");
+    return $res->{content} =~ /^rlaas_local_identities\s+(\d+)/m ? $1 : die "no rlaas_local_identities\n";
+}
+
 # load(PATH, USER, TOTAL, CLIENTS, HEADERS...): TOTAL requests of one
 # identity from CLIENTS processes at once, each on keep-alive connections
 # to both servers in turn; returns (status => count).
@@ -304,9 +311,10 @@ sub error_log_from {
 # it is told without leases (the same remaining, the same reset).
 {
     my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
-    my (%seen, $calls);
+    my (%seen, $calls, %records);
     for my $case (qw(quiet quietoff)) {
         my $e0 = evalsha_calls();
+        my $r0 = local_identities($srv[0]);
         my @st;
         for my $k (1 .. 100) {
             my $u = uid("lease-q$k");
@@ -316,10 +324,15 @@ sub error_log_from {
             $seen{$case}{$rl}++;
         }
         $calls->{$case} = evalsha_calls() - $e0;
+        $records{$case} = local_identities($srv[0]) - $r0;
         is(count_by(@st), '200 x100', "$case: 100 quiet identities, one request each: all admitted");
     }
     is($calls->{quiet}, 100, 'RLaaSLease auto: 100 quiet identities, one EVALSHA per request');
     is($calls->{quietoff}, 100, 'RLaaSLease off: the same, one EVALSHA per request');
+    # a quiet identity is told apart in the child's own memory: no record
+    # of it in the shared table (one second each before, the first
+    # request of every identity)
+    cmp_ok($records{quiet}, '<', 10, "RLaaSLease auto: the quiet identities left no record in the local table ($records{quiet} new)");
     is_deeply($seen{quiet}, $seen{quietoff}, 'and every client is told what it is told without leases (RateLimit)')
         or diag(explain(\%seen));
     is_deeply([keys %{$seen{quiet}}], [';r=49;t=72'], '  49 of 50 left, the gcra emission interval (72 s) to wait')

@@ -2,6 +2,7 @@
 
 #include "http_log.h"
 #include "apr_atomic.h"
+#include "apr_general.h"
 #include "apr_strings.h"
 
 #include "rlaas_backend.h"
@@ -64,6 +65,71 @@ static void trace(request_rec *r, const rlaas_item_t *it, const char *what,
                   what, n);
 }
 
+/* RLaaSLease auto: the identities this child saw lately, by a hash of
+ * their key, each word a tag of the hash (23 bits), whether the shared
+ * table held a portion of it then (1 bit) and when (ms, 40 bits). A
+ * quiet identity is told apart here, in the child's own memory, and
+ * costs the shared table nothing: only one this child saw again within a
+ * lease's time, or one that held a portion within its window (units it
+ * left to lapse go back with its next request, as before), goes to the
+ * table, which decides as it did. Lossy (a slot keeps the last identity
+ * hashed to it) and shared by the child's threads without a lock: a miss
+ * sends one request alone, as without leases, and leaves what a portion
+ * left to a later request. */
+#define SEEN_SLOTS  4096
+#define SEEN_MS     ((UINT64_C(1) << 40) - 1)
+#define SEEN_LEASED (UINT64_C(1) << 40)
+
+static uint64_t seen[SEEN_SLOTS];
+static uint64_t seen_seed;
+
+typedef struct {
+    uint64_t *slot;
+    uint64_t tag; /* in place: above SEEN_LEASED */
+    uint64_t now_ms;
+} seen_t;
+
+void rlaas_lease_child_init(void)
+{
+    /* no fixed hash for a client to aim many identities at one slot */
+    if (apr_generate_random_bytes((unsigned char *)&seen_seed,
+                                  sizeof(seen_seed)) != APR_SUCCESS)
+        seen_seed = (uint64_t)apr_time_now();
+}
+
+/* Whether the table is worth asking about the key; notes that this child
+ * sees it now (what the table held, as last noted). */
+static int seen_lately(seen_t *sn, const char *key, size_t len, int64_t now_ms,
+                       int64_t lease_ms, int64_t window_ms)
+{
+    uint64_t h = seen_seed ^ UINT64_C(14695981039346656037), was, age;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        h ^= (unsigned char)key[i];
+        h *= UINT64_C(1099511628211);
+    }
+    sn->slot = &seen[h % SEEN_SLOTS];
+    sn->tag = h >> 41 << 41; /* the slot comes from the low bits */
+    sn->now_ms = (uint64_t)now_ms & SEEN_MS;
+    was = __atomic_load_n(sn->slot, __ATOMIC_RELAXED);
+    if ((was & ~(SEEN_LEASED | SEEN_MS)) != sn->tag)
+        was = 0;
+    __atomic_store_n(sn->slot, sn->tag | (was & SEEN_LEASED) | sn->now_ms,
+                     __ATOMIC_RELAXED);
+    age = (sn->now_ms - was) & SEEN_MS;
+    return was != 0 && (age < (uint64_t)lease_ms ||
+                        ((was & SEEN_LEASED) && age < (uint64_t)window_ms));
+}
+
+/* What the table said of the identity: it holds a portion (spent from,
+ * or being taken), or nothing (too quiet). */
+static void seen_holds(const seen_t *sn, int holds)
+{
+    __atomic_store_n(sn->slot, sn->tag | (holds ? SEEN_LEASED : 0) | sn->now_ms,
+                     __ATOMIC_RELAXED);
+}
+
 /* Units of a lapsed portion sent back with a fetch: those Redis took
  * back (a bucket above full, a window gone take fewer) and the rest,
  * lapsed. */
@@ -93,6 +159,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
         {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
     rlaas_grant_back_t back;
     rlaas_ban_conf_t ban;
+    seen_t sn = {NULL, 0, 0};
     rlaas_grant_ask_t a;
     rlaas_grant_e what;
     rlaas_call_t call;
@@ -133,6 +200,12 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     if (a.cost < 1)
         return RLAAS_LEASE_NO; /* a check (cost 0) is asked of Redis */
     now_us = rlaas_clock_us();
+    if (a.adaptive &&
+        !seen_lately(&sn, it->call.key, it->call.key_len, now_us / 1000,
+                     rlaas_grant_lease_ms(a.window_ms, -1), a.window_ms)) {
+        rlaas_metrics_lease_fallback(RLAAS_LEASE_NOT_QUIET);
+        return RLAAS_LEASE_NO;
+    }
     if (rlaas_grant_spend(table, it->call.key, it->call.key_len, &a,
                           rlaas_local_now_ms(), now_us,
                           RLAAS_LOCAL_LOCK_WAIT_US, 0, &what, &want, &back,
@@ -140,6 +213,8 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
         rlaas_metrics_lease_fallback(RLAAS_LEASE_NOT_TABLE);
         return RLAAS_LEASE_NO;
     }
+    if (sn.slot != NULL && what != RLAAS_GRANT_PLAIN)
+        seen_holds(&sn, what != RLAAS_GRANT_QUIET);
     if (what == RLAAS_GRANT_SPENT) {
         rlaas_metrics_outcome(RLAAS_METRIC_LEASE_SPENDS);
         trace(r, it, "spent, units left and Redis' remaining", it->v.remaining);

@@ -36,4 +36,8 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
                                  rlaas_item_t *it, int n, int with,
                                  rlaas_rerr_e *e, char *detail);
 
+/* child_init: the seed of the child's memory of identities seen lately
+ * (RLaaSLease auto). */
+void rlaas_lease_child_init(void);
+
 #endif
