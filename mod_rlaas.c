@@ -24,17 +24,27 @@
 #include "rlaas_settle.h"
 #include "rlaas_trace.h"
 
+/* Whether some host decides in Redis: leases (RLaaSLease) may apply. */
+static int redis_any(server_rec *s)
+{
+    for (; s != NULL; s = s->next) {
+        if (!rlaas_server_local(rlaas_server_conf(s)))
+            return 1;
+    }
+    return 0;
+}
+
 static int rlaas_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                              apr_pool_t *ptemp, server_rec *s)
 {
     rlaas_config_post_config(pconf, s);
+    rlaas_lease_post_config(s, redis_any(s));
     return rlaas_metrics_post_config(pconf, plog, ptemp, s);
 }
 
 static void rlaas_child_init(apr_pool_t *pchild, server_rec *s)
 {
     rlaas_config_child_init(pchild);
-    rlaas_lease_child_init();
     rlaas_metrics_child_init(pchild, s);
     rlaas_remote_child_init(pchild, s);
 }

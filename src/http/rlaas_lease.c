@@ -1,5 +1,6 @@
 #include "rlaas_lease.h"
 
+#include "http_core.h"
 #include "http_log.h"
 #include "apr_atomic.h"
 #include "apr_general.h"
@@ -12,6 +13,7 @@
 #include "rlaas_metrics.h"
 #include "rlaas_outcome.h"
 #include "rlaas_redis.h"
+#include "rlaas_shm.h"
 #include "rlaas_target.h"
 
 APLOG_USE_MODULE(rlaas);
@@ -65,23 +67,28 @@ static void trace(request_rec *r, const rlaas_item_t *it, const char *what,
                   what, n);
 }
 
-/* RLaaSLease auto: the identities this child saw lately, by a hash of
- * their key, each word a tag of the hash (23 bits), whether the shared
- * table held a portion of it then (1 bit) and when (ms, 40 bits). A
- * quiet identity is told apart here, in the child's own memory, and
- * costs the shared table nothing: only one this child saw again within a
- * lease's time, or one that held a portion within its window (units it
- * left to lapse go back with its next request, as before), goes to the
- * table, which decides as it did. Lossy (a slot keeps the last identity
- * hashed to it) and shared by the child's threads without a lock: a miss
- * sends one request alone, as without leases, and leaves what a portion
- * left to a later request. */
-#define SEEN_SLOTS  4096
+/* RLaaSLease auto: the identities this server saw lately, by a hash of
+ * their key, each word a tag of the hash (23 bits), whether the table
+ * held a portion of it then (1 bit) and when (ms, 40 bits), in shared
+ * memory every child reads and writes with single atomic words. A quiet
+ * identity is told apart here, and costs the table (its lock, a record)
+ * nothing: only one the server saw again within a lease's time, or one
+ * that held a portion within its window (units it left to lapse go back
+ * with its next request, as before), goes to the table, which decides as
+ * it did. Lossy (a slot keeps the last identity hashed to it) by design:
+ * a miss sends one request alone, as without leases, and leaves what a
+ * portion left to a later request. */
+#define SEEN_SHM    "rlaas_lease_seen"
+#define SEEN_SLOTS  16384
 #define SEEN_MS     ((UINT64_C(1) << 40) - 1)
 #define SEEN_LEASED (UINT64_C(1) << 40)
 
-static uint64_t seen[SEEN_SLOTS];
-static uint64_t seen_seed;
+typedef struct {
+    uint64_t seed; /* kept with the words it placed, across restarts */
+    uint64_t word[SEEN_SLOTS];
+} seen_mem_t;
+
+static seen_mem_t *seen; /* NULL: every request goes to the table */
 
 typedef struct {
     uint64_t *slot;
@@ -89,12 +96,32 @@ typedef struct {
     uint64_t now_ms;
 } seen_t;
 
-void rlaas_lease_child_init(void)
+void rlaas_lease_post_config(server_rec *s, int leases)
 {
+    apr_pool_t *keep = s->process->pool;
+    apr_status_t rv;
+    apr_shm_t *shm;
+
+    seen = NULL;
+    if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG)
+        return;
+    if (!leases) {
+        rlaas_shm_drop(keep, SEEN_SHM);
+        return;
+    }
+    if ((shm = rlaas_shm_sized(keep, SEEN_SHM, sizeof(*seen), &rv)) == NULL) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s,
+                     "RLAAS0230: cannot create shared memory for the "
+                     "identities RLaaSLease auto saw lately; every request "
+                     "of a leased section looks its lease up");
+        return;
+    }
+    seen = apr_shm_baseaddr_get(shm);
     /* no fixed hash for a client to aim many identities at one slot */
-    if (apr_generate_random_bytes((unsigned char *)&seen_seed,
-                                  sizeof(seen_seed)) != APR_SUCCESS)
-        seen_seed = (uint64_t)apr_time_now();
+    while (seen->seed == 0 &&
+           apr_generate_random_bytes((unsigned char *)&seen->seed,
+                                     sizeof(seen->seed)) != APR_SUCCESS)
+        seen->seed = (uint64_t)apr_time_now();
 }
 
 /* Whether the table is worth asking about the key; notes that this child
@@ -102,14 +129,14 @@ void rlaas_lease_child_init(void)
 static int seen_lately(seen_t *sn, const char *key, size_t len, int64_t now_ms,
                        int64_t lease_ms, int64_t window_ms)
 {
-    uint64_t h = seen_seed ^ UINT64_C(14695981039346656037), was, age;
+    uint64_t h = seen->seed ^ UINT64_C(14695981039346656037), was, age;
     size_t i;
 
     for (i = 0; i < len; i++) {
         h ^= (unsigned char)key[i];
         h *= UINT64_C(1099511628211);
     }
-    sn->slot = &seen[h % SEEN_SLOTS];
+    sn->slot = &seen->word[h % SEEN_SLOTS];
     sn->tag = h >> 41 << 41; /* the slot comes from the low bits */
     sn->now_ms = (uint64_t)now_ms & SEEN_MS;
     was = __atomic_load_n(sn->slot, __ATOMIC_RELAXED);
@@ -200,7 +227,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     if (a.cost < 1)
         return RLAAS_LEASE_NO; /* a check (cost 0) is asked of Redis */
     now_us = rlaas_clock_us();
-    if (a.adaptive &&
+    if (a.adaptive && seen != NULL &&
         !seen_lately(&sn, it->call.key, it->call.key_len, now_us / 1000,
                      rlaas_grant_lease_ms(a.window_ms, -1), a.window_ms)) {
         rlaas_metrics_lease_fallback(RLAAS_LEASE_NOT_QUIET);

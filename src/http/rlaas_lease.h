@@ -36,8 +36,8 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
                                  rlaas_item_t *it, int n, int with,
                                  rlaas_rerr_e *e, char *detail);
 
-/* child_init: the seed of the child's memory of identities seen lately
- * (RLaaSLease auto). */
-void rlaas_lease_child_init(void);
+/* post_config: the server's memory of the identities seen lately
+ * (RLaaSLease auto), where some host decides in Redis (leases). */
+void rlaas_lease_post_config(server_rec *s, int leases);
 
 #endif
