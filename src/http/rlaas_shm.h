@@ -2,7 +2,8 @@
  * Shared memory kept across restarts: a segment hangs off the process
  * pool under a name, so that a graceful restart finds it again (its
  * counts, identities and all) and the new children inherit it. The local
- * engine's table, the metrics and the console's tally each keep one.
+ * engine's table, the metrics, the console's tally and the identities
+ * RLaaSLease auto saw lately each keep one.
  */
 #ifndef RLAAS_SHM_H
 #define RLAAS_SHM_H
