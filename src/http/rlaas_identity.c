@@ -156,10 +156,13 @@ const char *rlaas_identity_key(request_rec *r, const rlaas_server_conf_t *sc,
     k.ns_len = spec->ns != NULL ? strlen(spec->ns) : 0;
     /* rendering the address costs more than the rest of the key: only
      * when the key holds it */
-    k.ip = need_ip ? client_ip(r, sc, &k.ip_len) : "-";
+    k.ip = "-"; /* no address: checked (and hashed) as such */
+    k.ip_len = 0;
+    if (need_ip)
+        k.ip = client_ip(r, sc, &k.ip_len);
     k.ip_rendered = k.ip_len > 0;
     if (k.ip_len == 0)
-        k.ip_len = 1; /* "-": no address, checked (and hashed) as such */
+        k.ip_len = 1;
     k.strategy = spec->strategy;
     k.hashtag = rlaas_target_cluster(sc->target);
     k.secret = rlaas_keysecret();
