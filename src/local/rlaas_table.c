@@ -13,8 +13,9 @@
 
 #define MAGIC 0x726c6c74u /* "rllt" */
 /* 2: records know their zone and how much they limit; 16-bit chunk
- * numbers; 3: records any zone may take (cache) */
-#define VERSION 3u
+ * numbers; 3: records any zone may take (cache); 4: keys placed and
+ * zones hashed by SipHash-1-3 (a table of 3 has them elsewhere) */
+#define VERSION 4u
 
 #define CHUNK     64
 #define HEAD_DATA 24 /* bytes of key and value in a record's first chunk */
@@ -799,7 +800,7 @@ static rlaas_table_rc_e lock(const rlaas_table_t *t, stripe_t *s,
 
 static uint32_t zone_hash(const rlaas_table_t *t, const char *key, size_t zlen)
 {
-    return (uint32_t)rlaas_siphash(t->seed, key, zlen);
+    return (uint32_t)rlaas_siphash13(t->seed, key, zlen);
 }
 
 static void no_room(stripe_t *s, rlaas_table_report_t *rep)
@@ -906,7 +907,7 @@ rlaas_table_rc_e rlaas_table_hold(rlaas_table_t *t, const char *const *keys,
 
         if (klens[i] > RLAAS_TABLE_KEY_MAX)
             return RLAAS_TABLE_TOO_BIG;
-        hd->h[i] = rlaas_siphash(t->seed, keys[i], klens[i]);
+        hd->h[i] = rlaas_siphash13(t->seed, keys[i], klens[i]);
         hd->zlen[i] = zlens != NULL && zlens[i] <= klens[i] ? zlens[i] : 0;
         st = (uint32_t)hd->h[i] % t->nstripes;
         /* the stripes in ascending order, each once: two requests that
