@@ -779,13 +779,34 @@ static void repair(const rlaas_table_t *t, stripe_t *s,
 
 /* ---- the lock ---- */
 
-/* Takes s's lock, waiting until the monotonic deadline at. */
-static rlaas_table_rc_e lock(const rlaas_table_t *t, stripe_t *s,
-                             const struct timespec *at,
+/* How long a taker may wait, from its first lock that was not free: the
+ * clock is read only then, as most locks are free at once. */
+typedef struct {
+    int64_t wait_us;
+    int set; /* at is the deadline */
+    struct timespec at;
+} deadline_t;
+
+static void deadline_init(deadline_t *d, int64_t wait_us)
+{
+    d->wait_us = wait_us;
+    d->set = 0;
+}
+
+/* Takes s's lock: at once if it is free, else waiting until the
+ * deadline. */
+static rlaas_table_rc_e lock(const rlaas_table_t *t, stripe_t *s, deadline_t *d,
                              rlaas_table_report_t *rep)
 {
-    int rc = pthread_mutex_clocklock(&s->mu, CLOCK_MONOTONIC, at);
+    int rc = pthread_mutex_trylock(&s->mu);
 
+    if (rc == EBUSY) {
+        if (!d->set) {
+            rlaas_clock_timespec(rlaas_clock_us() + d->wait_us, &d->at);
+            d->set = 1;
+        }
+        rc = pthread_mutex_clocklock(&s->mu, CLOCK_MONOTONIC, &d->at);
+    }
     if (rc == EOWNERDEAD) {
         /* its holder died, perhaps half way through a change */
         repair(t, s, rep);
@@ -894,7 +915,7 @@ rlaas_table_rc_e rlaas_table_hold(rlaas_table_t *t, const char *const *keys,
                                   rlaas_table_hold_t *hd,
                                   rlaas_table_report_t *rep)
 {
-    struct timespec at;
+    deadline_t at;
     int i, j;
 
     report_init(rep);
@@ -922,7 +943,7 @@ rlaas_table_rc_e rlaas_table_hold(rlaas_table_t *t, const char *const *keys,
         hd->nlocked++;
     }
     memset(hd->reserved, 0, sizeof(hd->reserved));
-    rlaas_clock_timespec(rlaas_clock_us() + lock_wait_us, &at);
+    deadline_init(&at, lock_wait_us);
     for (i = 0; i < hd->nlocked; i++) {
         rlaas_table_rc_e rc = lock(t, stripe_at(t, hd->locked[i]), &at, rep);
 
@@ -1036,7 +1057,7 @@ rlaas_table_rc_e rlaas_table_bans(rlaas_table_t *t, int64_t now_ms,
                                   void *baton)
 {
     rlaas_table_report_t rep; /* a repair on the way: counted in stats */
-    struct timespec at;
+    deadline_t at;
     int64_t high = __atomic_load_n(&t->high_ms, __ATOMIC_RELAXED);
     /* a listing reads the clock's high-water, it does not move it */
     when_t w = {now_ms, now_ms > high ? now_ms : high};
@@ -1044,7 +1065,7 @@ rlaas_table_rc_e rlaas_table_bans(rlaas_table_t *t, int64_t now_ms,
     int more = 1;
 
     report_init(&rep);
-    rlaas_clock_timespec(rlaas_clock_us() + lock_wait_us, &at);
+    deadline_init(&at, lock_wait_us);
     for (i = 0; i < t->nstripes && more; i++) {
         stripe_t *s = stripe_at(t, i);
         rlaas_table_rc_e rc = lock(t, s, &at, &rep);
@@ -1132,14 +1153,14 @@ static int stripe_ok(const rlaas_table_t *t, stripe_t *s, unsigned char *st)
 uint32_t rlaas_table_verify(rlaas_table_t *t)
 {
     rlaas_table_report_t rep;
-    struct timespec at;
+    deadline_t at;
     uint32_t i;
 
     for (i = 0; i < t->nstripes; i++) {
         stripe_t *s = stripe_at(t, i);
         int ok;
 
-        rlaas_clock_timespec(rlaas_clock_us() + 1000000, &at);
+        deadline_init(&at, 1000000);
         if (lock(t, s, &at, &rep) != RLAAS_TABLE_OK)
             return i + 1;
         ok = s->hwm <= s->nchunks && s->writing == NIL;
