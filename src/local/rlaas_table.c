@@ -504,37 +504,65 @@ static int make_room(const rlaas_table_t *t, stripe_t *s, uint32_t want,
 
 typedef enum { IO_READ, IO_WRITE, IO_EQUAL } io_e;
 
+/* A place in a record's bytes: off bytes into the data of chunk ch, room
+ * bytes long. off may be room: the next chunk is looked up only when a
+ * byte past it is wanted, so a place at the key's end stays good while
+ * the record's chain grows or shrinks behind it. */
+typedef struct {
+    chunk_t *ch;
+    unsigned char *data;
+    size_t room;
+    size_t off;
+} place_t;
+
+static place_t place_of(const rlaas_table_t *t, stripe_t *s, cno_t n)
+{
+    chunk_t *ch = chunk_at(t, s, n);
+    place_t at = {ch, ch->r.data, HEAD_DATA, 0};
+
+    return at;
+}
+
+/* Reads, writes or compares len bytes at place at, which moves past them;
+ * for IO_EQUAL, returns 1 if they equal buf (at is then left anywhere). */
+static int place_io(const rlaas_table_t *t, stripe_t *s, place_t *at, void *buf,
+                    size_t len, io_e op)
+{
+    unsigned char *p = buf;
+
+    while (len > 0) {
+        size_t k;
+
+        if (at->off >= at->room) {
+            at->off -= at->room;
+            at->ch = chunk_at(t, s, at->ch->c.next);
+            at->data = at->ch->c.data;
+            at->room = CONT_DATA;
+            continue;
+        }
+        k = at->room - at->off < len ? at->room - at->off : len;
+        if (op == IO_READ)
+            memcpy(p, at->data + at->off, k);
+        else if (op == IO_WRITE)
+            memcpy(at->data + at->off, p, k);
+        else if (memcmp(at->data + at->off, p, k) != 0)
+            return 0;
+        p += k;
+        len -= k;
+        at->off += k;
+    }
+    return 1;
+}
+
 /* Reads, writes or compares len bytes at offset off of record n; for
  * IO_EQUAL, returns 1 if they equal buf. */
 static int record_io(const rlaas_table_t *t, stripe_t *s, cno_t n, size_t off,
                      void *buf, size_t len, io_e op)
 {
-    chunk_t *ch = chunk_at(t, s, n);
-    unsigned char *data = ch->r.data, *p = buf;
-    size_t room = HEAD_DATA;
+    place_t at = place_of(t, s, n);
 
-    while (len > 0) {
-        size_t k;
-
-        if (off >= room) {
-            off -= room;
-            ch = chunk_at(t, s, ch->c.next);
-            data = ch->c.data;
-            room = CONT_DATA;
-            continue;
-        }
-        k = room - off < len ? room - off : len;
-        if (op == IO_READ)
-            memcpy(p, data + off, k);
-        else if (op == IO_WRITE)
-            memcpy(data + off, p, k);
-        else if (memcmp(data + off, p, k) != 0)
-            return 0;
-        p += k;
-        len -= k;
-        off += k;
-    }
-    return 1;
+    at.off = off; /* skipped chunk by chunk on the way */
+    return place_io(t, s, &at, buf, len, op);
 }
 
 static uint32_t chain_length(const rlaas_table_t *t, stripe_t *s, cno_t n)
@@ -577,10 +605,11 @@ static int resize(const rlaas_table_t *t, stripe_t *s, cno_t n, uint32_t want,
 }
 
 /* A new record of zone, linked at the head of its bucket and as the
- * newest; NIL if it has no room. */
+ * newest, its key written (*val: the key's end); NIL if it has no
+ * room. */
 static cno_t insert(const rlaas_table_t *t, stripe_t *s, uint32_t tag,
                     uint32_t zone, const char *key, size_t klen, uint32_t want,
-                    const when_t *w, rlaas_table_report_t *rep)
+                    const when_t *w, rlaas_table_report_t *rep, place_t *val)
 {
     cno_t n, *bucket;
     rec_t *r;
@@ -604,29 +633,32 @@ static cno_t insert(const rlaas_table_t *t, stripe_t *s, uint32_t tag,
     lru_push(t, s, n);
     BUMP(s->records, 1);
     resize(t, s, n, want, w, rep); /* the room was made above */
-    record_io(t, s, n, 0, (void *)key, klen, IO_WRITE);
+    *val = place_of(t, s, n);
+    place_io(t, s, val, (void *)key, klen, IO_WRITE);
     return n;
 }
 
-/* Writes record n's value (a test dies half way through). */
-static void write_value(const rlaas_table_t *t, stripe_t *s, cno_t n,
-                        size_t klen, unsigned char *val, size_t vlen)
+/* Writes a record's value at at, its key's end (a test dies half way
+ * through). */
+static void write_value(const rlaas_table_t *t, stripe_t *s, place_t *at,
+                        unsigned char *val, size_t vlen)
 {
 #ifdef RLAAS_TABLE_TESTING
-    record_io(t, s, n, klen, val, vlen / 2, IO_WRITE);
+    place_io(t, s, at, val, vlen / 2, IO_WRITE);
     TEST_HOOK(VALUE);
-    record_io(t, s, n, klen + vlen / 2, val + vlen / 2, vlen - vlen / 2,
-              IO_WRITE);
+    place_io(t, s, at, val + vlen / 2, vlen - vlen / 2, IO_WRITE);
 #else
-    record_io(t, s, n, klen, val, vlen, IO_WRITE);
+    place_io(t, s, at, val, vlen, IO_WRITE);
 #endif
 }
 
 /* The live record of key, or NIL; expired records met on the way are
- * dropped. Inline: it is most of an update's work. */
+ * dropped. *val: the found record's key's end, where its value starts
+ * (the key compared is not walked again to read or write it). Inline: it
+ * is most of an update's work. */
 static inline cno_t find(const rlaas_table_t *t, stripe_t *s, uint32_t tag,
                          const char *key, size_t klen, const when_t *w,
-                         rlaas_table_report_t *rep)
+                         rlaas_table_report_t *rep, place_t *val)
 {
     cno_t n = *bucket_for(t, s, tag);
 
@@ -636,9 +668,11 @@ static inline cno_t find(const rlaas_table_t *t, stripe_t *s, uint32_t tag,
 
         if (gone(r, w))
             drop_counted(t, s, n, IDLE, rep);
-        else if (r->tag == tag && r->klen == klen &&
-                 record_io(t, s, n, 0, (void *)key, klen, IO_EQUAL))
-            return n;
+        else if (r->tag == tag && r->klen == klen) {
+            *val = place_of(t, s, n);
+            if (place_io(t, s, val, (void *)key, klen, IO_EQUAL))
+                return n;
+        }
         n = next;
     }
     return NIL;
@@ -838,7 +872,8 @@ static rlaas_table_rc_e update_locked(const rlaas_table_t *t, stripe_t *s,
                                       rlaas_table_report_t *rep)
 {
     unsigned char val[RLAAS_TABLE_VALUE_MAX];
-    cno_t n = find(t, s, tag, key, klen, w, rep);
+    place_t at;
+    cno_t n = find(t, s, tag, key, klen, w, rep, &at);
     rlaas_table_life_t life = {RLAAS_TABLE_TTL_KEEP, 0, 0, 0};
     uint32_t want;
     size_t vlen = 0;
@@ -847,8 +882,10 @@ static rlaas_table_rc_e update_locked(const rlaas_table_t *t, stripe_t *s,
 
     rep->expire = 0;
     if (n != NIL) {
+        place_t rd = at;
+
         vlen = rec(t, s, n)->vlen;
-        record_io(t, s, n, klen, val, vlen, IO_READ);
+        place_io(t, s, &rd, val, vlen, IO_READ);
         rep->expire = rec(t, s, n)->expire;
     }
     rep->vlen = vlen;
@@ -866,9 +903,13 @@ static rlaas_table_rc_e update_locked(const rlaas_table_t *t, stripe_t *s,
              : n != NIL       ? rec(t, s, n)->expire
                               : w->now;
     TEST_HOOK(CHANGE);
+    /* the chain stays as long as its key and value were (the repair
+     * and the checks hold it to that): most updates keep the length */
     if (n == NIL)
-        n = insert(t, s, tag, zone_hash(t, key, zlen), key, klen, want, w, rep);
-    else if (resize(t, s, n, want, w, rep) != 0)
+        n = insert(t, s, tag, zone_hash(t, key, zlen), key, klen, want, w, rep,
+                   &at);
+    else if (want != rec_chunks(rec(t, s, n)) &&
+             resize(t, s, n, want, w, rep) != 0)
         n = NIL;
     if (n == NIL) {
         no_room(s, rep);
@@ -876,7 +917,7 @@ static rlaas_table_rc_e update_locked(const rlaas_table_t *t, stripe_t *s,
     }
     r = rec(t, s, n);
     s->writing = n;
-    write_value(t, s, n, klen, val, vlen);
+    write_value(t, s, &at, val, vlen);
     r->vlen = (uint16_t)vlen;
     r->expire = expire;
     r->stamp = w->high;
@@ -982,9 +1023,10 @@ rlaas_table_rc_e rlaas_table_reserve_held(rlaas_table_hold_t *hd, int i,
     uint32_t st = (uint32_t)hd->h[i] % t->nstripes, want;
     stripe_t *s = stripe_at(t, st);
     when_t w = {hd->now, hd->high};
+    place_t at;
     int j;
 
-    if (find(t, s, (uint32_t)(hd->h[i] >> 32), key, klen, &w, rep) != NIL)
+    if (find(t, s, (uint32_t)(hd->h[i] >> 32), key, klen, &w, rep, &at) != NIL)
         return RLAAS_TABLE_OK;
     for (j = 0; hd->locked[j] != st; j++)
         ;
