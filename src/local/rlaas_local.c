@@ -50,7 +50,8 @@ static int hit_fn(void *baton, void *val, size_t *len, rlaas_table_life_t *life)
     hit_t *h = baton;
     int64_t need = h->call->cost > 1 ? h->call->cost : 1;
 
-    h->rc = rlaas_algo_hit(h->call, val, len, &life->ttl_ms, h->v);
+    /* the call was checked as it was prepared */
+    h->rc = rlaas_algo_hit_ok(h->call, val, len, &life->ttl_ms, h->v);
     /* a record that refuses its identity's next such request is the last
      * of its zone to evict, until it would allow again */
     if (h->rc == RLAAS_ALGO_STORE && h->v->remaining < need)
