@@ -524,9 +524,15 @@ static place_t place_of(const rlaas_table_t *t, stripe_t *s, cno_t n)
 }
 
 /* Reads, writes or compares len bytes at place at, which moves past them;
- * for IO_EQUAL, returns 1 if they equal buf (at is then left anywhere). */
-static int place_io(const rlaas_table_t *t, stripe_t *s, place_t *at, void *buf,
-                    size_t len, io_e op)
+ * for IO_EQUAL, returns 1 if they equal buf (at is then left anywhere).
+ * Inlined where op is known: an update's three walks of its record were
+ * a tenth of its instructions as calls (callgrind). */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline int
+place_io(const rlaas_table_t *t, stripe_t *s, place_t *at, void *buf,
+         size_t len, io_e op)
 {
     unsigned char *p = buf;
 
@@ -872,7 +878,7 @@ static rlaas_table_rc_e update_locked(const rlaas_table_t *t, stripe_t *s,
                                       rlaas_table_report_t *rep)
 {
     unsigned char val[RLAAS_TABLE_VALUE_MAX];
-    place_t at;
+    place_t at = {NULL, NULL, 0, 0}; /* set by find, or by insert */
     cno_t n = find(t, s, tag, key, klen, w, rep, &at);
     rlaas_table_life_t life = {RLAAS_TABLE_TTL_KEEP, 0, 0, 0};
     uint32_t want;
@@ -978,8 +984,9 @@ rlaas_table_rc_e rlaas_table_hold(rlaas_table_t *t, const char *const *keys,
             ;
         if (j < hd->nlocked && hd->locked[j] == st)
             continue;
-        memmove(hd->locked + j + 1, hd->locked + j,
-                (size_t)(hd->nlocked - j) * sizeof(uint32_t));
+        if (j < hd->nlocked)
+            memmove(hd->locked + j + 1, hd->locked + j,
+                    (size_t)(hd->nlocked - j) * sizeof(uint32_t));
         hd->locked[j] = st;
         hd->nlocked++;
     }
