@@ -504,29 +504,28 @@ static int make_room(const rlaas_table_t *t, stripe_t *s, uint32_t want,
 
 typedef enum { IO_READ, IO_WRITE, IO_EQUAL } io_e;
 
-/* A place in a record's bytes: off bytes into the data of chunk ch, room
- * bytes long. off may be room: the next chunk is looked up only when a
+/* A place in a record's bytes: data, in chunk ch, with left bytes of the
+ * chunk after it. left may be 0: the next chunk is looked up only when a
  * byte past it is wanted, so a place at the key's end stays good while
  * the record's chain grows or shrinks behind it. */
 typedef struct {
     chunk_t *ch;
     unsigned char *data;
-    size_t room;
-    size_t off;
+    size_t left;
 } place_t;
 
 static place_t place_of(const rlaas_table_t *t, stripe_t *s, cno_t n)
 {
     chunk_t *ch = chunk_at(t, s, n);
-    place_t at = {ch, ch->r.data, HEAD_DATA, 0};
+    place_t at = {ch, ch->r.data, HEAD_DATA};
 
     return at;
 }
 
 /* Reads, writes or compares len bytes at place at, which moves past them;
  * for IO_EQUAL, returns 1 if they equal buf (at is then left anywhere).
- * Inlined where op is known: an update's three walks of its record were
- * a tenth of its instructions as calls (callgrind). */
+ * Inlined where op is known, the place in locals: an update's three walks
+ * of its record were a tenth of its instructions as calls (callgrind). */
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
@@ -534,29 +533,33 @@ static inline int
 place_io(const rlaas_table_t *t, stripe_t *s, place_t *at, void *buf,
          size_t len, io_e op)
 {
-    unsigned char *p = buf;
+    unsigned char *p = buf, *data = at->data;
+    chunk_t *ch = at->ch;
+    size_t left = at->left;
 
     while (len > 0) {
         size_t k;
 
-        if (at->off >= at->room) {
-            at->off -= at->room;
-            at->ch = chunk_at(t, s, at->ch->c.next);
-            at->data = at->ch->c.data;
-            at->room = CONT_DATA;
-            continue;
+        if (left == 0) {
+            ch = chunk_at(t, s, ch->c.next);
+            data = ch->c.data;
+            left = CONT_DATA;
         }
-        k = at->room - at->off < len ? at->room - at->off : len;
+        k = left < len ? left : len;
         if (op == IO_READ)
-            memcpy(p, at->data + at->off, k);
+            memcpy(p, data, k);
         else if (op == IO_WRITE)
-            memcpy(at->data + at->off, p, k);
-        else if (memcmp(at->data + at->off, p, k) != 0)
+            memcpy(data, p, k);
+        else if (memcmp(data, p, k) != 0)
             return 0;
         p += k;
         len -= k;
-        at->off += k;
+        data += k;
+        left -= k;
     }
+    at->ch = ch;
+    at->data = data;
+    at->left = left;
     return 1;
 }
 
@@ -567,7 +570,15 @@ static int record_io(const rlaas_table_t *t, stripe_t *s, cno_t n, size_t off,
 {
     place_t at = place_of(t, s, n);
 
-    at.off = off; /* skipped chunk by chunk on the way */
+    /* whole chunks skipped; a place at a chunk's end is left there */
+    while (off > at.left) {
+        off -= at.left;
+        at.ch = chunk_at(t, s, at.ch->c.next);
+        at.data = at.ch->c.data;
+        at.left = CONT_DATA;
+    }
+    at.data += off;
+    at.left -= off;
     return place_io(t, s, &at, buf, len, op);
 }
 
@@ -834,9 +845,9 @@ static void deadline_init(deadline_t *d, int64_t wait_us)
 }
 
 /* Takes s's lock: at once if it is free, else waiting until the
- * deadline. */
-static rlaas_table_rc_e lock(const rlaas_table_t *t, stripe_t *s, deadline_t *d,
-                             rlaas_table_report_t *rep)
+ * deadline. Inline: a hold takes one or two on every decision. */
+static inline rlaas_table_rc_e lock(const rlaas_table_t *t, stripe_t *s,
+                                    deadline_t *d, rlaas_table_report_t *rep)
 {
     int rc = pthread_mutex_trylock(&s->mu);
 
@@ -870,19 +881,18 @@ static void no_room(stripe_t *s, rlaas_table_report_t *rep)
     rep->full++;
 }
 
-/* With the stripe locked: the record's value through fn, stored back. */
-static rlaas_table_rc_e update_locked(const rlaas_table_t *t, stripe_t *s,
-                                      uint32_t tag, const char *key,
-                                      size_t klen, size_t zlen, const when_t *w,
-                                      rlaas_table_fn fn, void *baton,
-                                      rlaas_table_report_t *rep)
+/* With the stripe locked: the record's value through fn, stored back.
+ * Inline: rlaas_table_update_held, its one caller, is every update. */
+static inline rlaas_table_rc_e
+update_locked(const rlaas_table_t *t, stripe_t *s, uint32_t tag,
+              const char *key, size_t klen, size_t zlen, const when_t *w,
+              rlaas_table_fn fn, void *baton, rlaas_table_report_t *rep)
 {
     unsigned char val[RLAAS_TABLE_VALUE_MAX];
-    place_t at = {NULL, NULL, 0, 0}; /* set by find, or by insert */
+    place_t at = {NULL, NULL, 0}; /* set by find, or by insert */
     cno_t n = find(t, s, tag, key, klen, w, rep, &at);
     rlaas_table_life_t life = {RLAAS_TABLE_TTL_KEEP, 0, 0, 0};
-    uint32_t want;
-    size_t vlen = 0;
+    size_t vlen = 0, was = 0;
     int64_t expire;
     rec_t *r;
 
@@ -890,7 +900,7 @@ static rlaas_table_rc_e update_locked(const rlaas_table_t *t, stripe_t *s,
     if (n != NIL) {
         place_t rd = at;
 
-        vlen = rec(t, s, n)->vlen;
+        vlen = was = rec(t, s, n)->vlen;
         place_io(t, s, &rd, val, vlen, IO_READ);
         rep->expire = rec(t, s, n)->expire;
     }
@@ -904,18 +914,18 @@ static rlaas_table_rc_e update_locked(const rlaas_table_t *t, stripe_t *s,
     }
     if (vlen > RLAAS_TABLE_VALUE_MAX)
         return RLAAS_TABLE_TOO_BIG;
-    want = chunks_for(klen + vlen);
     expire = life.ttl_ms >= 0 ? w->now + life.ttl_ms
              : n != NIL       ? rec(t, s, n)->expire
                               : w->now;
     TEST_HOOK(CHANGE);
     /* the chain stays as long as its key and value were (the repair
-     * and the checks hold it to that): most updates keep the length */
+     * and the checks hold it to that): most updates keep the length, and
+     * a value of the same size needs no count */
     if (n == NIL)
-        n = insert(t, s, tag, zone_hash(t, key, zlen), key, klen, want, w, rep,
-                   &at);
-    else if (want != rec_chunks(rec(t, s, n)) &&
-             resize(t, s, n, want, w, rep) != 0)
+        n = insert(t, s, tag, zone_hash(t, key, zlen), key, klen,
+                   chunks_for(klen + vlen), w, rep, &at);
+    else if (vlen != was && chunks_for(klen + vlen) != chunks_for(klen + was) &&
+             resize(t, s, n, chunks_for(klen + vlen), w, rep) != 0)
         n = NIL;
     if (n == NIL) {
         no_room(s, rep);
