@@ -149,12 +149,15 @@ static inline void rlaas_algo_level(const rlaas_algo_pair_t *st, int64_t c,
     }
 }
 
-/* ... and as the script writes it: one integer while L * c < 2^53 (up to
- * 2^65 here: in 128 bits). */
+/* ... and as the script writes it: one integer while L * c < 2^53 (the
+ * product may pass 2^64: its overflow says it is past 2^53). */
 static inline void rlaas_algo_level_store(rlaas_algo_pair_t *st, int64_t L,
                                           int64_t c, int64_t n, int64_t f)
 {
-    st->pair = (unsigned __int128)L * (uint64_t)c >= RLAAS_ALGO_2_53;
+    uint64_t lc;
+
+    st->pair = __builtin_mul_overflow((uint64_t)L, (uint64_t)c, &lc) ||
+               lc >= (uint64_t)RLAAS_ALGO_2_53;
     st->a = st->pair ? n : n * c + f;
     st->b = st->pair ? f : 0;
 }
