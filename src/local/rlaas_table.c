@@ -546,8 +546,14 @@ place_io(const rlaas_table_t *t, stripe_t *s, place_t *at, void *buf,
             left = CONT_DATA;
         }
         k = left < len ? left : len;
-        if (op == IO_READ)
+        /* a whole chunk's bytes, a constant size, are copied inline: a
+         * sliding log's value spans hundreds of chunks */
+        if (op == IO_READ && k == CONT_DATA)
+            memcpy(p, data, CONT_DATA);
+        else if (op == IO_READ)
             memcpy(p, data, k);
+        else if (op == IO_WRITE && k == CONT_DATA)
+            memcpy(data, p, CONT_DATA);
         else if (op == IO_WRITE)
             memcpy(data, p, k);
         else if (memcmp(data, p, k) != 0)
