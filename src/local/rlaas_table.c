@@ -14,8 +14,9 @@
 #define MAGIC 0x726c6c74u /* "rllt" */
 /* 2: records know their zone and how much they limit; 16-bit chunk
  * numbers; 3: records any zone may take (cache); 4: keys placed and
- * zones hashed by SipHash-1-3 (a table of 3 has them elsewhere) */
-#define VERSION 4u
+ * zones hashed by SipHash-1-3 (a table of 3 has them elsewhere); 5:
+ * stripes note whether they may hold a cached record (may_cache) */
+#define VERSION 5u
 
 #define CHUNK     64
 #define HEAD_DATA 24 /* bytes of key and value in a record's first chunk */
@@ -82,6 +83,9 @@ typedef struct {
     /* the record whose key or value is being written: a holder that died
      * meanwhile may have left it half written */
     cno_t writing;
+    /* 0: no record is marked cache (a walk found none since one was
+     * last written): making room need not look for one */
+    uint16_t may_cache;
     /* no record expires before this (a lower bound): until the clock
      * passes it, making room need not look for expired records */
     int64_t low;
@@ -481,10 +485,19 @@ static int make_room(const rlaas_table_t *t, stripe_t *s, uint32_t want,
         return 0;
     need = want - free_chunks(s);
     for (c = CACHED; c <= LIMITING && got < need; c++) {
+        int marked = 0;
+
+        /* the cached pass walks the whole stripe when it finds too few,
+         * as it does where no lease is taken */
+        if (c == CACHED && !s->may_cache)
+            continue;
         for (n = s->oldest; n != NIL && got < need; n = rec(t, s, n)->newer) {
             rec_t *r = rec(t, s, n);
 
-            if (n == keep || (r->zone != zone && c != CACHED) ||
+            marked |= r->cache;
+            /* the cheap tests first: only a record marked cache is of
+             * that class, only the zone's own of the others */
+            if (n == keep || (c == CACHED ? !r->cache : r->zone != zone) ||
                 class_of(r, w) != c)
                 continue;
             if (nv == VICTIMS_MAX)
@@ -492,6 +505,9 @@ static int make_room(const rlaas_table_t *t, stripe_t *s, uint32_t want,
             v[nv++] = n;
             got += rec_chunks(r);
         }
+        /* every record seen, none marked: the next need not look */
+        if (c == CACHED && n == NIL && !marked)
+            s->may_cache = 0;
     }
     if (got < need)
         return -1;
@@ -826,6 +842,7 @@ static void repair(const rlaas_table_t *t, stripe_t *s,
     }
     s->writing = NIL;
     s->low = low;
+    s->may_cache = 1; /* the kept records' marks are not counted */
     STORE(s->records, kept);
     STORE(s->used, used);
     BUMP(s->resets, 1);
@@ -943,6 +960,8 @@ update_locked(const rlaas_table_t *t, stripe_t *s, uint32_t tag,
     r->vlen = (uint16_t)vlen;
     r->expire = expire;
     r->stamp = w->high;
+    if (life.cache)
+        s->may_cache = 1; /* before the mark: never a marked record unseen */
     set_life(r, &life, w->now);
     s->writing = NIL;
     if (expire < s->low)
