@@ -69,6 +69,12 @@ int rlaas_algo_hit(const rlaas_algo_call_t *c, void *state, size_t *len,
     return algos[c->strategy](c, state, len, ttl_ms, v);
 }
 
+int rlaas_algo_hit_ok(const rlaas_algo_call_t *c, void *state, size_t *len,
+                      int64_t *ttl_ms, rlaas_verdict_t *v)
+{
+    return algos[c->strategy](c, state, len, ttl_ms, v);
+}
+
 static const rlaas_algo_credit_fn credits[RLAAS_STRATEGY_COUNT] = {
     rlaas_algo_fixed_credit,   rlaas_algo_sliding_log_credit,
     rlaas_algo_sliding_credit, rlaas_algo_token_credit,

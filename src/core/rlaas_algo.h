@@ -96,6 +96,13 @@ size_t rlaas_algo_first_len(rlaas_strategy_e st);
 int rlaas_algo_hit(const rlaas_algo_call_t *c, void *state, size_t *len,
                    int64_t *ttl_ms, rlaas_verdict_t *v);
 
+/* The same for a call rlaas_algo_call_ok has found in range (and not
+ * changed since but for commit): not checked again. The local engine
+ * checks each call once, as it prepares it, then decides it once or
+ * twice under the lock. */
+int rlaas_algo_hit_ok(const rlaas_algo_call_t *c, void *state, size_t *len,
+                      int64_t *ttl_ms, rlaas_verdict_t *v);
+
 /* A credit (lua/credit.lua): c->cost units given back to the state, as if
  * a charge of them made at at_ms (<= now; now for "the latest") had not
  * been made, or as near as the state allows: never below the fresh state,

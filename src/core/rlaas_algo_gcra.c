@@ -64,12 +64,12 @@ static void tat_write(void *state, size_t *len, int64_t now, int64_t q,
  * and (*c, *d) as it drains on at *l. Past TAT: full bucket. A TAT is
  * written at most W ahead, so its stamp is TAT - W at the earliest: the
  * clock rule on that (a TAT misread under another tick size lies far
- * ahead too: fresh). */
-static void debt(const void *state, size_t len, int64_t L, int64_t W,
-                 int64_t now, int64_t *n, int64_t *f, int64_t *c, int64_t *d,
-                 int64_t *l)
+ * ahead too: fresh). g = gcd(L, W) and r = L / g, as the caller has them. */
+static void debt(const void *state, size_t len, int64_t L, int64_t W, int64_t g,
+                 int64_t r, int64_t now, int64_t *n, int64_t *f, int64_t *c,
+                 int64_t *d, int64_t *l)
 {
-    int64_t g = rlaas_gcd(L, W), r = L / g, a = 0, b = 0;
+    int64_t a = 0, b = 0;
 
     *n = *f = 0;
     if (tat_read(state, len, L, g, r, &a, &b, l) && a >= now &&
@@ -111,7 +111,7 @@ int rlaas_algo_gcra(const rlaas_algo_call_t *cl, void *state, size_t *len,
     int64_t l, n, f, c, d, u, q, x, reset, retry = 0;
     int ok, rc = RLAAS_ALGO_LEAVE;
 
-    debt(state, *len, L, W, now, &n, &f, &c, &d, &l);
+    debt(state, *len, L, W, g, r, now, &n, &f, &c, &d, &l);
     u = n + (f > 0);
     ok = u + need <= L;
     if (rlaas_charges(cl, ok)) {
@@ -146,7 +146,7 @@ int rlaas_algo_gcra_credit(const rlaas_algo_call_t *cl, int64_t at, void *state,
     (void)at;
     if (*len == 0)
         return RLAAS_ALGO_LEAVE; /* none: never created */
-    debt(state, *len, L, W, now, &n, &f, &c, &d, &l);
+    debt(state, *len, L, W, g, r, now, &n, &f, &c, &d, &l);
     *given = rlaas_min(cl->cost, n + (f > 0));
     n -= cl->cost;
     if (n < 0 || (n == 0 && f == 0)) {

@@ -16,11 +16,19 @@
 #define RLAAS_ALGO_2_53 ((int64_t)1 << 53)
 
 /* a * b = q * m + *x exactly, 0 <= *x < m, for a, b >= 0 and m >= 1: the
- * scripts' muldiv, here by one 128-bit product. */
+ * scripts' muldiv, here by one 128-bit product. A product that fits 64
+ * bits (nearly all: a time under a window, a limit) is divided in 64
+ * bits, one instruction, where 128 bits call a library routine. */
 static inline int64_t rlaas_muldiv(int64_t a, int64_t b, int64_t m, int64_t *x)
 {
     unsigned __int128 p = (unsigned __int128)(uint64_t)a * (uint64_t)b;
 
+    if ((uint64_t)(p >> 64) == 0) {
+        uint64_t lo = (uint64_t)p;
+
+        *x = (int64_t)(lo % (uint64_t)m);
+        return (int64_t)(lo / (uint64_t)m);
+    }
     *x = (int64_t)(p % (uint64_t)m);
     return (int64_t)(p / (uint64_t)m);
 }
@@ -141,12 +149,15 @@ static inline void rlaas_algo_level(const rlaas_algo_pair_t *st, int64_t c,
     }
 }
 
-/* ... and as the script writes it: one integer while L * c < 2^53 (up to
- * 2^65 here: in 128 bits). */
+/* ... and as the script writes it: one integer while L * c < 2^53 (the
+ * product may pass 2^64: its overflow says it is past 2^53). */
 static inline void rlaas_algo_level_store(rlaas_algo_pair_t *st, int64_t L,
                                           int64_t c, int64_t n, int64_t f)
 {
-    st->pair = (unsigned __int128)L * (uint64_t)c >= RLAAS_ALGO_2_53;
+    uint64_t lc;
+
+    st->pair = __builtin_mul_overflow((uint64_t)L, (uint64_t)c, &lc) ||
+               lc >= (uint64_t)RLAAS_ALGO_2_53;
     st->a = st->pair ? n : n * c + f;
     st->b = st->pair ? f : 0;
 }
@@ -154,9 +165,10 @@ static inline void rlaas_algo_level_store(rlaas_algo_pair_t *st, int64_t L,
 /* A bucket as the script reads it (lua/prelude.lua, bucket_get): the
  * level n whole + f parts of 1/W, its stamp (held if ahead of now), the
  * time since, the rate (the limit it keeps, or L) and that kept limit (0:
- * none; the level is then in ticks of gcd(L, W)/W). */
+ * none; the level is then in ticks of gcd(L, W)/W); g: gcd(L, W) once
+ * found (0: not yet), for the put that follows. */
 typedef struct {
-    int64_t n, f, ts, dt, r, l;
+    int64_t n, f, ts, dt, r, l, g;
 } rlaas_bucket_t;
 
 /* 1 and *b if the state holds a bucket the clock rule keeps, else 0. */
@@ -169,8 +181,9 @@ static inline int rlaas_bucket_get(const void *state, size_t len, int64_t L,
     if (!rlaas_algo_pair_read(state, len, &st) ||
         (at = rlaas_clock_at(st.ts, now, W)) < 0)
         return 0;
+    b->g = 0;
     if (st.l == 0) {
-        g = rlaas_gcd(L, W);
+        g = b->g = rlaas_gcd(L, W);
         c = W / g;
     }
     rlaas_algo_level(&st, c, &b->n, &b->f);
@@ -183,10 +196,11 @@ static inline int rlaas_bucket_get(const void *state, size_t len, int64_t L,
 }
 
 /* ... and as the script writes it (bucket_put): with the limit when it
- * varies or the bucket kept one, else in ticks. */
+ * varies or the bucket kept one, else in ticks (g: gcd(L, W), 0 if not
+ * yet found). */
 static inline void rlaas_bucket_put(void *state, size_t *len, int64_t n,
                                     int64_t f, int64_t ts, int64_t L, int64_t W,
-                                    int mode, int64_t l)
+                                    int64_t g, int mode, int64_t l)
 {
     rlaas_algo_pair_t st;
 
@@ -195,8 +209,8 @@ static inline void rlaas_bucket_put(void *state, size_t *len, int64_t n,
         st.l = L;
     }
     else {
-        int64_t g = rlaas_gcd(L, W);
-
+        if (g == 0)
+            g = rlaas_gcd(L, W);
         rlaas_algo_level_store(&st, L, W / g, n, f / g);
         st.l = 0;
     }

@@ -41,7 +41,7 @@ int rlaas_algo_leaky(const rlaas_algo_call_t *cl, void *state, size_t *len,
     int64_t L = cl->limit, W = cl->window_ms, now = cl->now_ms;
     int64_t need = rlaas_need(cl), a, bf, u, off, reset, retry = 0;
     /* none: empty */
-    rlaas_bucket_t b = {0, 0, now, 0, L, 0};
+    rlaas_bucket_t b = {0, 0, now, 0, L, 0, 0};
     int ok, rc = RLAAS_ALGO_LEAVE;
 
     rlaas_bucket_get(state, *len, L, W, now, &b);
@@ -75,7 +75,7 @@ int rlaas_algo_leaky(const rlaas_algo_call_t *cl, void *state, size_t *len,
     /* until empty */
     reset = until(a, bf, 0, W, b.r, off);
     if (rlaas_charges(cl, ok)) {
-        rlaas_bucket_put(state, len, b.n, b.f, b.ts, L, W, cl->mode, b.l);
+        rlaas_bucket_put(state, len, b.n, b.f, b.ts, L, W, b.g, cl->mode, b.l);
         *ttl_ms = rlaas_max(1, reset);
         rc = RLAAS_ALGO_STORE;
     }
@@ -114,7 +114,7 @@ int rlaas_algo_leaky_credit(const rlaas_algo_call_t *cl, int64_t at,
         return RLAAS_ALGO_STORE;
     }
     /* written as a charge writes it: draining at the limit at hand */
-    rlaas_bucket_put(state, len, b.n, b.f, b.ts, L, W, cl->mode, b.l);
+    rlaas_bucket_put(state, len, b.n, b.f, b.ts, L, W, b.g, cl->mode, b.l);
     *ttl_ms = rlaas_max(1, until(b.n, b.f, 0, W, L, b.ts - now));
     return RLAAS_ALGO_STORE;
 }

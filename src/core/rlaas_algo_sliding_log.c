@@ -17,7 +17,7 @@ typedef struct {
 /* The number of runs of a well-formed log, else 0 (none). */
 static int64_t runs_read(const void *state, size_t len)
 {
-    int64_t k, i;
+    int64_t k, i, prev = 0;
     const run_t *r = RUNS(state);
 
     if (len < sizeof(int64_t))
@@ -26,11 +26,14 @@ static int64_t runs_read(const void *state, size_t len)
     if (k < 1 || k > RLAAS_ALGO_LOG_MAX ||
         len != sizeof(int64_t) + (size_t)k * sizeof(run_t))
         return 0;
+    /* 0 <= units < 2^53 and 1 <= hits <= units, as two unsigned tests;
+     * times from 0 on, never going down: a full log is hundreds of runs
+     * on every call */
     for (i = 0; i < k; i++) {
-        if (r[i].hits < 1 || r[i].units < r[i].hits ||
-            r[i].units >= RLAAS_ALGO_2_53 || r[i].ms < 0 ||
-            (i > 0 && r[i].ms < r[i - 1].ms))
+        if ((uint64_t)r[i].units >= (uint64_t)RLAAS_ALGO_2_53 ||
+            (uint64_t)r[i].hits - 1 >= (uint64_t)r[i].units || r[i].ms < prev)
             return 0;
+        prev = r[i].ms;
     }
     return k;
 }

@@ -53,7 +53,7 @@ int rlaas_algo_token(const rlaas_algo_call_t *cl, void *state, size_t *len,
     int64_t L = cl->limit, W = cl->window_ms, now = cl->now_ms;
     int64_t need = rlaas_need(cl), off, reset, retry = 0;
     /* none: full */
-    rlaas_bucket_t b = {L, 0, now, 0, L, 0};
+    rlaas_bucket_t b = {L, 0, now, 0, L, 0, 0};
     int ok, rc = RLAAS_ALGO_LEAVE;
 
     rlaas_bucket_get(state, *len, L, W, now, &b);
@@ -68,7 +68,7 @@ int rlaas_algo_token(const rlaas_algo_call_t *cl, void *state, size_t *len,
             b.f = 0;
         }
         reset = until(L, b.n, b.f, L, W, off);
-        rlaas_bucket_put(state, len, b.n, b.f, b.ts, L, W, cl->mode, b.l);
+        rlaas_bucket_put(state, len, b.n, b.f, b.ts, L, W, b.g, cl->mode, b.l);
         *ttl_ms = ttl_of(cl->mode, b.l, W, reset);
         rc = RLAAS_ALGO_STORE;
     }
@@ -99,7 +99,7 @@ int rlaas_algo_token_credit(const rlaas_algo_call_t *cl, int64_t at,
         return RLAAS_ALGO_STORE;
     }
     b.n += cl->cost;
-    rlaas_bucket_put(state, len, b.n, b.f, b.ts, L, W, cl->mode, b.l);
+    rlaas_bucket_put(state, len, b.n, b.f, b.ts, L, W, b.g, cl->mode, b.l);
     *ttl_ms = ttl_of(cl->mode, b.l, W, until(L, b.n, b.f, L, W, b.ts - now));
     return RLAAS_ALGO_STORE;
 }

@@ -50,7 +50,8 @@ static int hit_fn(void *baton, void *val, size_t *len, rlaas_table_life_t *life)
     hit_t *h = baton;
     int64_t need = h->call->cost > 1 ? h->call->cost : 1;
 
-    h->rc = rlaas_algo_hit(h->call, val, len, &life->ttl_ms, h->v);
+    /* the call was checked as it was prepared */
+    h->rc = rlaas_algo_hit_ok(h->call, val, len, &life->ttl_ms, h->v);
     /* a record that refuses its identity's next such request is the last
      * of its zone to evict, until it would allow again */
     if (h->rc == RLAAS_ALGO_STORE && h->v->remaining < need)
@@ -216,7 +217,12 @@ static int prepare(const rlaas_local_call_t *call, int64_t now_ms,
         call->key_len > RLAAS_TABLE_KEY_MAX - RLAAS_ALGO_SUFFIX_MAX)
         return 0;
     memcpy(p->key, call->key, call->key_len);
-    p->len = call->key_len + rlaas_algo_suffix(&p->ac, p->key + call->key_len);
+    p->len = call->key_len;
+    /* fixed's window (or period) alone adds to the key */
+    if (p->ac.strategy == RLAAS_STRATEGY_FIXED)
+        p->len += rlaas_algo_suffix(&p->ac, p->key + call->key_len);
+    else
+        p->key[p->len] = '\0';
     return 1;
 }
 
@@ -296,12 +302,13 @@ static rlaas_lerr_e hit_held(rlaas_table_hold_t *hd, int i, prepared_t *p,
                              rlaas_local_record_t *rec)
 {
     hit_t h = {&p->ac, v, -1};
-    conc_t c = {&p->cc, v, -1};
     rlaas_table_rc_e rc;
 
     p->ac.commit = commit;
-    p->cc.commit = commit;
     if (p->ac.strategy == RLAAS_CONCURRENCY) {
+        conc_t c = {&p->cc, v, -1};
+
+        p->cc.commit = commit;
         rc = rlaas_table_update_held(hd, i, p->key, p->len, conc_fn, &c, rep);
         if (rc == RLAAS_TABLE_REFUSED && c.rc == RLAAS_CONC_LEAVE)
             rc = RLAAS_TABLE_OK;

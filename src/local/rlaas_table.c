@@ -13,8 +13,10 @@
 
 #define MAGIC 0x726c6c74u /* "rllt" */
 /* 2: records know their zone and how much they limit; 16-bit chunk
- * numbers; 3: records any zone may take (cache) */
-#define VERSION 3u
+ * numbers; 3: records any zone may take (cache); 4: keys placed and
+ * zones hashed by SipHash-1-3 (a table of 3 has them elsewhere); 5:
+ * stripes note whether they may hold a cached record (may_cache) */
+#define VERSION 5u
 
 #define CHUNK     64
 #define HEAD_DATA 24 /* bytes of key and value in a record's first chunk */
@@ -81,6 +83,9 @@ typedef struct {
     /* the record whose key or value is being written: a holder that died
      * meanwhile may have left it half written */
     cno_t writing;
+    /* 0: no record is marked cache (a walk found none since one was
+     * last written): making room need not look for one */
+    uint16_t may_cache;
     /* no record expires before this (a lower bound): until the clock
      * passes it, making room need not look for expired records */
     int64_t low;
@@ -480,10 +485,19 @@ static int make_room(const rlaas_table_t *t, stripe_t *s, uint32_t want,
         return 0;
     need = want - free_chunks(s);
     for (c = CACHED; c <= LIMITING && got < need; c++) {
+        int marked = 0;
+
+        /* the cached pass walks the whole stripe when it finds too few,
+         * as it does where no lease is taken */
+        if (c == CACHED && !s->may_cache)
+            continue;
         for (n = s->oldest; n != NIL && got < need; n = rec(t, s, n)->newer) {
             rec_t *r = rec(t, s, n);
 
-            if (n == keep || (r->zone != zone && c != CACHED) ||
+            marked |= r->cache;
+            /* the cheap tests first: only a record marked cache is of
+             * that class, only the zone's own of the others */
+            if (n == keep || (c == CACHED ? !r->cache : r->zone != zone) ||
                 class_of(r, w) != c)
                 continue;
             if (nv == VICTIMS_MAX)
@@ -491,6 +505,9 @@ static int make_room(const rlaas_table_t *t, stripe_t *s, uint32_t want,
             v[nv++] = n;
             got += rec_chunks(r);
         }
+        /* every record seen, none marked: the next need not look */
+        if (c == CACHED && n == NIL && !marked)
+            s->may_cache = 0;
     }
     if (got < need)
         return -1;
@@ -503,37 +520,88 @@ static int make_room(const rlaas_table_t *t, stripe_t *s, uint32_t want,
 
 typedef enum { IO_READ, IO_WRITE, IO_EQUAL } io_e;
 
+/* A place in a record's bytes: data, in chunk ch, with left bytes of the
+ * chunk after it. left may be 0: the next chunk is looked up only when a
+ * byte past it is wanted, so a place at the key's end stays good while
+ * the record's chain grows or shrinks behind it. */
+typedef struct {
+    chunk_t *ch;
+    unsigned char *data;
+    size_t left;
+} place_t;
+
+static place_t place_of(const rlaas_table_t *t, stripe_t *s, cno_t n)
+{
+    chunk_t *ch = chunk_at(t, s, n);
+    place_t at = {ch, ch->r.data, HEAD_DATA};
+
+    return at;
+}
+
+/* Reads, writes or compares len bytes at place at, which moves past them;
+ * for IO_EQUAL, returns 1 if they equal buf (at is then left anywhere).
+ * Inlined where op is known, the place in locals: an update's three walks
+ * of its record were a tenth of its instructions as calls (callgrind). */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline int
+place_io(const rlaas_table_t *t, stripe_t *s, place_t *at, void *buf,
+         size_t len, io_e op)
+{
+    unsigned char *p = buf, *data = at->data;
+    chunk_t *ch = at->ch;
+    size_t left = at->left;
+
+    while (len > 0) {
+        size_t k;
+
+        if (left == 0) {
+            ch = chunk_at(t, s, ch->c.next);
+            data = ch->c.data;
+            left = CONT_DATA;
+        }
+        k = left < len ? left : len;
+        /* a whole chunk's bytes, a constant size, are copied inline: a
+         * sliding log's value spans hundreds of chunks */
+        if (op == IO_READ && k == CONT_DATA)
+            memcpy(p, data, CONT_DATA);
+        else if (op == IO_READ)
+            memcpy(p, data, k);
+        else if (op == IO_WRITE && k == CONT_DATA)
+            memcpy(data, p, CONT_DATA);
+        else if (op == IO_WRITE)
+            memcpy(data, p, k);
+        else if (memcmp(data, p, k) != 0)
+            return 0;
+        p += k;
+        len -= k;
+        data += k;
+        left -= k;
+    }
+    at->ch = ch;
+    at->data = data;
+    at->left = left;
+    return 1;
+}
+
 /* Reads, writes or compares len bytes at offset off of record n; for
  * IO_EQUAL, returns 1 if they equal buf. */
 static int record_io(const rlaas_table_t *t, stripe_t *s, cno_t n, size_t off,
                      void *buf, size_t len, io_e op)
 {
-    chunk_t *ch = chunk_at(t, s, n);
-    unsigned char *data = ch->r.data, *p = buf;
-    size_t room = HEAD_DATA;
+    place_t at = place_of(t, s, n);
 
-    while (len > 0) {
-        size_t k;
-
-        if (off >= room) {
-            off -= room;
-            ch = chunk_at(t, s, ch->c.next);
-            data = ch->c.data;
-            room = CONT_DATA;
-            continue;
-        }
-        k = room - off < len ? room - off : len;
-        if (op == IO_READ)
-            memcpy(p, data + off, k);
-        else if (op == IO_WRITE)
-            memcpy(data + off, p, k);
-        else if (memcmp(data + off, p, k) != 0)
-            return 0;
-        p += k;
-        len -= k;
-        off += k;
+    /* whole chunks skipped; a place at a chunk's end is left there */
+    while (off > at.left) {
+        off -= at.left;
+        at.ch = chunk_at(t, s, at.ch->c.next);
+        at.data = at.ch->c.data;
+        at.left = CONT_DATA;
     }
-    return 1;
+    at.data += off;
+    at.left -= off;
+    return place_io(t, s, &at, buf, len, op);
 }
 
 static uint32_t chain_length(const rlaas_table_t *t, stripe_t *s, cno_t n)
@@ -576,10 +644,11 @@ static int resize(const rlaas_table_t *t, stripe_t *s, cno_t n, uint32_t want,
 }
 
 /* A new record of zone, linked at the head of its bucket and as the
- * newest; NIL if it has no room. */
+ * newest, its key written (*val: the key's end); NIL if it has no
+ * room. */
 static cno_t insert(const rlaas_table_t *t, stripe_t *s, uint32_t tag,
                     uint32_t zone, const char *key, size_t klen, uint32_t want,
-                    const when_t *w, rlaas_table_report_t *rep)
+                    const when_t *w, rlaas_table_report_t *rep, place_t *val)
 {
     cno_t n, *bucket;
     rec_t *r;
@@ -603,29 +672,32 @@ static cno_t insert(const rlaas_table_t *t, stripe_t *s, uint32_t tag,
     lru_push(t, s, n);
     BUMP(s->records, 1);
     resize(t, s, n, want, w, rep); /* the room was made above */
-    record_io(t, s, n, 0, (void *)key, klen, IO_WRITE);
+    *val = place_of(t, s, n);
+    place_io(t, s, val, (void *)key, klen, IO_WRITE);
     return n;
 }
 
-/* Writes record n's value (a test dies half way through). */
-static void write_value(const rlaas_table_t *t, stripe_t *s, cno_t n,
-                        size_t klen, unsigned char *val, size_t vlen)
+/* Writes a record's value at at, its key's end (a test dies half way
+ * through). */
+static void write_value(const rlaas_table_t *t, stripe_t *s, place_t *at,
+                        unsigned char *val, size_t vlen)
 {
 #ifdef RLAAS_TABLE_TESTING
-    record_io(t, s, n, klen, val, vlen / 2, IO_WRITE);
+    place_io(t, s, at, val, vlen / 2, IO_WRITE);
     TEST_HOOK(VALUE);
-    record_io(t, s, n, klen + vlen / 2, val + vlen / 2, vlen - vlen / 2,
-              IO_WRITE);
+    place_io(t, s, at, val + vlen / 2, vlen - vlen / 2, IO_WRITE);
 #else
-    record_io(t, s, n, klen, val, vlen, IO_WRITE);
+    place_io(t, s, at, val, vlen, IO_WRITE);
 #endif
 }
 
 /* The live record of key, or NIL; expired records met on the way are
- * dropped. Inline: it is most of an update's work. */
+ * dropped. *val: the found record's key's end, where its value starts
+ * (the key compared is not walked again to read or write it). Inline: it
+ * is most of an update's work. */
 static inline cno_t find(const rlaas_table_t *t, stripe_t *s, uint32_t tag,
                          const char *key, size_t klen, const when_t *w,
-                         rlaas_table_report_t *rep)
+                         rlaas_table_report_t *rep, place_t *val)
 {
     cno_t n = *bucket_for(t, s, tag);
 
@@ -635,9 +707,11 @@ static inline cno_t find(const rlaas_table_t *t, stripe_t *s, uint32_t tag,
 
         if (gone(r, w))
             drop_counted(t, s, n, IDLE, rep);
-        else if (r->tag == tag && r->klen == klen &&
-                 record_io(t, s, n, 0, (void *)key, klen, IO_EQUAL))
-            return n;
+        else if (r->tag == tag && r->klen == klen) {
+            *val = place_of(t, s, n);
+            if (place_io(t, s, val, (void *)key, klen, IO_EQUAL))
+                return n;
+        }
         n = next;
     }
     return NIL;
@@ -768,6 +842,7 @@ static void repair(const rlaas_table_t *t, stripe_t *s,
     }
     s->writing = NIL;
     s->low = low;
+    s->may_cache = 1; /* the kept records' marks are not counted */
     STORE(s->records, kept);
     STORE(s->used, used);
     BUMP(s->resets, 1);
@@ -778,13 +853,34 @@ static void repair(const rlaas_table_t *t, stripe_t *s,
 
 /* ---- the lock ---- */
 
-/* Takes s's lock, waiting until the monotonic deadline at. */
-static rlaas_table_rc_e lock(const rlaas_table_t *t, stripe_t *s,
-                             const struct timespec *at,
-                             rlaas_table_report_t *rep)
-{
-    int rc = pthread_mutex_clocklock(&s->mu, CLOCK_MONOTONIC, at);
+/* How long a taker may wait, from its first lock that was not free: the
+ * clock is read only then, as most locks are free at once. */
+typedef struct {
+    int64_t wait_us;
+    int set; /* at is the deadline */
+    struct timespec at;
+} deadline_t;
 
+static void deadline_init(deadline_t *d, int64_t wait_us)
+{
+    d->wait_us = wait_us;
+    d->set = 0;
+}
+
+/* Takes s's lock: at once if it is free, else waiting until the
+ * deadline. Inline: a hold takes one or two on every decision. */
+static inline rlaas_table_rc_e lock(const rlaas_table_t *t, stripe_t *s,
+                                    deadline_t *d, rlaas_table_report_t *rep)
+{
+    int rc = pthread_mutex_trylock(&s->mu);
+
+    if (rc == EBUSY) {
+        if (!d->set) {
+            rlaas_clock_timespec(rlaas_clock_us() + d->wait_us, &d->at);
+            d->set = 1;
+        }
+        rc = pthread_mutex_clocklock(&s->mu, CLOCK_MONOTONIC, &d->at);
+    }
     if (rc == EOWNERDEAD) {
         /* its holder died, perhaps half way through a change */
         repair(t, s, rep);
@@ -799,7 +895,7 @@ static rlaas_table_rc_e lock(const rlaas_table_t *t, stripe_t *s,
 
 static uint32_t zone_hash(const rlaas_table_t *t, const char *key, size_t zlen)
 {
-    return (uint32_t)rlaas_siphash(t->seed, key, zlen);
+    return (uint32_t)rlaas_siphash13(t->seed, key, zlen);
 }
 
 static void no_room(stripe_t *s, rlaas_table_report_t *rep)
@@ -808,25 +904,27 @@ static void no_room(stripe_t *s, rlaas_table_report_t *rep)
     rep->full++;
 }
 
-/* With the stripe locked: the record's value through fn, stored back. */
-static rlaas_table_rc_e update_locked(const rlaas_table_t *t, stripe_t *s,
-                                      uint32_t tag, const char *key,
-                                      size_t klen, size_t zlen, const when_t *w,
-                                      rlaas_table_fn fn, void *baton,
-                                      rlaas_table_report_t *rep)
+/* With the stripe locked: the record's value through fn, stored back.
+ * Inline: rlaas_table_update_held, its one caller, is every update. */
+static inline rlaas_table_rc_e
+update_locked(const rlaas_table_t *t, stripe_t *s, uint32_t tag,
+              const char *key, size_t klen, size_t zlen, const when_t *w,
+              rlaas_table_fn fn, void *baton, rlaas_table_report_t *rep)
 {
     unsigned char val[RLAAS_TABLE_VALUE_MAX];
-    cno_t n = find(t, s, tag, key, klen, w, rep);
+    place_t at = {NULL, NULL, 0}; /* set by find, or by insert */
+    cno_t n = find(t, s, tag, key, klen, w, rep, &at);
     rlaas_table_life_t life = {RLAAS_TABLE_TTL_KEEP, 0, 0, 0};
-    uint32_t want;
-    size_t vlen = 0;
+    size_t vlen = 0, was = 0;
     int64_t expire;
     rec_t *r;
 
     rep->expire = 0;
     if (n != NIL) {
-        vlen = rec(t, s, n)->vlen;
-        record_io(t, s, n, klen, val, vlen, IO_READ);
+        place_t rd = at;
+
+        vlen = was = rec(t, s, n)->vlen;
+        place_io(t, s, &rd, val, vlen, IO_READ);
         rep->expire = rec(t, s, n)->expire;
     }
     rep->vlen = vlen;
@@ -839,14 +937,18 @@ static rlaas_table_rc_e update_locked(const rlaas_table_t *t, stripe_t *s,
     }
     if (vlen > RLAAS_TABLE_VALUE_MAX)
         return RLAAS_TABLE_TOO_BIG;
-    want = chunks_for(klen + vlen);
     expire = life.ttl_ms >= 0 ? w->now + life.ttl_ms
              : n != NIL       ? rec(t, s, n)->expire
                               : w->now;
     TEST_HOOK(CHANGE);
+    /* the chain stays as long as its key and value were (the repair
+     * and the checks hold it to that): most updates keep the length, and
+     * a value of the same size needs no count */
     if (n == NIL)
-        n = insert(t, s, tag, zone_hash(t, key, zlen), key, klen, want, w, rep);
-    else if (resize(t, s, n, want, w, rep) != 0)
+        n = insert(t, s, tag, zone_hash(t, key, zlen), key, klen,
+                   chunks_for(klen + vlen), w, rep, &at);
+    else if (vlen != was && chunks_for(klen + vlen) != chunks_for(klen + was) &&
+             resize(t, s, n, chunks_for(klen + vlen), w, rep) != 0)
         n = NIL;
     if (n == NIL) {
         no_room(s, rep);
@@ -854,10 +956,12 @@ static rlaas_table_rc_e update_locked(const rlaas_table_t *t, stripe_t *s,
     }
     r = rec(t, s, n);
     s->writing = n;
-    write_value(t, s, n, klen, val, vlen);
+    write_value(t, s, &at, val, vlen);
     r->vlen = (uint16_t)vlen;
     r->expire = expire;
     r->stamp = w->high;
+    if (life.cache)
+        s->may_cache = 1; /* before the mark: never a marked record unseen */
     set_life(r, &life, w->now);
     s->writing = NIL;
     if (expire < s->low)
@@ -893,7 +997,7 @@ rlaas_table_rc_e rlaas_table_hold(rlaas_table_t *t, const char *const *keys,
                                   rlaas_table_hold_t *hd,
                                   rlaas_table_report_t *rep)
 {
-    struct timespec at;
+    deadline_t at;
     int i, j;
 
     report_init(rep);
@@ -906,7 +1010,7 @@ rlaas_table_rc_e rlaas_table_hold(rlaas_table_t *t, const char *const *keys,
 
         if (klens[i] > RLAAS_TABLE_KEY_MAX)
             return RLAAS_TABLE_TOO_BIG;
-        hd->h[i] = rlaas_siphash(t->seed, keys[i], klens[i]);
+        hd->h[i] = rlaas_siphash13(t->seed, keys[i], klens[i]);
         hd->zlen[i] = zlens != NULL && zlens[i] <= klens[i] ? zlens[i] : 0;
         st = (uint32_t)hd->h[i] % t->nstripes;
         /* the stripes in ascending order, each once: two requests that
@@ -915,13 +1019,14 @@ rlaas_table_rc_e rlaas_table_hold(rlaas_table_t *t, const char *const *keys,
             ;
         if (j < hd->nlocked && hd->locked[j] == st)
             continue;
-        memmove(hd->locked + j + 1, hd->locked + j,
-                (size_t)(hd->nlocked - j) * sizeof(uint32_t));
+        if (j < hd->nlocked)
+            memmove(hd->locked + j + 1, hd->locked + j,
+                    (size_t)(hd->nlocked - j) * sizeof(uint32_t));
         hd->locked[j] = st;
         hd->nlocked++;
     }
     memset(hd->reserved, 0, sizeof(hd->reserved));
-    rlaas_clock_timespec(rlaas_clock_us() + lock_wait_us, &at);
+    deadline_init(&at, lock_wait_us);
     for (i = 0; i < hd->nlocked; i++) {
         rlaas_table_rc_e rc = lock(t, stripe_at(t, hd->locked[i]), &at, rep);
 
@@ -960,9 +1065,10 @@ rlaas_table_rc_e rlaas_table_reserve_held(rlaas_table_hold_t *hd, int i,
     uint32_t st = (uint32_t)hd->h[i] % t->nstripes, want;
     stripe_t *s = stripe_at(t, st);
     when_t w = {hd->now, hd->high};
+    place_t at;
     int j;
 
-    if (find(t, s, (uint32_t)(hd->h[i] >> 32), key, klen, &w, rep) != NIL)
+    if (find(t, s, (uint32_t)(hd->h[i] >> 32), key, klen, &w, rep, &at) != NIL)
         return RLAAS_TABLE_OK;
     for (j = 0; hd->locked[j] != st; j++)
         ;
@@ -1035,7 +1141,7 @@ rlaas_table_rc_e rlaas_table_bans(rlaas_table_t *t, int64_t now_ms,
                                   void *baton)
 {
     rlaas_table_report_t rep; /* a repair on the way: counted in stats */
-    struct timespec at;
+    deadline_t at;
     int64_t high = __atomic_load_n(&t->high_ms, __ATOMIC_RELAXED);
     /* a listing reads the clock's high-water, it does not move it */
     when_t w = {now_ms, now_ms > high ? now_ms : high};
@@ -1043,7 +1149,7 @@ rlaas_table_rc_e rlaas_table_bans(rlaas_table_t *t, int64_t now_ms,
     int more = 1;
 
     report_init(&rep);
-    rlaas_clock_timespec(rlaas_clock_us() + lock_wait_us, &at);
+    deadline_init(&at, lock_wait_us);
     for (i = 0; i < t->nstripes && more; i++) {
         stripe_t *s = stripe_at(t, i);
         rlaas_table_rc_e rc = lock(t, s, &at, &rep);
@@ -1131,14 +1237,14 @@ static int stripe_ok(const rlaas_table_t *t, stripe_t *s, unsigned char *st)
 uint32_t rlaas_table_verify(rlaas_table_t *t)
 {
     rlaas_table_report_t rep;
-    struct timespec at;
+    deadline_t at;
     uint32_t i;
 
     for (i = 0; i < t->nstripes; i++) {
         stripe_t *s = stripe_at(t, i);
         int ok;
 
-        rlaas_clock_timespec(rlaas_clock_us() + 1000000, &at);
+        deadline_init(&at, 1000000);
         if (lock(t, s, &at, &rep) != RLAAS_TABLE_OK)
             return i + 1;
         ok = s->hwm <= s->nchunks && s->writing == NIL;

@@ -129,13 +129,13 @@ rlaas_table_rc_e rlaas_table_update(rlaas_table_t *t, const char *key,
 /* Several records updated under their stripes' locks held together: what
  * one request's policies need to be decided all or nothing. Hold takes the
  * locks of the n keys' stripes (in ascending order, each once) within one
- * wait of lock_wait_us; key i's first zlens[i] bytes name its zone (zlens
- * NULL: none does); update_held updates key i (the same key and length
- * as given to hold), as often as needed; reserve_held makes room for key
- * i's record of vlen bytes if it has none yet, so that the updates after
- * it find room (RLAAS_TABLE_FULL, nothing evicted, if they would not);
- * release lets them go. rep as for rlaas_table_update, counted from hold
- * on (expire and vlen: the last record updated). */
+ * wait of lock_wait_us, from the first that was not free; key i's first
+ * zlens[i] bytes name its zone (zlens NULL: none does); update_held updates key
+ * i (the same key and length as given to hold), as often as needed;
+ * reserve_held makes room for key i's record of vlen bytes if it has none yet,
+ * so that the updates after it find room (RLAAS_TABLE_FULL, nothing evicted, if
+ * they would not); release lets them go. rep as for rlaas_table_update, counted
+ * from hold on (expire and vlen: the last record updated). */
 #define RLAAS_TABLE_HOLD_MAX 8
 typedef struct {
     rlaas_table_t *t;

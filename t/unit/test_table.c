@@ -829,6 +829,48 @@ static void any_zone_takes_a_cached_record(void **state)
     munmap(mem, bytes);
 }
 
+/* A stripe whose walks found no cached record skips looking for one (it
+ * notes that none may be there); a record marked cache written after
+ * that is still the first a newcomer takes. */
+static void a_cached_record_after_none_is_taken_first(void **state)
+{
+    void *mem;
+    size_t bytes;
+    rlaas_table_t *t = small_table(&mem, &bytes);
+    rlaas_table_report_t rep;
+    rlaas_table_stats_t st;
+    counter_t c = used(7200000);
+    char key[32];
+    int n, i;
+
+    (void)state;
+    for (n = 0;; n++) {
+        rlaas_table_stats(t, &st);
+        if (st.used == st.chunks)
+            break;
+        snprintf(key, sizeof(key), "b:%03d", n);
+        assert_int_equal(put(t, key, T0, &c, NULL), RLAAS_TABLE_OK);
+    }
+    /* newcomers of b take b's oldest: walks that find no cached record */
+    for (i = 0; i < 3; i++) {
+        snprintf(key, sizeof(key), "b:new%d", i);
+        assert_int_equal(put(t, key, T0 + 10, &c, &rep), RLAAS_TABLE_OK);
+        assert_int_equal(rep.evicted, 1);
+    }
+    /* a lease's portion takes b's oldest in turn, marked cache */
+    c.cache = 1;
+    assert_int_equal(put(t, "b:lease", T0 + 20, &c, &rep), RLAAS_TABLE_OK);
+    assert_int_equal(value_of(t, "b:003", T0 + 20), 0);
+    /* the next newcomer takes it, not b's oldest partly used record */
+    c.cache = 0;
+    assert_int_equal(put(t, "b:next", T0 + 30, &c, &rep), RLAAS_TABLE_OK);
+    assert_int_equal(rep.evicted, 1);
+    assert_int_equal(value_of(t, "b:lease", T0 + 30), 0);
+    assert_int_equal(value_of(t, "b:004", T0 + 30), 1);
+    assert_int_equal(rlaas_table_verify(t), 0);
+    munmap(mem, bytes);
+}
+
 /* Two new identities of one request, room for one: neither is charged
  * (nothing half done), both start afresh once there is room. */
 static void no_room_for_all_charges_none(void **state)
@@ -1165,6 +1207,7 @@ int main(void)
         cmocka_unit_test(bans_are_never_evicted),
         cmocka_unit_test(one_zone_never_evicts_what_limits_in_another),
         cmocka_unit_test(any_zone_takes_a_cached_record),
+        cmocka_unit_test(a_cached_record_after_none_is_taken_first),
         cmocka_unit_test(no_room_for_all_charges_none),
         cmocka_unit_test(first_charge_fits_its_room),
         cmocka_unit_test(dies_mid_change_stripe_repaired),
