@@ -60,7 +60,8 @@ sources() {
     local) echo src/core/rlaas_algo*.c src/core/rlaas_siphash.c \
         src/core/rlaas_clock.c src/core/rlaas_verdict.c \
         src/core/rlaas_parse.c src/local/rlaas_table.c \
-        src/local/rlaas_local.c src/core/rlaas_ban.c ;;
+        src/local/rlaas_local.c src/core/rlaas_ban.c \
+        src/core/rlaas_cal.c src/core/rlaas_conc.c src/core/rlaas_tz.c ;;
     esac
 }
 
