@@ -188,7 +188,6 @@ static const char *set_local_divisor(cmd_parms *cmd, void *dummy,
 
 /* ---- directory scope ---- */
 
-/* d->use: d's settings, the defaults where none is set. */
 /* The RateLimit-Policy item of the section's own limit, where it is the
  * same for every request: written once here, not per response. */
 static const rlaas_policy_field_t *field_of(apr_pool_t *p,
@@ -210,6 +209,7 @@ static const rlaas_policy_field_t *field_of(apr_pool_t *p,
     return f;
 }
 
+/* d->use: d's settings, the defaults where none is set. */
 static void resolve(apr_pool_t *p, rlaas_dir_conf_t *d)
 {
     d->use.window_ms = rlaas_dir_window_ms(d);
@@ -265,7 +265,6 @@ static void merge(apr_pool_t *p, rlaas_dir_conf_t *d,
                   const rlaas_dir_conf_t *base, const rlaas_dir_conf_t *add,
                   int kept)
 {
-
     /* a limit with its expression and fallback */
     if (add->limit != -1) {
         d->limit = add->limit;

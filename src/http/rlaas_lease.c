@@ -124,8 +124,8 @@ void rlaas_lease_post_config(server_rec *s, int leases)
         seen->seed = (uint64_t)apr_time_now();
 }
 
-/* Whether the table is worth asking about the key; notes that this child
- * sees it now (what the table held, as last noted). */
+/* Whether the table is worth asking about the key; notes that the server
+ * sees it now (keeping what the table held, as last noted). */
 static int seen_lately(seen_t *sn, const char *key, size_t len, int64_t now_ms,
                        int64_t lease_ms, int64_t window_ms)
 {
