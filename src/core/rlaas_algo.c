@@ -72,6 +72,10 @@ int rlaas_algo_hit(const rlaas_algo_call_t *c, void *state, size_t *len,
 int rlaas_algo_hit_ok(const rlaas_algo_call_t *c, void *state, size_t *len,
                       int64_t *ttl_ms, rlaas_verdict_t *v)
 {
+    /* checked by the caller, all but the index this array needs: a ban's
+     * or a slot's call never comes here, and must not read past it */
+    if ((unsigned)c->strategy >= RLAAS_STRATEGY_COUNT)
+        return -1;
     return algos[c->strategy](c, state, len, ttl_ms, v);
 }
 
