@@ -1,5 +1,6 @@
 #include "rlaas_tally.h"
 #include "rlaas_clock.h"
+#include "rlaas_fnv.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -80,21 +81,17 @@ int rlaas_tally_rows(const rlaas_tally_t *t)
     return t->rows;
 }
 
-/* FNV-1a over the host and the name as a row keeps it. */
+/* FNV-1a over the host (its bytes from the lowest) and the name as a row
+ * keeps it. */
 static uint64_t row_hash(uint64_t host, const char *name)
 {
-    uint64_t h = 1469598103934665603ULL;
+    unsigned char b[8];
     int i;
 
-    for (i = 0; i < 8; i++) {
-        h ^= (host >> (8 * i)) & 0xff;
-        h *= 1099511628211ULL;
-    }
-    for (i = 0; name[i] != '\0' && i < RLAAS_TALLY_NAME_MAX; i++) {
-        h ^= (unsigned char)name[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
+    for (i = 0; i < 8; i++)
+        b[i] = (unsigned char)(host >> (8 * i));
+    return rlaas_fnv1a(rlaas_fnv1a(RLAAS_TALLY_BASIS, b, sizeof(b)), name,
+                       strnlen(name, RLAAS_TALLY_NAME_MAX));
 }
 
 static int row_is(const row_t *w, uint64_t host, uint64_t h, const char *name)
@@ -299,13 +296,9 @@ void rlaas_tally_minutes(const rlaas_tally_t *t, int row, int64_t now_s, int n,
 /* FNV-1a over the row and the text; never 0 (0 marks a free slot). */
 static uint64_t hash_of(int row, const char *id, size_t len)
 {
-    uint64_t h = 1469598103934665603ULL ^ (uint64_t)(uint32_t)row;
-    size_t i;
+    uint64_t h =
+        rlaas_fnv1a(RLAAS_TALLY_BASIS ^ (uint64_t)(uint32_t)row, id, len);
 
-    for (i = 0; i < len; i++) {
-        h ^= (unsigned char)id[i];
-        h *= 1099511628211ULL;
-    }
     return h != 0 ? h : 1;
 }
 

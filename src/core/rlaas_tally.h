@@ -30,6 +30,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The tally's FNV-1a basis (rlaas_fnv.h), for its rows and lists and for
+ * the hosts' keys they carry: not FNV's own (a digit short of it), and
+ * kept, so that what shared memory holds means the same after a restart
+ * onto a new build. */
+#define RLAAS_TALLY_BASIS UINT64_C(1469598103934665603)
+
 #define RLAAS_TALLY_SECONDS                                                    \
     64                          /* per-second buckets kept (a minute + slack)  \
                                  */

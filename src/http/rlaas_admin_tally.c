@@ -5,6 +5,7 @@
 #include "apr_shm.h"
 #include "apr_strings.h"
 
+#include "rlaas_fnv.h"
 #include "rlaas_keybuild.h"
 #include "rlaas_metrics.h"
 #include "rlaas_shm.h"
@@ -37,17 +38,6 @@ static const char *label_of(apr_pool_t *p, const server_rec *s)
     return port > 0 ? apr_psprintf(p, "%s:%d", name, port) : name;
 }
 
-static uint64_t fnv(uint64_t h, const char *s, size_t n)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 static void hosts_build(apr_pool_t *pconf, server_rec *s)
 {
     server_rec *o;
@@ -64,8 +54,8 @@ static void hosts_build(apr_pool_t *pconf, server_rec *s)
         h->label = label_of(pconf, o);
         for (rank = 0, j = 0; j < i; j++)
             rank += strcmp(hosts[j].label, h->label) == 0;
-        h->key = fnv(1469598103934665603ULL, h->label, strlen(h->label));
-        h->key = fnv(h->key, (const char *)&rank, sizeof(rank));
+        h->key = rlaas_fnv1a(RLAAS_TALLY_BASIS, h->label, strlen(h->label));
+        h->key = rlaas_fnv1a(h->key, &rank, sizeof(rank));
         h->key = h->key != 0 ? h->key : 1;
         apr_hash_set(host_by_server, &h->s, sizeof(h->s), h);
     }
@@ -184,7 +174,7 @@ static void conc_name(char *buf, size_t size, const char *name)
 static int conc_row(const rlaas_admin_host_t *h, const char *name)
 {
     char buf[RLAAS_TALLY_NAME_MAX + 1];
-    uint64_t k = fnv(1469598103934665603ULL, name, strlen(name));
+    uint64_t k = rlaas_fnv1a(RLAAS_TALLY_BASIS, name, strlen(name));
 
     conc_name(buf, sizeof(buf), name);
     return row_of(h, -2 - (int)(k & 0x3fffffff), buf);

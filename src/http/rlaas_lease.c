@@ -8,6 +8,7 @@
 
 #include "rlaas_backend.h"
 #include "rlaas_clock.h"
+#include "rlaas_fnv.h"
 #include "rlaas_grant.h"
 #include "rlaas_local.h"
 #include "rlaas_metrics.h"
@@ -129,13 +130,8 @@ void rlaas_lease_post_config(server_rec *s, int leases)
 static int seen_lately(seen_t *sn, const char *key, size_t len, int64_t now_ms,
                        int64_t lease_ms, int64_t window_ms)
 {
-    uint64_t h = seen->seed ^ UINT64_C(14695981039346656037), was, age;
-    size_t i;
+    uint64_t h = rlaas_fnv1a(seen->seed ^ RLAAS_FNV_BASIS, key, len), was, age;
 
-    for (i = 0; i < len; i++) {
-        h ^= (unsigned char)key[i];
-        h *= UINT64_C(1099511628211);
-    }
     sn->slot = &seen->word[h % SEEN_SLOTS];
     sn->tag = h >> 41 << 41; /* the slot comes from the low bits */
     sn->now_ms = (uint64_t)now_ms & SEEN_MS;
