@@ -20,8 +20,9 @@
 #    (auto, the default) a busy identity's requests take few round trips,
 #    and with RLaaSLease off every request is one;
 #  - a limit read per request (RLaaSLimit expr=) is leased per limit:
-#    the same ceiling, most requests spent here, and nothing held under
-#    one limit is spent under another;
+#    the same ceiling, most requests spent here, nothing held under one
+#    limit is spent under another, and two clients on different plans,
+#    interleaved, each get their own limit;
 #  - a client that pauses longer than a lease between bursts loses
 #    nothing: what its server held goes back with the next portion.
 use strict;
@@ -166,6 +167,24 @@ for my $c (qw(gcra fixed auto)) {
     %n = load('/lease/vary', $u, 100, 10, 'X-Plan' => 200);
     is($n{200} // 0, 0, '  its plan lowered to 200 with 300 spent: nothing more admitted');
     is($n{429} // 0, 100, '  every request refused');
+    # two clients of one zone on different plans, their requests
+    # interleaved on one server: neither spends the other's portions, nor
+    # is held to the other's limit
+    my %p = (uid('lease-vary-a') => 30, uid('lease-vary-b') => 60);
+    my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
+    my %got;
+    for (1 .. 80) {
+        for my $who (sort keys %p) {
+            my $res = $ua->get("http://$srv[0]{hp}/lease/vary",
+                { headers => { 'X-User' => $who, 'X-Plan' => $p{$who} } });
+            $got{$who}++ if $res->{status} == 200;
+        }
+    }
+    for my $who (sort keys %p) {
+        my $ok = $got{$who} // 0;
+        cmp_ok($ok, '<=', $p{$who}, "  interleaved, plan $p{$who}: at most its own limit ($ok)");
+        cmp_ok($ok, '>=', $p{$who} - 5, "  and nearly all of it: not held to the other's");
+    }
 }
 
 # ---------------------------------------- most requests take no round trip
