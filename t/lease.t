@@ -162,7 +162,23 @@ for my $c (qw(gcra fixed auto)) {
     my $ok = $n{200} // 0;
     cmp_ok($ok, '<=', 300, "RLaaSLimit expr= (300 for this client): at most 300 of 1000 admitted ($ok)");
     cmp_ok($ok, '>=', 250, '  and at least 250');
-    cmp_ok(delta($m0, $m1, 'rlaas_lease_spends_total'), '>=', 150, '  most of them spent from portions held here');
+    # how many a burst spends from portions depends on how long a
+    # portion's round trip keeps the others waiting (those go to Redis
+    # alone): under load only that some are; one request at a time, most
+    cmp_ok(delta($m0, $m1, 'rlaas_lease_spends_total'), '>', 0, '  leased under a burst: some spent from portions held here');
+    {
+        my $v = uid('lease-vary-seq');
+        my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
+        my ($ok, $m2) = (0, lease_metrics());
+        for my $k (1 .. 200) {
+            my $res = $ua->get("http://$srv[$k % 2]{hp}/lease/vary",
+                { headers => { 'X-User' => $v, 'X-Plan' => 300 } });
+            $ok++ if $res->{status} == 200;
+        }
+        my $spent = delta($m2, lease_metrics(), 'rlaas_lease_spends_total');
+        is($ok, 200, '  200 requests one at a time on both servers, plan 300: all admitted');
+        cmp_ok($spent, '>=', 150, "  and most of them ($spent) spent from portions held here");
+    }
     # the units this server still holds under 300 are not spent under 200
     %n = load('/lease/vary', $u, 100, 10, 'X-Plan' => 200);
     is($n{200} // 0, 0, '  its plan lowered to 200 with 300 spent: nothing more admitted');
