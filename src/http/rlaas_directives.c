@@ -265,59 +265,36 @@ static void merge(apr_pool_t *p, rlaas_dir_conf_t *d,
                   const rlaas_dir_conf_t *base, const rlaas_dir_conf_t *add,
                   int kept)
 {
-    /* a limit with its expression and fallback */
-    if (add->limit != -1) {
-        d->limit = add->limit;
-        d->limit_expr = add->limit_expr;
-        d->limit_fallback = add->limit_fallback;
-        d->limit_unit = add->limit_unit;
-    }
-    else {
-        d->limit = base->limit;
-        d->limit_expr = base->limit_expr;
-        d->limit_fallback = base->limit_fallback;
-        d->limit_unit = base->limit_unit;
-    }
-    if (add->zone != NULL) {
-        d->zone = add->zone;
-        d->zone_metric = add->zone_metric;
-    }
-    else {
-        d->zone = base->zone;
-        d->zone_metric = base->zone_metric;
-    }
-    if (add->cost != -1) {
-        d->cost = add->cost;
-        d->cost_expr = add->cost_expr;
-    }
-    else {
-        d->cost = base->cost;
-        d->cost_expr = base->cost_expr;
-    }
+    /* fields that travel together come from the side that set them: a
+     * limit with its expression, fallback and unit, a zone with its
+     * metric, a cost with its expression, a window with its calendar,
+     * identity sources with whether they need the user */
+    const rlaas_dir_conf_t *f;
+
+    f = add->limit != -1 ? add : base;
+    d->limit = f->limit;
+    d->limit_expr = f->limit_expr;
+    d->limit_fallback = f->limit_fallback;
+    d->limit_unit = f->limit_unit;
+    f = add->zone != NULL ? add : base;
+    d->zone = f->zone;
+    d->zone_metric = f->zone_metric;
+    f = add->cost != -1 ? add : base;
+    d->cost = f->cost;
+    d->cost_expr = f->cost_expr;
+    f = add->window_ms != -1 ? add : base;
+    d->window_ms = f->window_ms;
+    d->cal = f->cal;
+    f = add->sources != NULL ? add : base;
+    d->sources = f->sources;
+    d->sources_need_user = f->sources_need_user;
     /* operations down the tree, in order: replayed per request */
     if (base->apply != NULL && add->apply != NULL)
         d->apply = apr_array_append(p, base->apply, add->apply);
     else
         d->apply = add->apply ? add->apply : base->apply;
-    if (add->window_ms != -1) {
-        d->window_ms = add->window_ms;
-        d->cal = add->cal;
-    }
-    else {
-        d->window_ms = base->window_ms;
-        d->cal = base->cal;
-    }
-    if (add->sources != NULL) {
-        d->sources = add->sources;
-        d->sources_need_user = add->sources_need_user;
-    }
-    else {
-        d->sources = base->sources;
-        d->sources_need_user = base->sources_need_user;
-    }
     d->strategy = PICK(strategy, RLAAS_STRATEGY_UNSET);
     d->fail_open = PICK(fail_open, RLAAS_FAIL_UNSET);
-    d->zone = PICK(zone, NULL);
     d->engine = PICK(engine, -1);
     d->headers = PICK(headers, RLAAS_HEADERS_UNSET);
     d->dry_run = PICK(dry_run, -1);

@@ -26,26 +26,38 @@ rlaas_target_t *rlaas_target_merge(apr_pool_t *p, const rlaas_target_t *base,
 {
     rlaas_target_t *t = rlaas_target_new(p);
 
-    if (add->host != NULL) {
-        t->host = add->host;
-        t->port = add->port;
-        t->is_unix = add->is_unix;
-    }
-    else {
-        t->host = base->host;
-        t->port = base->port;
-        t->is_unix = base->is_unix;
-    }
-    /* Credentials travel together: a vhost naming its own user or password
-     * must not inherit half of its parent's pair. */
-    if (add->username != NULL || add->password != NULL) {
-        t->username = add->username;
-        t->password = add->password;
-    }
-    else {
-        t->username = base->username;
-        t->password = base->password;
-    }
+    /* fields that travel together come from the side that set them: an
+     * address; credentials (a vhost naming its own user or password must
+     * not inherit half of its parent's pair); a master's sentinels; their
+     * credentials; the cluster's seeds; a certificate and its key; the
+     * breaker's threshold and cool-down */
+    const rlaas_target_t *f;
+
+    f = add->host != NULL ? add : base;
+    t->host = f->host;
+    t->port = f->port;
+    t->is_unix = f->is_unix;
+    f = add->username != NULL || add->password != NULL ? add : base;
+    t->username = f->username;
+    t->password = f->password;
+    f = add->sentinel_master != NULL ? add : base;
+    t->sentinel_master = f->sentinel_master;
+    t->sentinel_hosts = f->sentinel_hosts;
+    t->sentinel_ports = f->sentinel_ports;
+    t->sentinel_n = f->sentinel_n;
+    f = add->sentinel_user != NULL || add->sentinel_pass != NULL ? add : base;
+    t->sentinel_user = f->sentinel_user;
+    t->sentinel_pass = f->sentinel_pass;
+    f = add->cluster_n > 0 ? add : base;
+    t->cluster_hosts = f->cluster_hosts;
+    t->cluster_ports = f->cluster_ports;
+    t->cluster_n = f->cluster_n;
+    f = add->tls_cert != NULL || add->tls_key != NULL ? add : base;
+    t->tls_cert = f->tls_cert;
+    t->tls_key = f->tls_key;
+    f = add->circuit_failures != -1 ? add : base;
+    t->circuit_failures = f->circuit_failures;
+    t->circuit_cooldown_ms = f->circuit_cooldown_ms;
     t->database = PICK(database, -1);
     t->timeout_ms = PICK(timeout_ms, -1);
     t->pool_max = PICK(pool_max, -1);
@@ -55,54 +67,6 @@ rlaas_target_t *rlaas_target_merge(apr_pool_t *p, const rlaas_target_t *base,
     t->tls_server_name = PICK(tls_server_name, NULL);
     t->sentinel_tls_name = PICK(sentinel_tls_name, NULL);
     t->tls_announced = PICK(tls_announced, -1);
-    /* the sentinels of a master, and their credentials, travel together */
-    if (add->sentinel_master != NULL) {
-        t->sentinel_master = add->sentinel_master;
-        t->sentinel_hosts = add->sentinel_hosts;
-        t->sentinel_ports = add->sentinel_ports;
-        t->sentinel_n = add->sentinel_n;
-    }
-    else {
-        t->sentinel_master = base->sentinel_master;
-        t->sentinel_hosts = base->sentinel_hosts;
-        t->sentinel_ports = base->sentinel_ports;
-        t->sentinel_n = base->sentinel_n;
-    }
-    if (add->sentinel_user != NULL || add->sentinel_pass != NULL) {
-        t->sentinel_user = add->sentinel_user;
-        t->sentinel_pass = add->sentinel_pass;
-    }
-    else {
-        t->sentinel_user = base->sentinel_user;
-        t->sentinel_pass = base->sentinel_pass;
-    }
-    if (add->cluster_n > 0) {
-        t->cluster_hosts = add->cluster_hosts;
-        t->cluster_ports = add->cluster_ports;
-        t->cluster_n = add->cluster_n;
-    }
-    else {
-        t->cluster_hosts = base->cluster_hosts;
-        t->cluster_ports = base->cluster_ports;
-        t->cluster_n = base->cluster_n;
-    }
-    /* a certificate and its key travel together */
-    if (add->tls_cert != NULL || add->tls_key != NULL) {
-        t->tls_cert = add->tls_cert;
-        t->tls_key = add->tls_key;
-    }
-    else {
-        t->tls_cert = base->tls_cert;
-        t->tls_key = base->tls_key;
-    }
-    if (add->circuit_failures != -1) {
-        t->circuit_failures = add->circuit_failures;
-        t->circuit_cooldown_ms = add->circuit_cooldown_ms;
-    }
-    else {
-        t->circuit_failures = base->circuit_failures;
-        t->circuit_cooldown_ms = base->circuit_cooldown_ms;
-    }
     return t;
 }
 

@@ -263,6 +263,22 @@ static size_t grant_key(char *buf, const char *key, size_t klen)
     return klen + RLAAS_GRANT_KEY_PREFIX_LEN;
 }
 
+/* One turn of an identity's grant record: under the key it is kept by,
+ * beside the identity's own record. */
+static rlaas_table_rc_e turn(rlaas_table_t *t, const char *key, size_t klen,
+                             int64_t now_ms, int64_t lock_wait_us,
+                             rlaas_table_fn fn, turn_t *tn)
+{
+    char k[RLAAS_TABLE_KEY_MAX];
+    size_t n = grant_key(k, key, klen);
+
+    if (t == NULL)
+        return RLAAS_TABLE_BROKEN;
+    if (n == 0)
+        return RLAAS_TABLE_TOO_BIG;
+    return rlaas_table_update(t, k, n, now_ms, lock_wait_us, fn, tn, NULL);
+}
+
 rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
                                    size_t klen, const rlaas_grant_ask_t *a,
                                    int64_t now_ms, int64_t now_us,
@@ -270,23 +286,18 @@ rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
                                    rlaas_grant_e *out, int64_t *want,
                                    rlaas_grant_back_t *back, rlaas_verdict_t *v)
 {
-    char k[RLAAS_TABLE_KEY_MAX];
-    size_t n = grant_key(k, key, klen);
-    turn_t tn;
+    turn_t tn = {0};
     rlaas_table_rc_e rc;
 
-    if (t == NULL || a->cost < 1)
+    if (a->cost < 1)
         return RLAAS_TABLE_BROKEN;
-    if (n == 0)
-        return RLAAS_TABLE_TOO_BIG;
-    memset(&tn, 0, sizeof(tn));
     tn.a = a;
     tn.now_us = now_us;
     tn.spend_only = spend_only;
     tn.want = want;
     tn.back = back;
     tn.v = v;
-    rc = rlaas_table_update(t, k, n, now_ms, lock_wait_us, spend_fn, &tn, NULL);
+    rc = turn(t, key, klen, now_ms, lock_wait_us, spend_fn, &tn);
     /* not written: the units stay in the record, to lapse */
     if (rc != RLAAS_TABLE_OK && rc != RLAAS_TABLE_REFUSED && back != NULL)
         back->units = back->at_ms = 0;
@@ -303,16 +314,9 @@ rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key, size_t klen,
                                  int64_t charged_ms, const rlaas_verdict_t *v,
                                  int64_t lock_wait_us, int64_t *lapsed)
 {
-    char k[RLAAS_TABLE_KEY_MAX];
-    size_t n = grant_key(k, key, klen);
+    turn_t tn = {0};
     rlaas_table_rc_e rc;
-    turn_t tn;
 
-    if (t == NULL)
-        return RLAAS_TABLE_BROKEN;
-    if (n == 0)
-        return RLAAS_TABLE_TOO_BIG;
-    memset(&tn, 0, sizeof(tn));
     tn.a = a;
     tn.now_us = sent_us;
     tn.granted = granted;
@@ -320,7 +324,7 @@ rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key, size_t klen,
     tn.window_left_ms = window_left_ms;
     tn.charged_ms = charged_ms;
     tn.pv = v;
-    rc = rlaas_table_update(t, k, n, now_ms, lock_wait_us, put_fn, &tn, NULL);
+    rc = turn(t, key, klen, now_ms, lock_wait_us, put_fn, &tn);
     if (lapsed != NULL)
         *lapsed = rc == RLAAS_TABLE_OK ? tn.lapsed : 0;
     return rc;
