@@ -2,7 +2,7 @@
 -- the records; ARGV[1] (optional) '1': each leaves a mark K:forgot (its
 -- time, for a day) that lua/lease.lua reads, so that units a server held
 -- before the reset are not given back into the state that starts afresh
--- (never with Redis Cluster, where the mark would be a key not declared).
+-- (on a Cluster too: K's hash tag puts the mark in K's slot).
 -- Reply {1, 1 if it was there, 0, 0} each.
 if #KEYS < 1 or #KEYS > 8 then
   return redis.error_reply('ERR rlaas: 1 to 8 keys')

@@ -192,10 +192,9 @@ static const char *redis_forget(request_rec *r, const char *key, int *found)
     call.key = key;
     call.key_len = strlen(key);
     /* a mark of the reset (lua/forget.lua), so that units a server held
-     * are not given back into the fresh state; not with Cluster, which
-     * takes no lease (and no key a script does not declare) */
-    call.forget =
-        rlaas_target_cluster(rlaas_server_conf(r->server)->target) ? 1 : 2;
+     * are not given back into the fresh state (on a Cluster too: the mark
+     * shares the record's hash tag, so its slot) */
+    call.forget = 2;
     *found = 0;
     if ((why = call_one(r, &call, &v)) == NULL)
         *found = v.remaining > 0;

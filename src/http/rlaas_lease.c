@@ -27,7 +27,6 @@ APLOG_USE_MODULE(rlaas);
 static const char *const whys[RLAAS_LEASE_NOT_COUNT] = {
     "the request meets several policies (RLaaSApply, RLaaSEnforce), "
     "decided together",
-    "Redis Cluster (RLaaSRedisCluster)",
     "the sliding log (sliding_log) keeps no count to share out",
     "a dry run (RLaaSDryRun on)",
     "bans (RLaaSBan, or a ban of its zone honoured): a ban is read with "
@@ -195,8 +194,6 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
         return RLAAS_LEASE_NO;
     if (n > 1)
         return not_here(r, d, it, RLAAS_LEASE_NOT_POLICIES);
-    if (rlaas_target_cluster(sc->target))
-        return not_here(r, d, it, RLAAS_LEASE_NOT_CLUSTER);
     if (it->call.strategy == RLAAS_STRATEGY_SLIDING_LOG)
         return not_here(r, d, it, RLAAS_LEASE_NOT_LOG);
     if (it->cal != NULL)

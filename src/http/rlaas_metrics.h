@@ -111,7 +111,6 @@ void rlaas_metrics_outcome_add(rlaas_metric_outcome_e m, apr_uint64_t n);
  * trip of its own (rlaas_lease_fallbacks_total{reason}). */
 typedef enum {
     RLAAS_LEASE_NOT_POLICIES = 0, /* several policies, decided together */
-    RLAAS_LEASE_NOT_CLUSTER,      /* Redis Cluster */
     RLAAS_LEASE_NOT_LOG,          /* the sliding log */
     RLAAS_LEASE_NOT_DRY_RUN,      /* RLaaSDryRun on */
     RLAAS_LEASE_NOT_BAN,          /* RLaaSBan */

@@ -464,6 +464,10 @@ rlaas_rerr_e rlaas_cluster_eval(rlaas_cluster_t *cl, const rlaas_call_t *calls,
         apr_cpystrn(detail, "1 to 8 policies per call", RLAAS_DETAIL_MAX);
         return RLAAS_RERR_REPLY;
     }
+    /* a lease is one identity's key, one slot: its reply (the verdict,
+     * the grant, what it gave back, Redis' time) straight into v */
+    if (n == 1 && calls[0].lease_want > 0)
+        return one_slot(cl, calls, 1, v, detail);
     for (i = 0; i < n; i++) {
         int slot = rlaas_slot(calls[i].key, calls[i].key_len);
         rlaas_rerr_e e;

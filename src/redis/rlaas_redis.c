@@ -37,10 +37,6 @@ rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *calls,
 {
     if (rd->cluster == NULL)
         return rlaas_node_eval(rd->node, calls, n, v, detail);
-    if (n == 1 && calls[0].lease_want > 0) {
-        apr_cpystrn(detail, "no lease with Redis Cluster", RLAAS_DETAIL_MAX);
-        return RLAAS_RERR_REPLY;
-    }
     return rlaas_cluster_eval(rd->cluster, calls, n, v, detail);
 }
 
