@@ -12,9 +12,12 @@ local t = redis.call('TIME') -- rlaas:clock
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local out = {}
 for i = 1, #KEYS do
-  out[4 * i - 3], out[4 * i - 2], out[4 * i - 1], out[4 * i] = 1, redis.call('DEL', KEYS[i]), 0, 0
+  -- the mark first: a script stopped between the two (a Cluster slot
+  -- moving, the mark's key not declared) leaves a mark without a reset,
+  -- which only refuses give-backs, never a reset without its mark
   if mark then
     redis.call('SET', KEYS[i] .. ':forgot', now, 'PX', 86400000)
   end
+  out[4 * i - 3], out[4 * i - 2], out[4 * i - 1], out[4 * i] = 1, redis.call('DEL', KEYS[i]), 0, 0
 end
 return out

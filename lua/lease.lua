@@ -34,9 +34,14 @@ local want = int(ARGV[6], 1, 1e9)
 local b, at = int(ARGV[7], 0, 1e9), int(ARGV[8], 0, 2^52)
 -- the record the charge went to was reset since (the console's forget
 -- leaves a mark): its units are not given back into the fresh state
+-- (a mark that can't be read, its Cluster slot moving, counts as one:
+-- nothing is given back, nothing written before)
 local function forgot(k)
-  local t = k and tonumber(redis.call('GET', k .. ':forgot'))
-  return not k or (t and t >= at)
+  if not k then return true end
+  local t = redis.pcall('GET', k .. ':forgot')
+  if type(t) == 'table' then return true end
+  t = tonumber(t)
+  return t and t >= at
 end
 -- a calendar's periods, a limit over 1e9: never leased (the module asks none)
 if not (f and L and want and b and at) or (m ~= 0 and m ~= 1) or c < 1 or

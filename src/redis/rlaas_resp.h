@@ -86,7 +86,8 @@ typedef struct {
     int release;
     /* A forget (lua/forget.lua): the key's record deleted (the console's
      * reset and unban), key only; 2: and a mark of the reset left, which
-     * the lease script reads (not with Redis Cluster). Every call of a job
+     * the lease script reads (on a Cluster too: the mark shares the
+     * key's hash tag). Every call of a job
      * is a forget, or none is; the reply holds {1, 1 if the record was
      * there, 0, 0} each. */
     int forget;
