@@ -82,6 +82,30 @@ for my $be (@BACKENDS) {
     }
 }
 
+subtest 'redis, RLaaSLease on: a refund of a unit spent from a portion goes back into it' => sub {
+    my $u = uid('ci-lease');
+    my %h = (h => { 'X-User' => $u });
+    my $m0 = metrics();
+    my @ok = map { req('/ci/lease/ok', %h)->code } 1 .. 200;
+    my $m1 = metrics();
+    is scalar(grep { $_ == 200 } @ok), 200, '200 successes, limit 40: none refused (' . tally(@ok) . ')';
+    is mdelta($m0, $m1, 'rlaas_countif_refunds_total'), 200, 'each given back';
+    is mdelta($m0, $m1, 'rlaas_countif_refunds_lost_total'), 0, 'none lost';
+    cmp_ok mdelta($m0, $m1, 'rlaas_lease_spends_total'), '>=', 150, 'most decided from portions held here';
+    ok !grep({ /^rlaas_lease_fallbacks_total\{reason="refund"\}/ } keys %$m1), 'no fall-back for counting by outcome';
+    my @c = map { req('/ci/lease/missing', %h)->code } 1 .. 45;
+    my $n404 = grep { $_ == 404 } @c;
+    cmp_ok $n404, '<=', 40, "then 45 failures: at most the limit counted and served ($n404)";
+    cmp_ok $n404, '>=', 36, '  and nearly all of it: the successes left nothing charged';
+    is scalar(grep { $_ != 404 && $_ != 429 } @c), 0, '  the others refused with 429 (' . tally(@c) . ')';
+
+    my $b = uid('ci-lease-burst');
+    my @burst = parallel_codes(50, '/ci/lease/missing', h => { 'X-User' => $b });
+    my $nb = grep { $_ == 404 } @burst;
+    ok $nb >= 1 && $nb <= 40, "50 concurrent failures, limit 40: at most 40 counted and served ($nb; " . tally(@burst) . ')';
+    is scalar(grep { $_ != 404 && $_ != 429 } @burst), 0, '  the others refused with 429';
+};
+
 subtest 'redis: the counter holds the failures only, a success leaves nothing' => sub {
     my $u = uid('ci-count');
     my $K = ukey('ci-login-sl', $u);

@@ -31,8 +31,6 @@ static const char *const whys[RLAAS_LEASE_NOT_COUNT] = {
     "a dry run (RLaaSDryRun on)",
     "bans (RLaaSBan, or a ban of its zone honoured): a ban is read with "
     "every decision",
-    "counting by outcome (RLaaSCountIf, countif=): each check is charged, "
-    "and given back when the condition turns out false",
     "a calendar window (RLaaSWindow N calendar): its periods are Redis' "
     "to pick",
     "it counts bytes (RLaaSCost bytes, cost=bytes): they are charged after "
@@ -169,6 +167,43 @@ static void returned(int64_t sent, int64_t taken)
                                   (apr_uint64_t)(sent - taken));
 }
 
+/* The grant a request of it asks of its record. */
+static void ask_of(const rlaas_dir_conf_t *d, const rlaas_item_t *it,
+                   rlaas_grant_ask_t *a)
+{
+    a->strategy = it->call.strategy;
+    a->limit = it->call.limit;
+    a->window_ms = it->call.window_ms;
+    a->cost = it->call.cost;
+    a->adaptive = d->use.lease == RLAAS_LEASE_MODE_AUTO;
+}
+
+/* A request decided from a portion: where its refund goes (RLaaSCountIf,
+ * rlaas_lease_refund). */
+static void spent_from(rlaas_item_t *it, const rlaas_grant_from_t *from)
+{
+    it->lease_at_ms = from->at_ms;
+    it->lease_at_us = from->at_us;
+}
+
+int rlaas_lease_refund(request_rec *r, const rlaas_dir_conf_t *d,
+                       const rlaas_item_t *it)
+{
+    rlaas_local_t *table = rlaas_backend_table();
+    rlaas_grant_from_t from = {it->lease_at_ms, it->lease_at_us};
+    rlaas_grant_ask_t a;
+
+    if (table == NULL || d == NULL || it->lease_at_ms <= 0)
+        return 0;
+    ask_of(d, it, &a);
+    if (rlaas_grant_unspend(table, it->call.key, it->call.key_len, &a, &from,
+                            rlaas_local_now_ms(),
+                            RLAAS_LOCAL_LOCK_WAIT_US) != RLAAS_TABLE_OK)
+        return 0;
+    trace(r, it, "refunded into the portion held here, units", it->call.cost);
+    return 1;
+}
+
 rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
                                  rlaas_item_t *it, int n, int with,
                                  rlaas_rerr_e *e, char *detail)
@@ -180,6 +215,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     rlaas_verdict_t v[4] = {
         {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
     rlaas_grant_back_t back;
+    rlaas_grant_from_t from = {0, 0};
     rlaas_ban_conf_t ban;
     seen_t sn = {NULL, 0, 0};
     rlaas_grant_ask_t a;
@@ -187,6 +223,7 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     rlaas_call_t call;
     int64_t want = 0, sent, granted, now_us, lapsed = 0;
 
+    it->lease_at_ms = it->lease_at_us = 0;
     /* a tenant's lease is its own limit's alone */
     /* a slot in flight is no quota to take a portion of */
     if (d == NULL || d->use.lease == RLAAS_LEASE_MODE_OFF || n < 1 ||
@@ -208,15 +245,9 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
         return not_here(r, d, it, RLAAS_LEASE_NOT_BAN);
     if (it->bytes_unit > 0)
         return not_here(r, d, it, RLAAS_LEASE_NOT_BYTES);
-    if (with & RLAAS_LEASE_WITH_REFUND)
-        return not_here(r, d, it, RLAAS_LEASE_NOT_REFUND);
     if (table == NULL || sc->target->redis == NULL)
         return RLAAS_LEASE_NO;
-    a.strategy = it->call.strategy;
-    a.limit = it->call.limit;
-    a.window_ms = it->call.window_ms;
-    a.cost = it->call.cost;
-    a.adaptive = d->use.lease == RLAAS_LEASE_MODE_AUTO;
+    ask_of(d, it, &a);
     if (a.cost < 1)
         return RLAAS_LEASE_NO; /* a check (cost 0) is asked of Redis */
     now_us = rlaas_clock_us();
@@ -229,13 +260,14 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     if (rlaas_grant_spend(table, it->call.key, it->call.key_len, &a,
                           rlaas_local_now_ms(), now_us,
                           RLAAS_LOCAL_LOCK_WAIT_US, 0, &what, &want, &back,
-                          &it->v) != RLAAS_TABLE_OK) {
+                          &from, &it->v) != RLAAS_TABLE_OK) {
         rlaas_metrics_lease_fallback(RLAAS_LEASE_NOT_TABLE);
         return RLAAS_LEASE_NO;
     }
     if (sn.slot != NULL && what != RLAAS_GRANT_PLAIN)
         seen_holds(&sn, what != RLAAS_GRANT_QUIET);
     if (what == RLAAS_GRANT_SPENT) {
+        spent_from(it, &from);
         rlaas_metrics_outcome(RLAAS_METRIC_LEASE_SPENDS);
         trace(r, it, "spent, units left and Redis' remaining", it->v.remaining);
         return RLAAS_LEASE_DECIDED;
@@ -287,8 +319,9 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
         rlaas_grant_spend(table, it->call.key, it->call.key_len, &a,
                           rlaas_local_now_ms(), rlaas_clock_us(),
                           RLAAS_LOCAL_LOCK_WAIT_US, 1, &what, &want, NULL,
-                          &it->v) == RLAAS_TABLE_OK &&
+                          &from, &it->v) == RLAAS_TABLE_OK &&
         what == RLAAS_GRANT_SPENT) {
+        spent_from(it, &from);
         rlaas_metrics_outcome(RLAAS_METRIC_LEASE_SPENDS);
         trace(r, it, "refused by Redis, spent here; left", it->v.remaining);
         return RLAAS_LEASE_DECIDED;

@@ -751,8 +751,8 @@ static int decide(decision_t *dc, int before_auth)
         rlaas_authuser_before_auth(r, 0);
     if (err != NULL)
         return undecided(dc, NULL, NULL, err);
-    pd[0] = rlaas_settle_prepare(r, dc->d, dc->it, dc->n, 0, &dc->a.with);
-    pd[1] = rlaas_settle_prepare(r, dc->d, dc->it, dc->n, 1, &dc->a.with);
+    pd[0] = rlaas_settle_prepare(r, dc->d, dc->it, dc->n, 0);
+    pd[1] = rlaas_settle_prepare(r, dc->d, dc->it, dc->n, 1);
     rc = limit(dc);
     if (rc == DECLINED && (en = charged_by(dc)) != NULL) {
         /* admitted: its slots held until httpd is done with the request */

@@ -39,6 +39,10 @@ typedef struct {
     int64_t bytes_unit;
     size_t zone_len; /* the key's zone part (rlaas_key_zone_len) */
     rlaas_verdict_t v;
+    /* decided from a portion held here (rlaas_lease_decide): its oldest
+     * charge then, by Redis' clock (ms) and this server's (us), where a
+     * refund goes (rlaas_lease_refund); lease_at_ms 0: not */
+    int64_t lease_at_ms, lease_at_us;
 } rlaas_item_t;
 
 /* Writes into it[] the policies r meets in section d (d may be NULL) and

@@ -58,8 +58,7 @@ static ap_expr_info_t *count_if_of(const rlaas_dir_conf_t *d,
 }
 
 rlaas_settle_t *rlaas_settle_prepare(request_rec *r, const rlaas_dir_conf_t *d,
-                                     const rlaas_item_t *it, int n, int bytes,
-                                     int *with)
+                                     const rlaas_item_t *it, int n, int bytes)
 {
     ap_expr_info_t *expr;
     rlaas_settle_t *pd = NULL;
@@ -79,8 +78,6 @@ rlaas_settle_t *rlaas_settle_prepare(request_rec *r, const rlaas_dir_conf_t *d,
         pd->at[pd->n] = i;
         pd->expr[pd->n++] = expr;
     }
-    if (pd != NULL && !bytes)
-        *with |= RLAAS_LEASE_WITH_REFUND;
     if (pd != NULL)
         pd->t0_us = rlaas_clock_us();
     return pd;
@@ -116,14 +113,15 @@ void rlaas_settle_keep(request_rec *r, rlaas_unit_t *u, rlaas_settle_t *pd,
  * never higher); bytes not charged were served free. Returns whether it
  * was made. */
 static int settled(request_rec *r, const rlaas_settle_t *pd,
-                   const rlaas_item_t *it, int n, const int64_t *units)
+                   const rlaas_item_t *it, int n, const int64_t *units,
+                   int64_t t0_us)
 {
     char room[RLAAS_LOG_SUPPRESSED_MAX];
     rlaas_engine_fault_t f;
     const char *why, *more;
     long dropped;
 
-    if (pd->en->settle(r, it, n, units, pd->t0_us, &f))
+    if (pd->en->settle(r, it, n, units, t0_us, &f))
         return 1;
     if ((dropped = rlaas_log_gate_pass(&gate_lost, rlaas_clock_us(), 1)) < 0)
         return 0;
@@ -145,13 +143,29 @@ static int settled(request_rec *r, const rlaas_settle_t *pd,
 }
 
 /* The charges of it[0..n) given back, where they were made (tried once
- * more by the engine if the first try never reached it). */
+ * more by the engine if the first try never reached it). A unit spent
+ * from a portion held here goes back into it (rlaas_lease_refund), else
+ * to Redis, aged from that portion's charge rather than the request's: a
+ * bucket's refill since then is not given twice. */
 static void refund(request_rec *r, const rlaas_settle_t *pd,
                    const rlaas_item_t *it, int n)
 {
-    rlaas_metrics_outcome(settled(r, pd, it, n, NULL)
-                              ? RLAAS_METRIC_COUNTIF_REFUNDS
-                              : RLAAS_METRIC_COUNTIF_REFUNDS_LOST);
+    const rlaas_item_t *held = NULL;
+    rlaas_item_t rest[RLAAS_POLICIES_MAX];
+    int i, m = 0, ok = 1;
+
+    for (i = 0; i < n; i++) {
+        if (it[i].lease_at_ms > 0 && held == NULL)
+            held = &it[i];
+        else
+            rest[m++] = it[i];
+    }
+    if (held != NULL && !rlaas_lease_refund(r, pd->d, held))
+        ok = settled(r, pd, held, 1, NULL, held->lease_at_us);
+    if (m > 0 && !settled(r, pd, rest, m, NULL, pd->t0_us))
+        ok = 0;
+    rlaas_metrics_outcome(ok ? RLAAS_METRIC_COUNTIF_REFUNDS
+                             : RLAAS_METRIC_COUNTIF_REFUNDS_LOST);
 }
 
 /* The body bytes the response sent (r->bytes_sent of its last record,
@@ -191,7 +205,7 @@ static int settle_bytes(request_rec *r, const rlaas_settle_t *pd)
         if (bytes_units(r, &pd->it[i], &units[n]))
             to[n++] = pd->it[i];
     }
-    return n > 0 ? settled(r, pd, to, n, units) : -1;
+    return n > 0 ? settled(r, pd, to, n, units, pd->t0_us) : -1;
 }
 
 /* The response's bytes in the metrics, once however many decisions and

@@ -19,10 +19,9 @@ typedef struct rlaas_settle_t rlaas_settle_t;
 /* Before the decision of it[0..n) in section d: the items whose charges
  * the response settles (bytes: those RLaaSCost bytes checks, whatever
  * their condition; else those a condition may give back), or NULL if
- * none; *with gets RLAAS_LEASE_WITH_REFUND where a refund may follow. */
+ * none. */
 rlaas_settle_t *rlaas_settle_prepare(request_rec *r, const rlaas_dir_conf_t *d,
-                                     const rlaas_item_t *it, int n, int bytes,
-                                     int *with);
+                                     const rlaas_item_t *it, int n, int bytes);
 
 /* After the decision admitted the request, charged by en (it: the
  * decision's items with their verdicts): those it charged (a dry run's

@@ -133,8 +133,10 @@ int64_t rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
         g->spent = a->cost;
         /* the oldest charge of what is held: a give-back is never aged
          * less than it is */
-        if (charged_ms < g->charged_ms)
+        if (charged_ms < g->charged_ms) {
             g->charged_ms = charged_ms;
+            g->charged_us = sent_us;
+        }
     }
     else {
         /* expired, or of another window: they were never spent */
@@ -143,6 +145,7 @@ int64_t rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
         g->granted = granted;
         g->spent = a->cost;
         g->charged_ms = charged_ms;
+        g->charged_us = sent_us;
     }
     g->expire_us = until;
     g->window_end_us = end;
@@ -151,6 +154,18 @@ int64_t rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
     g->redis_left = v->remaining;
     g->reset_at_us = sent_us + v->reset_ms * 1000;
     return lapsed;
+}
+
+int rlaas_grant_unspend_rec(rlaas_grant_rec_t *g, int have,
+                            const rlaas_grant_ask_t *a,
+                            const rlaas_grant_from_t *from)
+{
+    if (!have || !same(g, a) || from->at_ms <= 0 ||
+        g->charged_ms > from->at_ms || g->charged_ms <= 0)
+        return 0;
+    g->units += a->cost;
+    g->spent = g->spent > a->cost ? g->spent - a->cost : 0;
+    return 1;
 }
 
 int64_t rlaas_grant_portion(int64_t remaining, int64_t cost, int64_t want)
@@ -185,7 +200,10 @@ typedef struct {
     rlaas_grant_e out;
     int64_t *want;
     rlaas_grant_back_t *back;
+    rlaas_grant_from_t *from;
     rlaas_verdict_t *v;
+    /* unspend */
+    const rlaas_grant_from_t *spent_from;
     /* put */
     int64_t granted, lease_ms, window_left_ms, charged_ms;
     const rlaas_verdict_t *pv;
@@ -218,6 +236,10 @@ static int spend_fn(void *baton, void *val, size_t *len,
                               t->back, t->v);
     if (t->out == RLAAS_GRANT_PLAIN)
         return 1; /* nothing changed */
+    if (t->from != NULL && t->out == RLAAS_GRANT_SPENT) {
+        t->from->at_ms = g.charged_ms;
+        t->from->at_us = g.charged_us;
+    }
     memcpy(val, &g, sizeof(g));
     *len = sizeof(g);
     if (t->out == RLAAS_GRANT_QUIET)
@@ -231,6 +253,23 @@ static int spend_fn(void *baton, void *val, size_t *len,
     /* a lease saves round trips and limits no one: any zone's newcomer
      * may take its room (its units lapse early: fewer admitted, never
      * more), so leases never crowd out what limits */
+    life->cache = 1;
+    return 0;
+}
+
+static int unspend_fn(void *baton, void *val, size_t *len,
+                      rlaas_table_life_t *life)
+{
+    turn_t *t = baton;
+    rlaas_grant_rec_t g;
+    int have = *len == sizeof(g);
+
+    if (have)
+        memcpy(&g, val, sizeof(g));
+    if (!rlaas_grant_unspend_rec(&g, have, t->a, t->spent_from))
+        return 1; /* nothing changed: Redis' to give back */
+    memcpy(val, &g, sizeof(g));
+    life->ttl_ms = RLAAS_TABLE_TTL_KEEP;
     life->cache = 1;
     return 0;
 }
@@ -284,7 +323,8 @@ rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
                                    int64_t now_ms, int64_t now_us,
                                    int64_t lock_wait_us, int spend_only,
                                    rlaas_grant_e *out, int64_t *want,
-                                   rlaas_grant_back_t *back, rlaas_verdict_t *v)
+                                   rlaas_grant_back_t *back,
+                                   rlaas_grant_from_t *from, rlaas_verdict_t *v)
 {
     turn_t tn = {0};
     rlaas_table_rc_e rc;
@@ -296,6 +336,7 @@ rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
     tn.spend_only = spend_only;
     tn.want = want;
     tn.back = back;
+    tn.from = from;
     tn.v = v;
     rc = turn(t, key, klen, now_ms, lock_wait_us, spend_fn, &tn);
     /* not written: the units stay in the record, to lapse */
@@ -305,6 +346,18 @@ rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
         rc = RLAAS_TABLE_OK; /* PLAIN: nothing to write */
     *out = tn.out;
     return rc;
+}
+
+rlaas_table_rc_e rlaas_grant_unspend(rlaas_table_t *t, const char *key,
+                                     size_t klen, const rlaas_grant_ask_t *a,
+                                     const rlaas_grant_from_t *from,
+                                     int64_t now_ms, int64_t lock_wait_us)
+{
+    turn_t tn = {0};
+
+    tn.a = a;
+    tn.spent_from = from;
+    return turn(t, key, klen, now_ms, lock_wait_us, unspend_fn, &tn);
 }
 
 rlaas_table_rc_e rlaas_grant_put(rlaas_table_t *t, const char *key, size_t klen,

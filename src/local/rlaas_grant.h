@@ -82,6 +82,8 @@ typedef struct {
     int64_t seen_us;       /* the identity's last request here */
     int64_t charged_ms;    /* Redis' time the oldest units held were
                               charged at, as the lease script said */
+    int64_t charged_us;    /* when the fetch that charged them was sent:
+                              no later than that charge */
 } rlaas_grant_rec_t;
 
 typedef enum {
@@ -101,6 +103,14 @@ typedef struct {
     int64_t units;
     int64_t at_ms; /* Redis' time they were charged at (the oldest) */
 } rlaas_grant_back_t;
+
+/* Where a request spent from: the record's oldest charge then, by Redis'
+ * clock and by this server's (no later than the charge of the units
+ * spent); at_ms 0: not from a portion. */
+typedef struct {
+    int64_t at_ms;
+    int64_t at_us;
+} rlaas_grant_from_t;
 
 /* ---- the arithmetic, on a record in hand ---- */
 
@@ -130,6 +140,16 @@ int64_t rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
                           int64_t window_left_ms, int64_t charged_ms,
                           const rlaas_verdict_t *v);
 
+/* A unit spent from record g (from: as rlaas_grant_spend said then) goes
+ * back into it, its cost again to spend here or to give back with the
+ * next portion (RLaaSCountIf's refund), if g is still of a's settings
+ * and holds nothing charged later than the spent units were: then their
+ * give-back is never aged less than it is. Returns 1 if it went back, 0
+ * if the refund is Redis' to make. */
+int rlaas_grant_unspend_rec(rlaas_grant_rec_t *g, int have,
+                            const rlaas_grant_ask_t *a,
+                            const rlaas_grant_from_t *from);
+
 /* What a request decided from the lease is told: allowed; remaining, the
  * units this server holds and what Redis had left at the grant; reset,
  * as Redis said at the grant. */
@@ -156,7 +176,16 @@ rlaas_table_rc_e
 rlaas_grant_spend(rlaas_table_t *t, const char *key, size_t klen,
                   const rlaas_grant_ask_t *a, int64_t now_ms, int64_t now_us,
                   int64_t lock_wait_us, int spend_only, rlaas_grant_e *out,
-                  int64_t *want, rlaas_grant_back_t *back, rlaas_verdict_t *v);
+                  int64_t *want, rlaas_grant_back_t *back,
+                  rlaas_grant_from_t *from, rlaas_verdict_t *v);
+
+/* rlaas_grant_unspend_rec on key's record: RLAAS_TABLE_OK if the unit
+ * went back into it; anything else, the refund is Redis' to make (no such
+ * record, another one since, the table busy). */
+rlaas_table_rc_e rlaas_grant_unspend(rlaas_table_t *t, const char *key,
+                                     size_t klen, const rlaas_grant_ask_t *a,
+                                     const rlaas_grant_from_t *from,
+                                     int64_t now_ms, int64_t lock_wait_us);
 
 /* A fetch's answer into key's record (rlaas_grant_store under the lock);
  * a failed fetch stores granted 0, which ends the fetch. *lapsed (if not

@@ -32,6 +32,51 @@ static void portion_is_an_eighth_at_most(void **state)
     assert_int_equal(rlaas_grant_portion(1000000000, 1, 1000000000), 125000000);
 }
 
+/* RLaaSCountIf's refund of a unit spent from a portion: back into the
+ * record while it holds nothing charged later than that unit (a merged
+ * portion keeps the older charge); after a portion charged later, or
+ * under other settings, Redis' to make. */
+static void a_refund_goes_back_into_its_portion(void **state)
+{
+    rlaas_grant_rec_t g;
+    rlaas_grant_ask_t other = A;
+    rlaas_verdict_t v = {1, 200, 5000, 0}, out;
+    rlaas_grant_from_t from = {0, 0}, none = {0, 0};
+    int64_t want = 0, now = 1000000;
+
+    (void)state;
+    assert_int_equal(rlaas_grant_take(&g, 0, &A, now, 0, &want, NULL, &out),
+                     RLAAS_GRANT_FETCH);
+    rlaas_grant_store(&g, &A, now, 10, 1000, 0, 7000, &v);
+    assert_int_equal(g.charged_ms, 7000);
+    assert_int_equal(g.charged_us, now);
+    assert_int_equal(
+        rlaas_grant_take(&g, 1, &A, now + 10, 0, &want, NULL, &out),
+        RLAAS_GRANT_SPENT);
+    from.at_ms = g.charged_ms;
+    from.at_us = g.charged_us;
+    assert_int_equal(g.units, 8);
+    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &A, &from), 1);
+    assert_int_equal(g.units, 9);
+    assert_int_equal(g.spent, 1);
+    /* not from a portion, no record, other settings: Redis' */
+    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &A, &none), 0);
+    assert_int_equal(rlaas_grant_unspend_rec(&g, 0, &A, &from), 0);
+    other.limit = 301;
+    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &other, &from), 0);
+    assert_int_equal(g.units, 9);
+    /* an early portion merged in keeps the older charge: still here */
+    rlaas_grant_store(&g, &A, now + 20, 10, 1000, 0, 7020, &v);
+    assert_int_equal(g.charged_ms, 7000);
+    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &A, &from), 1);
+    /* the lease lapsed and a portion charged later replaced it: the
+     * unit's charge is older than anything the record holds */
+    rlaas_grant_store(&g, &A, now + 5000000, 10, 1000, 0, 12000, &v);
+    assert_int_equal(g.charged_ms, 12000);
+    assert_int_equal(g.charged_us, now + 5000000);
+    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &A, &from), 0);
+}
+
 static void lease_lasts_a_tenth_of_the_window_at_most_a_second(void **state)
 {
     (void)state;
@@ -265,7 +310,8 @@ static void in_the_table_per_identity(void **state)
     (void)state;
     assert_non_null(t);
     assert_int_equal(rlaas_grant_spend(t, "k:alice", 7, &A, now_ms, now_us,
-                                       1000000, 0, &what, &want, NULL, &out),
+                                       1000000, 0, &what, &want, NULL, NULL,
+                                       &out),
                      RLAAS_TABLE_OK);
     assert_int_equal(what, RLAAS_GRANT_FETCH);
     assert_int_equal(rlaas_grant_put(t, "k:alice", 7, &A, now_ms, now_us, 10,
@@ -273,31 +319,41 @@ static void in_the_table_per_identity(void **state)
                      RLAAS_TABLE_OK);
     /* bob holds nothing: alice's units are not his */
     assert_int_equal(rlaas_grant_spend(t, "k:bob", 5, &A, now_ms, now_us,
-                                       1000000, 0, &what, &want, NULL, &out),
+                                       1000000, 0, &what, &want, NULL, NULL,
+                                       &out),
                      RLAAS_TABLE_OK);
     assert_int_equal(what, RLAAS_GRANT_FETCH);
     for (i = 0; i < 20; i++) {
         assert_int_equal(rlaas_grant_spend(t, "k:alice", 7, &A, now_ms,
                                            now_us + 1, 1000000, 0, &what, &want,
-                                           NULL, &out),
+                                           NULL, NULL, &out),
                          RLAAS_TABLE_OK);
         spent += what == RLAAS_GRANT_SPENT;
     }
     /* 10 granted, 1 the fetcher's: 9 spent here, never more (one early
      * fetch on the way) */
     assert_int_equal(spent, 9);
+    /* a refund of alice's goes back into her record, to spend again;
+     * bob's (nothing spent from a portion) is Redis' */
+    {
+        rlaas_grant_from_t from = {1, 1};
+
+        assert_int_equal(
+            rlaas_grant_unspend(t, "k:alice", 7, &A, &from, now_ms, 1000000),
+            RLAAS_TABLE_REFUSED); /* charged at 0: unknown */
+    }
     /* carol's lease runs out of time with 7 units left: her next fetch
      * takes them out of the record, to give back */
     rlaas_grant_spend(t, "k:carol", 7, &A, now_ms, now_us, 1000000, 0, &what,
-                      &want, NULL, &out);
+                      &want, NULL, NULL, &out);
     rlaas_grant_put(t, "k:carol", 7, &A, now_ms, now_us, 10, 1000, 0,
                     1700000000123LL, &v, 1000000, NULL);
     for (i = 0; i < 2; i++)
         rlaas_grant_spend(t, "k:carol", 7, &A, now_ms, now_us + 1, 1000000, 0,
-                          &what, &want, NULL, &out);
+                          &what, &want, NULL, NULL, &out);
     assert_int_equal(rlaas_grant_spend(t, "k:carol", 7, &A, now_ms + 2000,
                                        now_us + 2000000, 1000000, 0, &what,
-                                       &want, &back, &out),
+                                       &want, &back, NULL, &out),
                      RLAAS_TABLE_OK);
     assert_int_equal(what, RLAAS_GRANT_FETCH);
     assert_int_equal(back.units, 7);
@@ -492,6 +548,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(portion_is_an_eighth_at_most),
+        cmocka_unit_test(a_refund_goes_back_into_its_portion),
         cmocka_unit_test(lease_lasts_a_tenth_of_the_window_at_most_a_second),
         cmocka_unit_test(spends_down_then_fetches_early),
         cmocka_unit_test(units_lapse_with_their_lease),
