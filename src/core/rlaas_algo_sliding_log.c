@@ -38,21 +38,35 @@ static int64_t runs_read(const void *state, size_t len)
     return k;
 }
 
-/* The units that count (time > now - W) and how many hits are dead: the
- * oldest ones, scores never going down. */
-static int64_t count_live(const run_t *r, int64_t k, int64_t now, int64_t W,
-                          int64_t *dead)
+/* runs_read and, in the same pass, the units that count (time > now - W)
+ * and how many hits are dead: the oldest ones, scores never going down.
+ * A full log is hundreds of runs on every call: it is walked once. */
+static int64_t runs_live(const void *state, size_t len, int64_t now, int64_t W,
+                         int64_t *live, int64_t *dead)
 {
-    int64_t live = 0, i;
+    int64_t k, i, prev = 0, l = 0, d = 0;
+    const run_t *r = RUNS(state);
 
-    *dead = 0;
+    *live = *dead = 0;
+    if (len < sizeof(int64_t))
+        return 0;
+    memcpy(&k, state, sizeof(k));
+    if (k < 1 || k > RLAAS_ALGO_LOG_MAX ||
+        len != sizeof(int64_t) + (size_t)k * sizeof(run_t))
+        return 0;
     for (i = 0; i < k; i++) {
-        if (r[i].ms > now - W)
-            live += r[i].units;
+        if ((uint64_t)r[i].units >= (uint64_t)RLAAS_ALGO_2_53 ||
+            (uint64_t)r[i].hits - 1 >= (uint64_t)r[i].units || r[i].ms < prev)
+            return 0;
+        prev = r[i].ms;
+        if (prev > now - W)
+            l += r[i].units;
         else
-            *dead += r[i].hits;
+            d += r[i].hits;
     }
-    return live;
+    *live = l;
+    *dead = d;
+    return k;
 }
 
 /* The script's bounded work: at most this many of the oldest dead hits
@@ -141,19 +155,19 @@ int rlaas_algo_sliding_log(const rlaas_algo_call_t *c, void *state, size_t *len,
     int64_t L = c->limit, W = c->window_ms, now = c->now_ms,
             need = rlaas_need(c);
     run_t *r = RUNS(state);
-    int64_t k = runs_read(state, *len), used, dead, gone, newest = -1, rem;
+    int64_t used, dead, gone, newest = -1, rem;
+    int64_t k = runs_live(state, *len, now, W, &used, &dead);
     int64_t reset = 0, retry = 0;
     int ok, changed = *len > 0 && k == 0;
 
     /* the clock rule on the newest hit: over a window ahead, the log is no
      * state (UNLINK); so is a log of another shape */
     if (k > 0 && rlaas_clock_at(r[k - 1].ms, now, W) < 0) {
-        k = 0;
+        k = used = dead = 0;
         changed = 1;
     }
     if (k > 0)
         newest = r[k - 1].ms;
-    used = count_live(r, k, now, W, &dead);
     gone = rlaas_min(dead, PRUNE_MAX);
     if (gone > 0) {
         k = prune(r, k, gone);
