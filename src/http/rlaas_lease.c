@@ -197,7 +197,7 @@ int rlaas_lease_refund(request_rec *r, const rlaas_dir_conf_t *d,
         return 0;
     ask_of(d, it, &a);
     if (rlaas_grant_unspend(table, it->call.key, it->call.key_len, &a, &from,
-                            rlaas_local_now_ms(),
+                            rlaas_local_now_ms(), rlaas_clock_us(),
                             RLAAS_LOCAL_LOCK_WAIT_US) != RLAAS_TABLE_OK)
         return 0;
     trace(r, it, "refunded into the portion held here, units", it->call.cost);

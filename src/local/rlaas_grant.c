@@ -158,13 +158,19 @@ int64_t rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
 
 int rlaas_grant_unspend_rec(rlaas_grant_rec_t *g, int have,
                             const rlaas_grant_ask_t *a,
-                            const rlaas_grant_from_t *from)
+                            const rlaas_grant_from_t *from, int64_t now_us)
 {
-    if (!have || !same(g, a) || from->at_ms <= 0 ||
-        g->charged_ms > from->at_ms || g->charged_ms <= 0)
+    /* a lease over is Redis' to settle (its units given back or lapsed
+     * by the next fetch); a portion charged since, by either clock (one
+     * Redis' clock gone back could hide), is another window's or
+     * another lease's */
+    if (!have || !same(g, a) || from->at_ms <= 0 || g->charged_ms <= 0 ||
+        now_us >= g->expire_us || g->charged_ms > from->at_ms ||
+        g->charged_us > from->at_us)
         return 0;
+    /* spent stays: the pace portions are sized by is what the checks
+     * take, whatever the responses give back */
     g->units += a->cost;
-    g->spent = g->spent > a->cost ? g->spent - a->cost : 0;
     return 1;
 }
 
@@ -266,7 +272,7 @@ static int unspend_fn(void *baton, void *val, size_t *len,
 
     if (have)
         memcpy(&g, val, sizeof(g));
-    if (!rlaas_grant_unspend_rec(&g, have, t->a, t->spent_from))
+    if (!rlaas_grant_unspend_rec(&g, have, t->a, t->spent_from, t->now_us))
         return 1; /* nothing changed: Redis' to give back */
     memcpy(val, &g, sizeof(g));
     life->ttl_ms = RLAAS_TABLE_TTL_KEEP;
@@ -351,11 +357,13 @@ rlaas_table_rc_e rlaas_grant_spend(rlaas_table_t *t, const char *key,
 rlaas_table_rc_e rlaas_grant_unspend(rlaas_table_t *t, const char *key,
                                      size_t klen, const rlaas_grant_ask_t *a,
                                      const rlaas_grant_from_t *from,
-                                     int64_t now_ms, int64_t lock_wait_us)
+                                     int64_t now_ms, int64_t now_us,
+                                     int64_t lock_wait_us)
 {
     turn_t tn = {0};
 
     tn.a = a;
+    tn.now_us = now_us;
     tn.spent_from = from;
     return turn(t, key, klen, now_ms, lock_wait_us, unspend_fn, &tn);
 }

@@ -141,14 +141,15 @@ int64_t rlaas_grant_store(rlaas_grant_rec_t *g, const rlaas_grant_ask_t *a,
                           const rlaas_verdict_t *v);
 
 /* A unit spent from record g (from: as rlaas_grant_spend said then) goes
- * back into it, its cost again to spend here or to give back with the
- * next portion (RLaaSCountIf's refund), if g is still of a's settings
- * and holds nothing charged later than the spent units were: then their
- * give-back is never aged less than it is. Returns 1 if it went back, 0
- * if the refund is Redis' to make. */
+ * back into it at now_us, its cost again to spend here or to give back
+ * with the next portion (RLaaSCountIf's refund), if g is still of a's
+ * settings, its lease still running, and it holds nothing charged later
+ * than the spent units were, by Redis' clock or this server's: then
+ * their give-back is never aged less than it is. Returns 1 if it went
+ * back, 0 if the refund is Redis' to make. */
 int rlaas_grant_unspend_rec(rlaas_grant_rec_t *g, int have,
                             const rlaas_grant_ask_t *a,
-                            const rlaas_grant_from_t *from);
+                            const rlaas_grant_from_t *from, int64_t now_us);
 
 /* What a request decided from the lease is told: allowed; remaining, the
  * units this server holds and what Redis had left at the grant; reset,
@@ -185,7 +186,8 @@ rlaas_grant_spend(rlaas_table_t *t, const char *key, size_t klen,
 rlaas_table_rc_e rlaas_grant_unspend(rlaas_table_t *t, const char *key,
                                      size_t klen, const rlaas_grant_ask_t *a,
                                      const rlaas_grant_from_t *from,
-                                     int64_t now_ms, int64_t lock_wait_us);
+                                     int64_t now_ms, int64_t now_us,
+                                     int64_t lock_wait_us);
 
 /* A fetch's answer into key's record (rlaas_grant_store under the lock);
  * a failed fetch stores granted 0, which ends the fetch. *lapsed (if not

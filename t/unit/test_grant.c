@@ -33,15 +33,17 @@ static void portion_is_an_eighth_at_most(void **state)
 }
 
 /* RLaaSCountIf's refund of a unit spent from a portion: back into the
- * record while it holds nothing charged later than that unit (a merged
- * portion keeps the older charge); after a portion charged later, or
- * under other settings, Redis' to make. */
+ * record while its lease runs and it holds nothing charged later than
+ * that unit (a merged portion keeps the older charge); after the lease
+ * ran out, after a portion charged later (by either clock), or under
+ * other settings, Redis' to make. */
 static void a_refund_goes_back_into_its_portion(void **state)
 {
-    rlaas_grant_rec_t g;
+    rlaas_grant_rec_t g, h;
     rlaas_grant_ask_t other = A;
     rlaas_verdict_t v = {1, 200, 5000, 0}, out;
     rlaas_grant_from_t from = {0, 0}, none = {0, 0};
+    rlaas_grant_back_t back;
     int64_t want = 0, now = 1000000;
 
     (void)state;
@@ -56,25 +58,45 @@ static void a_refund_goes_back_into_its_portion(void **state)
     from.at_ms = g.charged_ms;
     from.at_us = g.charged_us;
     assert_int_equal(g.units, 8);
-    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &A, &from), 1);
+    assert_int_equal(g.spent, 2);
+    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &A, &from, now + 20), 1);
     assert_int_equal(g.units, 9);
-    assert_int_equal(g.spent, 1);
+    /* portions are sized by what the checks take */
+    assert_int_equal(g.spent, 2);
     /* not from a portion, no record, other settings: Redis' */
-    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &A, &none), 0);
-    assert_int_equal(rlaas_grant_unspend_rec(&g, 0, &A, &from), 0);
+    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &A, &none, now + 20), 0);
+    assert_int_equal(rlaas_grant_unspend_rec(&g, 0, &A, &from, now + 20), 0);
     other.limit = 301;
-    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &other, &from), 0);
+    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &other, &from, now + 20),
+                     0);
     assert_int_equal(g.units, 9);
+    /* the lease ran out: its units are the next fetch's to give back or
+     * to let lapse, not the refund's to join */
+    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &A, &from, now + 1000000),
+                     0);
+    h = g;
+    assert_int_equal(
+        rlaas_grant_take(&h, 1, &A, now + 2000000, 0, &want, &back, &out),
+        RLAAS_GRANT_FETCH);
+    assert_int_equal(back.units, 9);
+    assert_int_equal(rlaas_grant_unspend_rec(&h, 1, &A, &from, now + 2000000),
+                     0);
     /* an early portion merged in keeps the older charge: still here */
-    rlaas_grant_store(&g, &A, now + 20, 10, 1000, 0, 7020, &v);
+    rlaas_grant_store(&g, &A, now + 30, 10, 1000, 0, 7020, &v);
     assert_int_equal(g.charged_ms, 7000);
-    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &A, &from), 1);
-    /* the lease lapsed and a portion charged later replaced it: the
-     * unit's charge is older than anything the record holds */
+    assert_int_equal(g.charged_us, now);
+    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &A, &from, now + 40), 1);
+    /* Redis' clock gone back: a portion charged later here, earlier by
+     * Redis' time, is still another's */
+    h = g;
+    h.charged_us = now + 30;
+    assert_int_equal(rlaas_grant_unspend_rec(&h, 1, &A, &from, now + 40), 0);
+    /* the lease lapsed and a portion charged later replaced it */
     rlaas_grant_store(&g, &A, now + 5000000, 10, 1000, 0, 12000, &v);
     assert_int_equal(g.charged_ms, 12000);
     assert_int_equal(g.charged_us, now + 5000000);
-    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &A, &from), 0);
+    assert_int_equal(rlaas_grant_unspend_rec(&g, 1, &A, &from, now + 5000010),
+                     0);
 }
 
 static void lease_lasts_a_tenth_of_the_window_at_most_a_second(void **state)
@@ -333,14 +355,41 @@ static void in_the_table_per_identity(void **state)
     /* 10 granted, 1 the fetcher's: 9 spent here, never more (one early
      * fetch on the way) */
     assert_int_equal(spent, 9);
-    /* a refund of alice's goes back into her record, to spend again;
-     * bob's (nothing spent from a portion) is Redis' */
+    /* a refund through the table: dave's spend says where it came from,
+     * and the unit goes back into his record, to spend again; one that
+     * says nothing (not from a portion) and one of a record never made
+     * are Redis' */
     {
-        rlaas_grant_from_t from = {1, 1};
+        rlaas_grant_from_t from = {0, 0}, none = {0, 0};
+        int64_t left;
 
-        assert_int_equal(
-            rlaas_grant_unspend(t, "k:alice", 7, &A, &from, now_ms, 1000000),
-            RLAAS_TABLE_REFUSED); /* charged at 0: unknown */
+        rlaas_grant_spend(t, "k:dave", 6, &A, now_ms, now_us, 1000000, 0, &what,
+                          &want, NULL, NULL, &out);
+        rlaas_grant_put(t, "k:dave", 6, &A, now_ms, now_us, 10, 1000, 0,
+                        1700000000500LL, &v, 1000000, NULL);
+        assert_int_equal(rlaas_grant_spend(t, "k:dave", 6, &A, now_ms,
+                                           now_us + 5, 1000000, 0, &what, &want,
+                                           NULL, &from, &out),
+                         RLAAS_TABLE_OK);
+        assert_int_equal(what, RLAAS_GRANT_SPENT);
+        assert_int_equal(from.at_ms, 1700000000500LL);
+        assert_int_equal(from.at_us, now_us);
+        left = out.remaining;
+        assert_int_equal(rlaas_grant_unspend(t, "k:dave", 6, &A, &from, now_ms,
+                                             now_us + 6, 1000000),
+                         RLAAS_TABLE_OK);
+        assert_int_equal(rlaas_grant_spend(t, "k:dave", 6, &A, now_ms,
+                                           now_us + 7, 1000000, 0, &what, &want,
+                                           NULL, NULL, &out),
+                         RLAAS_TABLE_OK);
+        assert_int_equal(what, RLAAS_GRANT_SPENT);
+        assert_int_equal(out.remaining, left); /* the refunded unit, spent */
+        assert_int_not_equal(rlaas_grant_unspend(t, "k:dave", 6, &A, &none,
+                                                 now_ms, now_us + 8, 1000000),
+                             RLAAS_TABLE_OK);
+        assert_int_not_equal(rlaas_grant_unspend(t, "k:erin", 6, &A, &from,
+                                                 now_ms, now_us + 8, 1000000),
+                             RLAAS_TABLE_OK);
     }
     /* carol's lease runs out of time with 7 units left: her next fetch
      * takes them out of the record, to give back */
