@@ -24,12 +24,7 @@
 #    limit is spent under another, and two clients on different plans,
 #    interleaved, each get their own limit;
 #  - a client that pauses longer than a lease between bursts loses
-#    nothing: what its server held goes back with the next portion;
-#  - several policies (the section's limit and RLaaSApply's), each from
-#    its own lease, all or nothing: the smaller one's ceiling on two
-#    servers, few round trips for a busy identity, nothing taken of the
-#    other policy by a refused request, and the longest wait of those
-#    that refuse in Retry-After.
+#    nothing: what its server held goes back with the next portion.
 use strict;
 use warnings;
 use FindBin;
@@ -65,11 +60,6 @@ my @cases = (
     [dflt     => 'gcra',        1000000, '1h', 'default'],
     # a limit read per request (RLaaSLimit expr=): leased per limit
     [vary     => 'gcra',        'expr=%{HTTP:X-Plan} 1', '1d', 'on'],
-    # several policies (the section's own limit and RLaaSApply's)
-    [pols     => 'gcra',        300,     '1d', 'on',      'RLaaSApply lease-pol-big'],
-    [polsbig  => 'gcra',        1000000, '1h', 'default', 'RLaaSApply lease-pol-big'],
-    [undo     => 'gcra',        10,      '1d', 'on',      'RLaaSApply lease-pol-twenty'],
-    [polwait  => 'fixed',       1,       '10s', 'on',     'RLaaSApply lease-pol-slow'],
 );
 
 my @srv = map { start_server() } 1, 2;
@@ -211,48 +201,6 @@ for my $c (qw(gcra fixed auto)) {
         cmp_ok($ok, '<=', $p{$who}, "  interleaved, plan $p{$who}: at most its own limit ($ok)");
         cmp_ok($ok, '>=', $p{$who} - 5, "  and nearly all of it: not held to the other's");
     }
-}
-
-# ---------------------------------------- several policies
-# each from its own lease, all or nothing: the ceiling of the smaller one
-# holds on two servers; a busy identity's requests take few round trips;
-# what a refused request took of the other policy goes back to its
-# portion; a refusal waits for the longest of those that refuse
-{
-    my $m0 = lease_metrics();
-    my %n = load('/lease/pols', uid('lease-pols'), 1000, 40);
-    my $m1 = lease_metrics();
-    my $ok = $n{200} // 0;
-    cmp_ok($ok, '<=', 300, "two policies (300 a day, 10^6 an hour), 1000 requests on two servers: at most 300 admitted ($ok)");
-    cmp_ok($ok, '>=', 250, '  and at least 250');
-    is($ok + ($n{429} // 0), 1000, '  every other request refused with 429, none failed');
-    cmp_ok(delta($m0, $m1, 'rlaas_lease_spends_total'), '>', 0, '  decided from portions held here');
-
-    my $e0 = evalsha_calls();
-    %n = load('/lease/polsbig', uid('lease-polsbig'), 1000, 20);
-    my $calls = evalsha_calls() - $e0;
-    is($n{200} // 0, 1000, 'two policies never reached, no RLaaSLease (auto): all 1000 admitted');
-    cmp_ok($calls, '<', 400, "  a busy identity's 1000 requests made $calls EVALSHA calls (one each without leases)");
-
-    # lease-pol-twenty (20 an hour, fixed) beside the section's 10 a day:
-    # the 20 requests the section refuses take nothing of it
-    wait_fixed_window(3_600_000, 10_000);
-    my $u = uid('lease-undo');
-    my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
-    my %c;
-    $c{ $ua->get("http://$srv[0]{hp}/lease/undo", { headers => { 'X-User' => $u } })->{status} }++ for 1 .. 30;
-    is($c{200} // 0, 10, 'the section (10 a day) and lease-pol-twenty (20 an hour): 10 of 30 admitted');
-    my %t;
-    $t{ $ua->get("http://$srv[0]{hp}/lease/twenty", { headers => { 'X-User' => $u } })->{status} }++ for 1 .. 20;
-    my $left = $t{200} // 0;
-    cmp_ok($left, '>=', 5, "  lease-pol-twenty alone then admits $left more: the 20 refused took none of it (what this server holds is the rest)");
-    cmp_ok($left, '<=', 10, '  and no more than the 10 left');
-
-    $u = uid('lease-polwait');
-    my @r = map { $ua->get("http://$srv[0]{hp}/lease/polwait", { headers => { 'X-User' => $u } }) } 1 .. 3;
-    is(join(' ', map { $_->{status} } @r), '200 429 429', 'one a 10 s window and one an hour (lease-pol-slow): one admitted');
-    my $ra = $r[2]{headers}{'retry-after'} // 0;
-    ok($ra > 3500 && $ra <= 3600, "  Retry-After is the longer wait, lease-pol-slow's ($ra s): every policy was asked");
 }
 
 # ---------------------------------------- most requests take no round trip
@@ -480,16 +428,8 @@ sub start_server {
               . (($lease // 'on') eq 'default' ? '' : "    RLaaSLease " . ($lease // 'on') . "\n")
               . ($extra ? "    $extra\n" : '') . "</Location>\n";
     }
-    # lease-pol-twenty alone, a round trip per request: what Redis counts
-    open my $d, '>', catfile($docs, 'lease', 'twenty') or die "$docs: $!";
-    print $d "ok\n";
-    close $d;
-    $locs .= "<Location /lease/twenty>\n    RLaaSApply lease-pol-twenty\n    RLaaSLease off\n</Location>\n";
     return private_httpd(<<"EOC", docroot => $docs, one_child => 0, loglevel => 'notice');
 RLaaSRedis 127.0.0.1:$ENV{RLAAS_TEST_REDIS_PORT}
-RLaaSPolicy lease-pol-big 1000000 1h strategy=token key="header:X-User"
-RLaaSPolicy lease-pol-twenty 20 1h strategy=fixed key="header:X-User"
-RLaaSPolicy lease-pol-slow 1 1h strategy=gcra key="header:X-User"
 RLaaSRedisTimeout 2s
 RLaaSLocalSize 1M
 KeepAliveTimeout 30

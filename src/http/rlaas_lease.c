@@ -25,6 +25,8 @@ APLOG_USE_MODULE(rlaas);
  * (rlaas_lease_fallbacks_total). Under auto nothing is said: the operator
  * asked for a lease only where one applies. */
 static const char *const whys[RLAAS_LEASE_NOT_COUNT] = {
+    "the request meets several policies (RLaaSApply, RLaaSEnforce), "
+    "decided together",
     "the sliding log (sliding_log) keeps no count to share out",
     "a dry run (RLaaSDryRun on)",
     "bans (RLaaSBan, or a ban of its zone honoured): a ban is read with "
@@ -202,18 +204,33 @@ int rlaas_lease_refund(request_rec *r, const rlaas_dir_conf_t *d,
     return 1;
 }
 
-/* Whether a lease can decide item it (its reason counted, and said once
- * under on, where it can't). */
-static int applies(request_rec *r, const rlaas_dir_conf_t *d,
-                   const rlaas_item_t *it, int with)
+rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
+                                 rlaas_item_t *it, int n, int with,
+                                 rlaas_rerr_e *e, char *detail)
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
+    rlaas_local_t *table = rlaas_backend_table();
+    /* the request's verdict, the grant, the units given back, Redis'
+     * time (in remaining) */
+    rlaas_verdict_t v[4] = {
+        {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    rlaas_grant_back_t back;
+    rlaas_grant_from_t from = {0, 0};
     rlaas_ban_conf_t ban;
+    seen_t sn = {NULL, 0, 0};
+    rlaas_grant_ask_t a;
+    rlaas_grant_e what;
+    rlaas_call_t call;
+    int64_t want = 0, sent, granted, now_us, lapsed = 0;
 
+    it->lease_at_ms = it->lease_at_us = 0;
     /* a tenant's lease is its own limit's alone */
     /* a slot in flight is no quota to take a portion of */
-    if (it->conc || (it->p != NULL && (d->by_tenant & RLAAS_T_LEASE)))
-        return 0;
+    if (d == NULL || d->use.lease == RLAAS_LEASE_MODE_OFF || n < 1 ||
+        it->conc || (it->p != NULL && (d->by_tenant & RLAAS_T_LEASE)))
+        return RLAAS_LEASE_NO;
+    if (n > 1)
+        return not_here(r, d, it, RLAAS_LEASE_NOT_POLICIES);
     if (it->call.strategy == RLAAS_STRATEGY_SLIDING_LOG)
         return not_here(r, d, it, RLAAS_LEASE_NOT_LOG);
     if (it->cal != NULL)
@@ -228,31 +245,11 @@ static int applies(request_rec *r, const rlaas_dir_conf_t *d,
         return not_here(r, d, it, RLAAS_LEASE_NOT_BAN);
     if (it->bytes_unit > 0)
         return not_here(r, d, it, RLAAS_LEASE_NOT_BYTES);
-    /* a check (cost 0) is asked of Redis */
-    return rlaas_backend_table() != NULL && sc->target->redis != NULL &&
-           it->call.cost >= 1;
-}
-
-/* One item decided from its lease (its own round trip if it takes a
- * portion), as a request of one policy is. */
-static rlaas_lease_e decide_one(request_rec *r, const rlaas_dir_conf_t *d,
-                                rlaas_item_t *it, rlaas_rerr_e *e, char *detail)
-{
-    const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
-    rlaas_local_t *table = rlaas_backend_table();
-    /* the request's verdict, the grant, the units given back, Redis'
-     * time (in remaining) */
-    rlaas_verdict_t v[4] = {
-        {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
-    rlaas_grant_back_t back;
-    rlaas_grant_from_t from = {0, 0};
-    seen_t sn = {NULL, 0, 0};
-    rlaas_grant_ask_t a;
-    rlaas_grant_e what;
-    rlaas_call_t call;
-    int64_t want = 0, sent, granted, now_us, lapsed = 0;
-
+    if (table == NULL || sc->target->redis == NULL)
+        return RLAAS_LEASE_NO;
     ask_of(d, it, &a);
+    if (a.cost < 1)
+        return RLAAS_LEASE_NO; /* a check (cost 0) is asked of Redis */
     now_us = rlaas_clock_us();
     if (a.adaptive && seen != NULL &&
         !seen_lately(&sn, it->call.key, it->call.key_len, now_us / 1000,
@@ -333,54 +330,7 @@ static rlaas_lease_e decide_one(request_rec *r, const rlaas_dir_conf_t *d,
     /* what this server now holds is the client's too */
     if (granted > a.cost)
         it->v.remaining += granted - a.cost;
-    /* the request's unit came with the portion: a refund (or a
-     * decision of several undone) puts it there */
-    if (v[0].allowed && granted >= a.cost) {
-        from.at_ms = v[3].remaining;
-        from.at_us = sent;
-        spent_from(it, &from);
-    }
     trace(r, it, "taken, asked for", want);
     trace(r, it, "taken, granted", granted);
     return RLAAS_LEASE_DECIDED;
-}
-
-/* An item a lease admitted, of a decision that does not stand: its unit
- * back into its portion (or left charged, if that can't be: fewer
- * admitted, never more), its verdict as if it had been asked only. */
-static void undo(request_rec *r, const rlaas_dir_conf_t *d, rlaas_item_t *it)
-{
-    if (it->lease_at_ms > 0 && it->v.allowed && rlaas_lease_refund(r, d, it))
-        it->v.remaining += it->call.cost;
-    it->lease_at_ms = it->lease_at_us = 0;
-}
-
-rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
-                                 rlaas_item_t *it, int n, int with,
-                                 rlaas_rerr_e *e, char *detail)
-{
-    rlaas_lease_e got = RLAAS_LEASE_DECIDED;
-    int i, j, refused = 0;
-
-    if (d == NULL || d->use.lease == RLAAS_LEASE_MODE_OFF || n < 1)
-        return RLAAS_LEASE_NO;
-    for (i = 0; i < n; i++) {
-        it[i].lease_at_ms = it[i].lease_at_us = 0;
-        if (!applies(r, d, &it[i], with))
-            return RLAAS_LEASE_NO;
-    }
-    /* several policies, all or nothing: each from its own lease, every
-     * one asked (a refusal says when to come back: the longest wait of
-     * those that refuse); if one refuses, the others' units go back
-     * where they came from; if one can't be decided so, all are asked
-     * of Redis together, as without leases */
-    for (i = 0; i < n && got == RLAAS_LEASE_DECIDED; i++) {
-        got = decide_one(r, d, &it[i], e, detail);
-        refused |= got == RLAAS_LEASE_DECIDED && !it[i].v.allowed;
-    }
-    if (got == RLAAS_LEASE_DECIDED && !refused)
-        return RLAAS_LEASE_DECIDED;
-    for (j = 0; j < i; j++)
-        undo(r, d, &it[j]);
-    return got;
 }

@@ -5,12 +5,10 @@
  * with no round trip, and a request that takes a new portion makes
  * exactly one. A quiet identity asks for its own cost each time: one
  * round trip per request, nothing held. Where a lease cannot apply (the
- * local backend, a sliding log, a dry run, a
+ * local backend, several policies at once, a sliding log, a dry run, a
  * ban, ...) the request is decided as without it; under on, each child
- * says why once (RLAAS0081). A request of several policies takes each
- * from its own lease, all or nothing. RLaaSCountIf's refund of a unit
- * spent here goes back into the portion it came from
- * (rlaas_lease_refund).
+ * says why once (RLAAS0081). RLaaSCountIf's refund of a unit spent here
+ * goes back into the portion it came from (rlaas_lease_refund).
  */
 #ifndef RLAAS_LEASE_H
 #define RLAAS_LEASE_H

@@ -97,8 +97,8 @@ static rlaas_node_t *nodes; /* RLAAS_METRICS_NODES of them */
 static rlaas_slot_t *my_slot;
 
 static const char *const lease_not_names[RLAAS_LEASE_NOT_COUNT] = {
-    "sliding_log", "dry_run",   "ban",   "calendar",
-    "bytes",       "in_flight", "table", "quiet"};
+    "policies", "sliding_log", "dry_run", "ban",  "calendar",
+    "bytes",    "in_flight",   "table",   "quiet"};
 
 static const char *const outcome_names[RLAAS_OUT_COUNT] = {
     "allowed",        "denied", "error",       "fail_open",

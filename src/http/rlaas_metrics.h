@@ -110,14 +110,15 @@ void rlaas_metrics_outcome_add(rlaas_metric_outcome_e m, apr_uint64_t n);
 /* Why a request of a section with RLaaSLease on or auto went one round
  * trip of its own (rlaas_lease_fallbacks_total{reason}). */
 typedef enum {
-    RLAAS_LEASE_NOT_LOG = 0,   /* the sliding log */
-    RLAAS_LEASE_NOT_DRY_RUN,   /* RLaaSDryRun on */
-    RLAAS_LEASE_NOT_BAN,       /* RLaaSBan */
-    RLAAS_LEASE_NOT_CALENDAR,  /* a calendar window */
-    RLAAS_LEASE_NOT_BYTES,     /* RLaaSCost bytes, cost=bytes */
-    RLAAS_LEASE_NOT_IN_FLIGHT, /* another request's fetch in flight */
-    RLAAS_LEASE_NOT_TABLE,     /* the table: busy, or no room */
-    RLAAS_LEASE_NOT_QUIET,     /* auto: too quiet for a portion */
+    RLAAS_LEASE_NOT_POLICIES = 0, /* several policies, decided together */
+    RLAAS_LEASE_NOT_LOG,          /* the sliding log */
+    RLAAS_LEASE_NOT_DRY_RUN,      /* RLaaSDryRun on */
+    RLAAS_LEASE_NOT_BAN,          /* RLaaSBan */
+    RLAAS_LEASE_NOT_CALENDAR,     /* a calendar window */
+    RLAAS_LEASE_NOT_BYTES,        /* RLaaSCost bytes, cost=bytes */
+    RLAAS_LEASE_NOT_IN_FLIGHT,    /* another request's fetch in flight */
+    RLAAS_LEASE_NOT_TABLE,        /* the table: busy, or no room */
+    RLAAS_LEASE_NOT_QUIET,        /* auto: too quiet for a portion */
     RLAAS_LEASE_NOT_COUNT
 } rlaas_lease_not_e;
 void rlaas_metrics_lease_fallback(rlaas_lease_not_e why);
