@@ -445,6 +445,10 @@ static rlaas_lerr_e hold(rlaas_local_t *lc, const prepared_t *p,
                                  RLAAS_LOCAL_LOCK_WAIT_US, hd, rep));
 }
 
+static void give_back(rlaas_table_hold_t *hd, prepared_t *p,
+                      const rlaas_verdict_t *v, int upto, int ban,
+                      int64_t now_ms, rlaas_table_report_t *rep);
+
 rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
                                 const rlaas_local_call_t *calls, int n,
                                 int64_t now_ms, rlaas_verdict_t *v,
@@ -511,6 +515,11 @@ rlaas_lerr_e rlaas_local_eval_n(rlaas_local_t *lc,
             !(p[i].ac.mode & (RLAAS_MODE_DRY_RUN | RLAAS_MODE_FORCE)))
             go = 0;
     }
+    /* a log that had to grow on a full stripe (the one charge room was
+     * not made for): the charges before it are given back, so that the
+     * call charges nothing, as it answers */
+    if (e == RLAAS_LERR_FULL && i > 1)
+        give_back(&hd, p, v, i - 1, ban, now_ms, rep);
     if (ban >= 0 && e == RLAAS_LERR_NONE) {
         v[ban].allowed = 1;
         v[ban].remaining = v[ban].reset_ms = v[ban].retry_ms = 0;
@@ -580,6 +589,30 @@ static int credit_fn(void *baton, void *val, size_t *len,
         return 1; /* no state: none is made */
     return rlaas_algo_credit(cr->call, cr->at, val, len, &life->ttl_ms,
                              &cr->given) != RLAAS_ALGO_STORE;
+}
+
+/* The charges of p[0..upto) made at now_ms given back within the hold,
+ * each by its strategy's credit (a charge of this very millisecond: all
+ * of it). A concurrency slot is not one of them: it is released when its
+ * request ends. */
+static void give_back(rlaas_table_hold_t *hd, prepared_t *p,
+                      const rlaas_verdict_t *v, int upto, int ban,
+                      int64_t now_ms, rlaas_table_report_t *rep)
+{
+    int i;
+
+    for (i = 0; i < upto; i++) {
+        rlaas_algo_call_t k = p[i].ac;
+        credit_t cr = {&k, now_ms, 0};
+
+        if (i == ban || k.strategy == RLAAS_CONCURRENCY || k.cost < 1 ||
+            (k.mode & RLAAS_MODE_DRY_RUN) ||
+            !(v[i].allowed || (k.mode & RLAAS_MODE_FORCE)))
+            continue;
+        k.mode &= RLAAS_MODE_LIMIT_VARIES;
+        k.commit = 0;
+        rlaas_table_update_held(hd, i, p[i].key, p[i].len, credit_fn, &cr, rep);
+    }
 }
 
 /* A credit's key and arguments: fixed's record is its charge's window.
