@@ -593,8 +593,9 @@ static int credit_fn(void *baton, void *val, size_t *len,
 
 /* The charges of p[0..upto) made at now_ms given back within the hold,
  * each by its strategy's credit (a charge of this very millisecond: all
- * of it). A concurrency slot is not one of them: it is released when its
- * request ends. */
+ * of it). A concurrency slot is not given back here: a request refused
+ * or failed holds none for httpd to release, and the slot ends with its
+ * timeout (RLaaSConcurrencyTimeout), as it did before. */
 static void give_back(rlaas_table_hold_t *hd, prepared_t *p,
                       const rlaas_verdict_t *v, int upto, int ban,
                       int64_t now_ms, rlaas_table_report_t *rep)
