@@ -14,33 +14,10 @@ typedef struct {
 /* The state: the number of runs, then the runs, oldest first. */
 #define RUNS(state) ((run_t *)((char *)(state) + sizeof(int64_t)))
 
-/* The number of runs of a well-formed log, else 0 (none). */
-static int64_t runs_read(const void *state, size_t len)
-{
-    int64_t k, i, prev = 0;
-    const run_t *r = RUNS(state);
-
-    if (len < sizeof(int64_t))
-        return 0;
-    memcpy(&k, state, sizeof(k));
-    if (k < 1 || k > RLAAS_ALGO_LOG_MAX ||
-        len != sizeof(int64_t) + (size_t)k * sizeof(run_t))
-        return 0;
-    /* 0 <= units < 2^53 and 1 <= hits <= units, as two unsigned tests;
-     * times from 0 on, never going down: a full log is hundreds of runs
-     * on every call */
-    for (i = 0; i < k; i++) {
-        if ((uint64_t)r[i].units >= (uint64_t)RLAAS_ALGO_2_53 ||
-            (uint64_t)r[i].hits - 1 >= (uint64_t)r[i].units || r[i].ms < prev)
-            return 0;
-        prev = r[i].ms;
-    }
-    return k;
-}
-
-/* runs_read and, in the same pass, the units that count (time > now - W)
- * and how many hits are dead: the oldest ones, scores never going down.
- * A full log is hundreds of runs on every call: it is walked once. */
+/* The number of runs of a well-formed log, else 0 (none), and, in the
+ * same pass, the units that count (time > now - W) and how many hits are
+ * dead: the oldest ones, scores never going down. A full log is hundreds
+ * of runs on every call: it is walked once. */
 static int64_t runs_live(const void *state, size_t len, int64_t now, int64_t W,
                          int64_t *live, int64_t *dead)
 {
@@ -54,6 +31,8 @@ static int64_t runs_live(const void *state, size_t len, int64_t now, int64_t W,
     if (k < 1 || k > RLAAS_ALGO_LOG_MAX ||
         len != sizeof(int64_t) + (size_t)k * sizeof(run_t))
         return 0;
+    /* 0 <= units < 2^53 and 1 <= hits <= units, as two unsigned tests;
+     * times from 0 on, never going down */
     for (i = 0; i < k; i++) {
         if ((uint64_t)r[i].units >= (uint64_t)RLAAS_ALGO_2_53 ||
             (uint64_t)r[i].hits - 1 >= (uint64_t)r[i].units || r[i].ms < prev)
@@ -67,6 +46,15 @@ static int64_t runs_live(const void *state, size_t len, int64_t now, int64_t W,
     *live = l;
     *dead = d;
     return k;
+}
+
+/* The number of runs of a well-formed log, else 0 (none): a credit's
+ * read, which needs no counts. */
+static int64_t runs_read(const void *state, size_t len)
+{
+    int64_t live, dead;
+
+    return runs_live(state, len, 0, 0, &live, &dead);
 }
 
 /* The script's bounded work: at most this many of the oldest dead hits

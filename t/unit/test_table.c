@@ -536,6 +536,25 @@ static counter_t banned(void)
     return c;
 }
 
+/* Records PREFIX000, PREFIX001, ... of c, each put at T0, until no chunk
+ * is left; returns how many. */
+static int fill(rlaas_table_t *t, const char *prefix, counter_t c)
+{
+    rlaas_table_stats_t st;
+    char key[32];
+    int n;
+
+    for (n = 0;; n++) {
+        counter_t k = c;
+
+        rlaas_table_stats(t, &st);
+        if (st.used == st.chunks)
+            return n;
+        snprintf(key, sizeof(key), "%s%03d", prefix, n);
+        assert_int_equal(put(t, key, T0, &k, NULL), RLAAS_TABLE_OK);
+    }
+}
+
 /* The value of key without changing it. */
 static int seen_fn(void *baton, void *val, size_t *len,
                    rlaas_table_life_t *life)
@@ -572,7 +591,6 @@ static int fill_classes(rlaas_table_t *t)
 {
     rlaas_table_stats_t st;
     counter_t c;
-    char key[32];
     int i = 0;
 
     c = banned();
@@ -583,14 +601,8 @@ static int fill_classes(rlaas_table_t *t)
     assert_int_equal(put(t, "z:used", T0, &c, NULL), RLAAS_TABLE_OK);
     c = used(10);
     assert_int_equal(put(t, "z:idle", T0, &c, NULL), RLAAS_TABLE_OK);
-    for (;;) {
-        rlaas_table_stats(t, &st);
-        if (st.used == st.chunks)
-            break;
-        snprintf(key, sizeof(key), "z:f%03d", i++);
-        c = used(7200000);
-        assert_int_equal(put(t, key, T0, &c, NULL), RLAAS_TABLE_OK);
-    }
+    i = fill(t, "z:f", used(7200000));
+    rlaas_table_stats(t, &st);
     assert_int_equal(st.evictions + st.expired, 0);
     return i;
 }
@@ -688,17 +700,10 @@ static void bans_are_never_evicted(void **state)
     rlaas_table_report_t rep;
     rlaas_table_stats_t st;
     counter_t c = banned();
-    char key[32];
     int i;
 
     (void)state;
-    for (i = 0;; i++) {
-        rlaas_table_stats(t, &st);
-        if (st.used == st.chunks)
-            break;
-        snprintf(key, sizeof(key), "z:b%03d", i);
-        assert_int_equal(put(t, key, T0, &c, NULL), RLAAS_TABLE_OK);
-    }
+    i = fill(t, "z:b", c);
     /* a newcomer of the same zone finds no room: refused, nothing taken */
     c = used(60000);
     assert_int_equal(put(t, "z:new", T0, &c, &rep), RLAAS_TABLE_FULL);
@@ -723,7 +728,7 @@ static void one_zone_never_evicts_what_limits_in_another(void **state)
     rlaas_table_stats_t st;
     counter_t c;
     char key[32];
-    int i, n;
+    int i;
 
     (void)state;
     /* zone a: a ban, an exhausted identity, a partly used one; the rest
@@ -736,14 +741,7 @@ static void one_zone_never_evicts_what_limits_in_another(void **state)
     put(t, "a:used", T0, &c, NULL);
     c = used(10);
     put(t, "b:idle", T0, &c, NULL);
-    for (n = 0;; n++) {
-        rlaas_table_stats(t, &st);
-        if (st.used == st.chunks)
-            break;
-        snprintf(key, sizeof(key), "b:f%03d", n);
-        c = used(7200000);
-        put(t, key, T0, &c, NULL);
-    }
+    fill(t, "b:f", used(7200000));
     /* zone c's flood: it may take what limits no one (the expired record,
      * of zone b), then only its own records, each newcomer the one before */
     c = used(7200000);
@@ -803,13 +801,7 @@ static void any_zone_takes_a_cached_record(void **state)
     put(t, "a:lim", T0, &c, NULL);
     c = used(7200000);
     c.cache = 1;
-    for (n = 0;; n++) {
-        rlaas_table_stats(t, &st);
-        if (st.used == st.chunks)
-            break;
-        snprintf(key, sizeof(key), "l:%03d", n);
-        assert_int_equal(put(t, key, T0, &c, NULL), RLAAS_TABLE_OK);
-    }
+    n = fill(t, "l:", c);
     /* a flood of zone b: each newcomer takes a lease's room, the least
      * recently used first, then its own partly used records */
     c = used(7200000);
@@ -838,19 +830,12 @@ static void a_cached_record_after_none_is_taken_first(void **state)
     size_t bytes;
     rlaas_table_t *t = small_table(&mem, &bytes);
     rlaas_table_report_t rep;
-    rlaas_table_stats_t st;
     counter_t c = used(7200000);
     char key[32];
-    int n, i;
+    int i;
 
     (void)state;
-    for (n = 0;; n++) {
-        rlaas_table_stats(t, &st);
-        if (st.used == st.chunks)
-            break;
-        snprintf(key, sizeof(key), "b:%03d", n);
-        assert_int_equal(put(t, key, T0, &c, NULL), RLAAS_TABLE_OK);
-    }
+    fill(t, "b:", c);
     /* newcomers of b take b's oldest: walks that find no cached record */
     for (i = 0; i < 3; i++) {
         snprintf(key, sizeof(key), "b:new%d", i);
