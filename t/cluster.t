@@ -392,8 +392,13 @@ EOC
              $from = $owner_of->($slot) }
             while !$from || (grep { $_->port == $from } @M)[0]->cmd('CLUSTER', 'COUNTKEYSINSLOT', $slot);
         $_->cmd('CLUSTER', 'SETSLOT', $slot, 'NODE', $zid) for $z, @M;
+        # a few tries, 0.3 s apart: a node that joined a moment ago may
+        # still be settling its view of the slots on a busy machine; what
+        # is checked is that the module follows MOVED to it, and how often
+        # at once is reported below
         my @codes;
-        for (1 .. 3) {
+        my $seen = length $h->log;
+        for (1 .. 10) {
             push @codes, scalar $h->get('/churn', { 'X-User' => $u });
             last if $codes[-1] == 200;
             sleep 0.3;
@@ -403,7 +408,10 @@ EOC
             $first_try++ if @codes == 1;
         }
         else {
-            push @fail, "round $k: @codes";
+            my @said = (substr($h->log, $seen) =~ /^(.*RLAAS.*)$/mg)[-3 .. -1];
+            push @fail, "round $k: @codes; keys in the slot on the new node: "
+                . $z->cmd('CLUSTER', 'COUNTKEYSINSLOT', $slot) . '; '
+                . join(' | ', grep { defined } @said);
         }
         # the node that left last round: forgotten, its connections closed
         if ($prev) {
