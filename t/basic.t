@@ -145,26 +145,39 @@ for my $alias (qw(sliding-window-algo sliding_log)) {
 # ---------------------------------------------------------------- windows
 {
     my $u = uid('short');
-    my $t0 = time;
-    my @c = codes(3, '/rl/short/x', h => { 'X-User' => $u });
+    my @c = codes(1, '/rl/short/x', h => { 'X-User' => $u });
+    my $t1 = time;    # the first hit, whose leaving lets the client in, is in by now
+    push @c, codes(2, '/rl/short/x', h => { 'X-User' => $u });
     is("@c", '200 200 429', 'RLaaSWindow 2s, limit 2: 2 allowed, then 429');
     my $res = req('/rl/short/x', h => { 'X-User' => $u });
     my $ra = $res->header('Retry-After') // 0;
     ok($ra >= 1 && $ra <= 2, "Retry-After within a 2s window ($ra)");
     my $pttl = redis_cmd('PTTL', ukey('short', $u));
     ok($pttl > 0 && $pttl <= 4_000, "2s window: TTL at most 2 x window (PTTL $pttl)");
-    my $wait = $t0 + 2.3 - time;
+    my $wait = $t1 + 2.3 - time;
     sleep $wait if $wait > 0;
     is(hit('/rl/short/x', h => { 'X-User' => $u }), 200,
         'after the 2s window has passed the client is allowed again');
 }
 {
-    my $u = uid('ms');
-    my @c = codes(2, '/rl/ms/x', h => { 'X-User' => $u });
+    # the second and third requests are denied when they come within the
+    # 500ms of the first: a run that a loaded machine made slower (0.4s) is
+    # made again with a new identity, at most 3 runs, and the first on time
+    # is judged (the last if none was)
+    my ($u, @c, $res, $pttl);
+    for my $run (1 .. 3) {
+        $u = uid('ms');
+        my $t0 = time;
+        @c = codes(2, '/rl/ms/x', h => { 'X-User' => $u });
+        $res = req('/rl/ms/x', h => { 'X-User' => $u });
+        $pttl = redis_cmd('PTTL', ukey('ms', $u));
+        my $took = time - $t0;
+        last if $took <= 0.4;
+        diag(sprintf '500ms window: run %d took %.2fs, more than 0.4s: %s', $run, $took,
+            $run < 3 ? 'made again' : 'judged as it is');
+    }
     is("@c", '200 429', 'RLaaSWindow 500ms, limit 1: second request denied');
-    my $res = req('/rl/ms/x', h => { 'X-User' => $u });
     is($res->header('Retry-After'), 1, 'sub-second wait is rounded up to Retry-After: 1');
-    my $pttl = redis_cmd('PTTL', ukey('ms', $u));
     ok($pttl > 0 && $pttl <= 1_000, "500ms window: TTL at most 1s (PTTL $pttl)");
     sleep 0.7;
     is(hit('/rl/ms/x', h => { 'X-User' => $u }), 200, 'allowed again after 500ms');

@@ -27,7 +27,9 @@ my $PORT = $ENV{RLAAS_TEST_REDIS_SPARE2_PORT};
 plan skip_all => 'RLAAS_TEST_REDIS_SPARE2_PORT is not set (t/TEST.PL)' unless $PORT;
 END { $? = 0 if defined $? && $? == -1 }
 
-my $FAST_MS = 100;    # answered without trying Redis (timeouts are 200ms)
+# answered without trying Redis (timeouts are 200ms; one that waited for
+# it took 190ms or more, slow() below): the margin is a loaded machine's
+my $FAST_MS = 150;
 sub err { qq{rlaas_redis_errors_total{kind="$_[0]"}} }
 sub ms { ($_[0]{srv} ? $_[0]{srv}{us} : 1e9) / 1000 }
 sub fast { ms($_[0]) < $FAST_MS }
@@ -209,7 +211,9 @@ is(mdelta($g0, $g1, 'rlaas_circuit_opened_total'), $pids0, 'rlaas_circuit_opened
     my @o0 = grep { $_->{step} == 0 } @off;
     my $pattern = mark(@o0);
     is($pattern, 'SSSSS', "RLaaSCircuitBreaker off: all 5 requests wait for the time-out ($pattern)");
-    ok(!grep({ ms($_) > 100 + 300 } @o0), 'and no longer than RLaaSRedisTimeout 100ms + 300ms');
+    # a margin for a loaded machine; Redis is stalled 2.5s, so a request
+    # that ignored its budget still exceeds it
+    ok(!grep({ ms($_) > 100 + 900 } @o0), 'and no longer than RLaaSRedisTimeout 100ms + 900ms');
     is(count_by(map { $_->{status} // '-' } @o0), 'fail_open x5', 'RLaaSCircuitBreaker off: fail_open');
     is((grep { $_->{step} == 2 } @off)[0]{status}, 'allowed', 'RLaaSCircuitBreaker off: allowed once Redis is back');
     unlike(log_since('rlaas_cboff_error_log', $mcboff), qr/RLAAS004/, 'RLaaSCircuitBreaker off: no circuit lines');

@@ -27,13 +27,16 @@ RLaaSCircuitBreaker off
 EOC
 # the child looks the name up once when it starts: let it
 sleep 2;
-my @t;
+my (@t, $ok);
 for my $i (1 .. 5) {
     my ($code, $secs) = $h->get('/d', { 'X-User' => "u$i" });
     push @t, sprintf('%d in %.2fs', $code, $secs);
+    # at the client, a loaded machine's time included: a request that
+    # waited for a lookup (800 ms) is still over
+    $ok++ if $code == 200 && $secs < 0.75;
 }
-is(scalar(grep { /^200 in 0\.[0-4]/ } @t), 5,
-    'Redis down behind a slow host name: every request answered (fail open) well within a second')
+is($ok // 0, 5,
+    'Redis down behind a slow host name: every request answered (fail open) in less than 0.75 s')
     or diag("@t");
 like($h->log, qr/RLAAS0021: Redis connect error/, 'the connect error is logged');
 

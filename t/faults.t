@@ -4,8 +4,10 @@
 # (b) killed and restarted (NOSCRIPT), (e) missing the configured database.
 # Every time: no crash, the policy holds (fail closed: 200 allowed or 500
 # error; fail open: 200 allowed or fail_open), no request takes longer than
-# RLaaSRedisTimeout (100ms) + 300ms, and service is back to normal by
-# itself within about a second of Redis coming back.
+# RLaaSRedisTimeout (100ms) + 700ms on the server (a loaded machine's
+# margin; the stalls are 1s, so a request that waited one out exceeds it),
+# and service is back to normal by itself within about a second of Redis
+# coming back.
 #
 # The Redis here is the test's own, on RLAAS_TEST_REDIS_SPARE_PORT, where
 # nothing listens when httpd starts.
@@ -25,7 +27,7 @@ my $PW = $ENV{RLAAS_TEST_REDIS_SPARE_PASSWORD};
 plan skip_all => 'RLAAS_TEST_REDIS_SPARE_PORT is not set (t/TEST.PL)' unless $PORT && $PW;
 
 my $TIMEOUT_MS = 100;    # RLaaSRedisTimeout of the vhosts below
-my $MARGIN_MS = 300;
+my $MARGIN_MS = 700;    # under the 1s stalls: a request that ignored its budget exceeds it
 my $em = error_log_mark();
 my $redis;
 END { $? = 0 if defined $? && $? == -1 }

@@ -55,19 +55,30 @@ for my $st (qw(fixed sliding_log sliding token leaky gcra)) {
     my $took = time - $t0;
     my $after = redis_time_ms();
 
-    is(join(' ', map { $_->code } @res), '200 200 200 200 200 429',
-        "$st, limit 5: five allowed, then 429");
     my @pol = map { $_->header('RateLimit-Policy') // 'none' } @res;
     is_deeply(\@pol, [("\"$zone\";q=5;w=5") x 6],
         "$st: RateLimit-Policy \"$zone\";q=5;w=5 on allowed and denied responses");
     my @names = map { (sf($_->header('RateLimit')))[0] // 'none' } @res;
     is_deeply(\@names, [($zone) x 6], "$st: RateLimit names the same policy on every response");
-    is(join(' ', map { rl_r($_) // 'none' } @res), '4 3 2 1 0 0',
-        "$st: RateLimit r = 4 3 2 1 0, and 0 on the 429");
-    is(join(' ', map { status_of($_) // 'unset' } @res), join(' ', ('allowed') x 5, 'denied'),
-        "$st: RLAAS_STATUS allowed x5, denied");
     my @t = map { rl_t($_) // -1 } @res;
-    my $ra = check_retry_after($res[5], $st);
+    my $ra = 0;
+    SKIP: {
+        # token, leaky and gcra give a unit back each second: the 6th is
+        # denied, and r counts down by one, when all six came within 1s of
+        # the first (the others count over the 5s window)
+        if ($st =~ /^(?:token|leaky|gcra)$/ && $took > 0.9) {
+            diag("$st: the sequence took ${took}s, more than 0.9s (a unit comes back each second): "
+                . 'its codes, r, RLAAS_STATUS and Retry-After not judged');
+            skip "the sequence took ${took}s (a unit comes back each second)", 4;
+        }
+        is(join(' ', map { $_->code } @res), '200 200 200 200 200 429',
+            "$st, limit 5: five allowed, then 429");
+        is(join(' ', map { rl_r($_) // 'none' } @res), '4 3 2 1 0 0',
+            "$st: RateLimit r = 4 3 2 1 0, and 0 on the 429");
+        is(join(' ', map { status_of($_) // 'unset' } @res), join(' ', ('allowed') x 5, 'denied'),
+            "$st: RLAAS_STATUS allowed x5, denied");
+        $ra = check_retry_after($res[5], $st);
+    }
 
     if (($st eq 'fixed' || $st eq 'sliding') && int($before / 5000) != int($after / 5000)) {
         SKIP: { skip "$st: the sequence crossed a window boundary (took ${took}s)", $st eq "fixed" ? 3 : 2 }

@@ -150,6 +150,13 @@ sub server_pid_of {
     return;
 }
 
+# released(M0): once no more slots are in flight than at M0 (metrics()),
+# at most 5 s (a slot never given back: the checks after it say so)
+sub released {
+    my ($m0) = @_;
+    wait_for(sub { mdelta($m0, metrics(), 'rlaas_concurrency_in_flight') <= 0 }, 5, 0.05);
+}
+
 my %ENGINES = (redis => 'default', local => 'rlaas_if_local');
 
 for my $engine (qw(local redis)) {
@@ -174,12 +181,13 @@ for my $engine (qw(local redis)) {
         cmp_ok(max_overlap(@ok), '<=', 5, "$engine: the CGI never saw more than 5 running at one moment");
         is($no[0][1], '1', "$engine: a refusal says Retry-After: 1") if @no;
         $served += @ok;
-        # log_transaction runs just after the response: a moment's margin
-        Time::HiRes::sleep(0.5);
+        # log_transaction gives the slots back just after the response:
+        # until the server holds none
+        released($m0);
         my @w2 = wave($vh, '/if/r5?s=1', 5, $u);
         is(count_by(map { $_->[0] } @w2), '200 x5', "$engine: after the wave, every slot is free: 5 more served at once");
         $served += 5;
-        Time::HiRes::sleep(0.5);
+        released($m0);
     }
 
     # the metrics: every slot taken was given back

@@ -27,6 +27,9 @@ sub get {
 sub codes_of { join ' ', map { $_->code } @_ }
 sub remaining { (Apache::TestRLaaS::ratelimit_fields($_[0]) || {})->{remaining} }
 sub retry_after { Apache::TestRLaaS::retry_after($_[0]) }
+# sleep_until(T): sleep until time T, at once if it is past (Time::HiRes
+# dies of a negative sleep, and a loaded machine can be late)
+sub sleep_until { my $d = $_[0] - Time::HiRes::time(); Time::HiRes::sleep($d) if $d > 0 }
 
 # A request whose unit is given back after its response: the client can
 # read that response before the give-back lands, so the next request
@@ -184,10 +187,25 @@ subtest 'only the section\'s own limit bans: another policy denying does not' =>
 };
 
 subtest 'RLaaSLease with RLaaSBan: every decision reads the ban' => sub {
-    my ($u, $v) = (uid('oc-lb'), uid('oc-lb-other'));
-    my $t0 = Time::HiRes::time();
-    is codes_of(map { get('/oc/leaseban/x', $u) } 1 .. 3), '200 200 429', 'limit 2 per 1 s: the third is denied';
-    Time::HiRes::sleep(1.3 - (Time::HiRes::time() - $t0));
+    my $v = uid('oc-lb-other');
+    # gcra, 2 per 1 s: the third is denied when it comes within 500 ms of
+    # the first; a run that a loaded machine made slower (0.4 s) is made
+    # again with a new identity, at most 3 runs, and the first on time is
+    # judged (the last if none was)
+    my ($u, $t1, @r);
+    for my $run (1 .. 3) {
+        $u = uid('oc-lb');
+        my $t0 = Time::HiRes::time();
+        @r = (get('/oc/leaseban/x', $u));
+        $t1 = Time::HiRes::time();    # the window began by now
+        push @r, map { get('/oc/leaseban/x', $u) } 1 .. 2;
+        my $took = Time::HiRes::time() - $t0;
+        last if $took <= 0.4;
+        diag(sprintf 'lease and ban: run %d took %.2fs, more than 0.4s: %s', $run, $took,
+            $run < 3 ? 'made again' : 'judged as it is');
+    }
+    is codes_of(@r), '200 200 429', 'limit 2 per 1 s: the third is denied';
+    sleep_until($t1 + 1.3);
     my $res = get('/oc/leaseban/x', $u);
     is $res->code, 429, 'after the window: still refused';
     is status_of($res), 'banned', '... by the ban a lease would have skipped';
@@ -200,8 +218,8 @@ for my $be (['redis', undef], ['local', $LV]) {
         my ($u, $v) = (uid("oc-ban-$name"), uid("oc-bystander-$name"));
         my @o = $vh ? (vhost => $vh) : ();
         my $m0 = metrics();
-        my $t0 = Time::HiRes::time();
         my @r = map { get('/oc/ban/x', $u, @o) } 1 .. 3;
+        my $tb = Time::HiRes::time();    # the ban began by now, with the third
         is codes_of(@r), '200 200 429', 'limit 2 per 1 s: the third is denied';
         is retry_after($r[2]), 3, 'Retry-After: the 3 s ban';
         if (!$vh) {
@@ -209,7 +227,9 @@ for my $be (['redis', undef], ['local', $LV]) {
             ok $pttl > 1500 && $pttl <= 3000, "the ban record in Redis, ending in 3 s ($pttl ms)";
         }
         is get('/oc/ban/x', $v, @o)->code, 200, 'another client: served';
-        Time::HiRes::sleep(1.3 - (Time::HiRes::time() - $t0));
+        # the window (of the first two) over, the ban (3 s from the third)
+        # 1.7 s from its end at most
+        sleep_until($tb + 1.3);
         my $res = get('/oc/ban/x', $u, @o);
         is $res->code, 429, 'after the window (counters would allow): still refused';
         is status_of($res), 'banned', 'RLAAS_STATUS banned';
@@ -218,7 +238,7 @@ for my $be (['redis', undef], ['local', $LV]) {
         my $f = Apache::TestRLaaS::ratelimit_fields($res) || {};
         ok defined $f->{reset} && $f->{reset} >= 1 && $f->{reset} <= 2, "RateLimit t= says so too ($f->{fields})";
         is get('/oc/ban/x', $v, @o)->code, 200, 'the bystander is never banned';
-        Time::HiRes::sleep(3.3 - (Time::HiRes::time() - $t0));
+        sleep_until($tb + 3.2);
         is get('/oc/ban/x', $u, @o)->code, 200, 'after 3 s the ban lifts';
         my $m1 = metrics();
         ok mdelta($m0, $m1, 'rlaas_bans_total') >= 1, 'rlaas_bans_total counted it';

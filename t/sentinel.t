@@ -111,20 +111,23 @@ console_roundtrip(vhost => 'rlaas_sentinel', backend => 'redis', label => 'Senti
                   ban => '/sen/adm/ban', banzone => 'sen-admban');
 
 # ---- failover under load
+# (a loaded machine's margins: the promotion awaited up to 15 s, errors
+# stopped within 8 s of it, the clients on until 16 s after their start,
+# so requests after the last error are still seen)
 my $tag = uid('sen-tid');
 my $start = time + 0.3;
 my $h = start_clients(tag => $tag, keepalive => 1, clients => [
     (map { [{ path => '/sen/x', vhost => 'rlaas_sentinel', h => { 'X-User' => $u },
-              at => $start, until => $start + 9, gap => 0.02 }] } 1 .. 2),
+              at => $start, until => $start + 16, gap => 0.02 }] } 1 .. 2),
     (map { [{ path => '/sen/open/x', vhost => 'rlaas_sentinel', h => { 'X-User' => $u },
-              at => $start, until => $start + 9, gap => 0.02 }] } 1 .. 2),
+              at => $start, until => $start + 16, gap => 0.02 }] } 1 .. 2),
 ]);
 sleep 1.3;
 my $tf = time;
 my $r = $S[0]->cmd('SENTINEL', 'FAILOVER', 'rlaasmaster');
 is(ref $r ? $r->message : $r, 'OK', 'SENTINEL FAILOVER');
 my $promoted;
-for (1 .. 100) {
+for (1 .. 300) {
     my $role = eval { $R->cmd('ROLE') };
     if (ref $role eq 'ARRAY' && $role->[0] eq 'master') { $promoted = time; last }
     sleep 0.05;
@@ -136,7 +139,7 @@ my @closed = grep { $_->{client} < 2 } @res;
 my @open = grep { $_->{client} >= 2 } @res;
 my @err = grep { $_->{code} != 200 } @closed;
 my $last_err = (sort { $b <=> $a } map { $_->{t1} } @err)[0];
-ok(!@err || $last_err - $promoted < 5,
+ok(!@err || $last_err - $promoted < 8,
     sprintf('fail closed: %d errors, the last %.1fs after the promotion', scalar(@err), ($last_err // $promoted) - $promoted));
 my @late = grep { $_->{t0} > ($last_err // $promoted) } @closed;
 cmp_ok(scalar(@late), '>', 20, 'and after that, requests ...');

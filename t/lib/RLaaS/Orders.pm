@@ -64,10 +64,11 @@ sub _write {
     rename $tmp, $self->{ctl} or die "rename: $!";
 }
 
-# until the process has taken the orders (it writes their number back)
+# until the process has taken the orders (it writes their number back);
+# 2000 x 5 ms, 10 s or more: a loaded machine may be slow to schedule it
 sub _wait_seen {
     my $self = shift;
-    for (1 .. 400) {
+    for (1 .. 2000) {
         if (open my $fh, '<', $self->{ready}) {
             my $l = <$fh> // '';
             return if $l =~ /^(\d+)/ && $1 >= $self->{seq};
