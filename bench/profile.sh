@@ -12,7 +12,9 @@
 # PROFILE_OUT (build/profile), PROFILE_BACKEND (redis, or local: the local
 # engine decides, no Redis), PROFILE_KEYBY (header:X-Client; ip keys by the
 # client address, the module's default), PROFILE_EXTRA (more directives
-# for the section, e.g. "RLaaSHeaders off"), PROFILE_IDENTITIES (busy:
+# for the section, e.g. "RLaaSHeaders off"), PROFILE_SERVER (directives
+# for the server, e.g. an RLaaSPolicy the section applies),
+# PROFILE_IDENTITIES (busy:
 # every request from client-1, as ab sends them; quiet: each request from
 # an identity of its own, client-<n>, so that RLaaSLease auto never finds
 # one worth a lease: what a quiet identity costs under the default).
@@ -29,6 +31,7 @@ BACKEND=${PROFILE_BACKEND:-redis}
 N=${PROFILE_REQUESTS:-3000}
 KEYBY=${PROFILE_KEYBY:-header:X-Client}
 EXTRA=${PROFILE_EXTRA:-}
+SERVER=${PROFILE_SERVER:-}
 IDENTITIES=${PROFILE_IDENTITIES:-busy}
 OUT=${PROFILE_OUT:-$top/build/profile}
 
@@ -108,6 +111,7 @@ EOF
 LoadModule rlaas_module $work/mod_rlaas.so
 RLaaSRedis 127.0.0.1:$REDIS_PORT
 RLaaSBackend $BACKEND
+$SERVER
 <Location "/">
     RLaaSLimit 1000000000
     RLaaSWindow 60s

@@ -82,33 +82,38 @@ for my $be (@BACKENDS) {
     }
 }
 
-subtest 'redis, RLaaSLease on: a refund of a unit spent from a portion goes back into it' => sub {
-    my $u = uid('ci-lease');
-    my %h = (h => { 'X-User' => $u });
-    my $evalsha = sub { ($r->cmd('INFO', 'commandstats') =~ /cmdstat_evalsha:calls=(\d+)/)[0] // 0 };
-    my $m0 = metrics();
-    my $e0 = $evalsha->();
-    my @ok = map { req('/ci/lease/ok', %h)->code } 1 .. 200;
-    my $calls = $evalsha->() - $e0;
-    my $m1 = metrics();
-    is scalar(grep { $_ == 200 } @ok), 200, '200 successes, limit 40: none refused (' . tally(@ok) . ')';
-    is mdelta($m0, $m1, 'rlaas_countif_refunds_total'), 200, 'each given back';
-    is mdelta($m0, $m1, 'rlaas_countif_refunds_lost_total'), 0, 'none lost';
-    cmp_ok mdelta($m0, $m1, 'rlaas_lease_spends_total'), '>=', 150, 'most decided from portions held here';
-    # a refund sent to Redis is an EVALSHA of its own (lua/credit.lua)
-    cmp_ok $calls, '<', 100, "given back into the portions held here: $calls EVALSHA calls for 200 requests";
-    my @c = map { req('/ci/lease/missing', %h)->code } 1 .. 45;
-    my $n404 = grep { $_ == 404 } @c;
-    cmp_ok $n404, '<=', 40, "then 45 failures: at most the limit counted and served ($n404)";
-    cmp_ok $n404, '>=', 36, '  and nearly all of it: the successes left nothing charged';
-    is scalar(grep { $_ != 404 && $_ != 429 } @c), 0, '  the others refused with 429 (' . tally(@c) . ')';
+# one policy, then two (the section's and a policy's, each counting 404s):
+# each refund goes back into its own policy's portion
+for my $c (['/ci/lease', 'one policy'], ['/ci/lease2', 'two policies']) {
+    my ($path, $what) = @$c;
+    subtest "redis, RLaaSLease on, $what: a refund of a unit spent from a portion goes back into it" => sub {
+        my $u = uid("ci-lease-" . length $path);
+        my %h = (h => { 'X-User' => $u });
+        my $evalsha = sub { ($r->cmd('INFO', 'commandstats') =~ /cmdstat_evalsha:calls=(\d+)/)[0] // 0 };
+        my $m0 = metrics();
+        my $e0 = $evalsha->();
+        my @ok = map { req("$path/ok", %h)->code } 1 .. 200;
+        my $calls = $evalsha->() - $e0;
+        my $m1 = metrics();
+        is scalar(grep { $_ == 200 } @ok), 200, '200 successes, limit 40: none refused (' . tally(@ok) . ')';
+        is mdelta($m0, $m1, 'rlaas_countif_refunds_total'), 200, 'each given back';
+        is mdelta($m0, $m1, 'rlaas_countif_refunds_lost_total'), 0, 'none lost';
+        cmp_ok mdelta($m0, $m1, 'rlaas_lease_spends_total'), '>=', 150, 'most decided from portions held here';
+        # a refund sent to Redis is an EVALSHA of its own (lua/credit.lua)
+        cmp_ok $calls, '<', 100, "given back into the portions held here: $calls EVALSHA calls for 200 requests";
+        my @c = map { req("$path/missing", %h)->code } 1 .. 45;
+        my $n404 = grep { $_ == 404 } @c;
+        cmp_ok $n404, '<=', 40, "then 45 failures: at most the limit counted and served ($n404)";
+        cmp_ok $n404, '>=', 36, '  and nearly all of it: the successes left nothing charged';
+        is scalar(grep { $_ != 404 && $_ != 429 } @c), 0, '  the others refused with 429 (' . tally(@c) . ')';
 
-    my $b = uid('ci-lease-burst');
-    my @burst = parallel_codes(50, '/ci/lease/missing', h => { 'X-User' => $b });
-    my $nb = grep { $_ == 404 } @burst;
-    ok $nb >= 1 && $nb <= 40, "50 concurrent failures, limit 40: at most 40 counted and served ($nb; " . tally(@burst) . ')';
-    is scalar(grep { $_ != 404 && $_ != 429 } @burst), 0, '  the others refused with 429';
-};
+        my $b = uid("ci-lease-burst-" . length $path);
+        my @burst = parallel_codes(50, "$path/missing", h => { 'X-User' => $b });
+        my $nb = grep { $_ == 404 } @burst;
+        ok $nb >= 1 && $nb <= 40, "50 concurrent failures, limit 40: at most 40 counted and served ($nb; " . tally(@burst) . ')';
+        is scalar(grep { $_ != 404 && $_ != 429 } @burst), 0, '  the others refused with 429';
+    };
+}
 
 subtest 'redis: the counter holds the failures only, a success leaves nothing' => sub {
     my $u = uid('ci-count');

@@ -24,7 +24,13 @@
 #    limit is spent under another, and two clients on different plans,
 #    interleaved, each get their own limit;
 #  - a client that pauses longer than a lease between bursts loses
-#    nothing: what its server held goes back with the next portion.
+#    nothing: what its server held goes back with the next portion;
+#  - several policies (the section's limit and RLaaSApply's), each from
+#    its own lease, all or nothing: the smaller one's ceiling on two
+#    servers, few round trips for a busy identity, nothing taken of the
+#    other policy by a refused request, the longest wait of those that
+#    refuse in Retry-After, and units held here spent while another
+#    policy takes a portion.
 use strict;
 use warnings;
 use FindBin;
@@ -60,6 +66,14 @@ my @cases = (
     [dflt     => 'gcra',        1000000, '1h', 'default'],
     # a limit read per request (RLaaSLimit expr=): leased per limit
     [vary     => 'gcra',        'expr=%{HTTP:X-Plan} 1', '1d', 'on'],
+    # several policies (the section's own limit and RLaaSApply's)
+    [pols     => 'gcra',        300,     '1d', 'on',      'RLaaSApply lease-pol-big'],
+    [polsbig  => 'gcra',        1000000, '1h', 'default', 'RLaaSApply lease-pol-big'],
+    [undo     => 'gcra',        10,      '1d', 'on',      'RLaaSApply lease-pol-slide'],
+    [undo9    => 'gcra',        9,       '1d', 'on',      'RLaaSApply lease-pol-slide'],
+    [polwait  => 'gcra',        1,       '1h', 'on',      'RLaaSApply lease-pol-10s'],
+    [held     => 'fixed',       20,      '1d', 'on',      'RLaaSApply lease-pol-fast'],
+    [three    => 'gcra',        100,     '1d', 'on',      'RLaaSApply lease-pol-big lease-pol-slide'],
 );
 
 my @srv = map { start_server() } 1, 2;
@@ -201,6 +215,100 @@ for my $c (qw(gcra fixed auto)) {
         cmp_ok($ok, '<=', $p{$who}, "  interleaved, plan $p{$who}: at most its own limit ($ok)");
         cmp_ok($ok, '>=', $p{$who} - 5, "  and nearly all of it: not held to the other's");
     }
+}
+
+# ---------------------------------------- several policies
+# each from its own lease, all or nothing: the ceiling of the smaller one
+# holds on two servers; a busy identity's requests take few round trips;
+# what a refused request took of the other policy goes back to its
+# portion; a refusal waits for the longest of those that refuse
+{
+    my $m0 = lease_metrics();
+    my %n = load('/lease/pols', uid('lease-pols'), 1000, 40);
+    my $m1 = lease_metrics();
+    my $ok = $n{200} // 0;
+    cmp_ok($ok, '<=', 300, "two policies (300 a day, 10^6 an hour), 1000 requests on two servers: at most 300 admitted ($ok)");
+    cmp_ok($ok, '>=', 250, '  and at least 250');
+    is($ok + ($n{429} // 0), 1000, '  every other request refused with 429, none failed');
+    cmp_ok(delta($m0, $m1, 'rlaas_lease_spends_total'), '>', 0, '  decided from portions held here');
+
+    my $e0 = evalsha_calls();
+    %n = load('/lease/polsbig', uid('lease-polsbig'), 1000, 20);
+    my $calls = evalsha_calls() - $e0;
+    is($n{200} // 0, 1000, 'two policies never reached, no RLaaSLease (auto): all 1000 admitted');
+    cmp_ok($calls, '<', 400, "  a busy identity's 1000 requests made $calls EVALSHA calls (one each without leases)");
+
+    # lease-pol-slide (1000 an hour, a sliding window: what lapses in a
+    # portion is never given back) beside the section's 10 a day: the
+    # requests the section refuses, for seconds past a lease's end, take
+    # nothing of it; Redis counts the 10 admitted and what portions this
+    # server took for them, no more
+    wait_fixed_window(3_600_000, 10_000);    # the sliding window's hour
+    my $ua = HTTP::Tiny->new(timeout => 10, keep_alive => 1);
+    # on one server, then on both in turn; a limit of 10 and one of 9 (the
+    # portions the admitted requests leave differ)
+    for my $c (['undo', 10, 1], ['undo9', 9, 1], ['undo', 10, 2]) {
+        my ($name, $lim, $servers) = @$c;
+        my $u = uid("lease-$name");
+        my $at = 0;
+        my $get = sub {
+            my $s = $srv[ $at++ % $servers ];
+            $ua->get("http://$s->{hp}/lease/$name", { headers => { 'X-User' => $u } })->{status};
+        };
+        my $slide = sub {
+            my $sw = redis()->cmd('GET', rkey('lease-pol-slide', tseg('h.x-user', $u)) . ':sw');
+            defined $sw ? int($sw / 4) % 2**24 : 0;
+        };
+        my $what = "limit $lim, $servers server" . ($servers > 1 ? 's' : '');
+        my %c;
+        $c{ $get->() }++ for 1 .. $lim;
+        is($c{200} // 0, $lim, "$what: the section and lease-pol-slide (1000 an hour): $lim admitted");
+        my $n0 = $slide->();
+        cmp_ok($n0, '>=', $lim, "  lease-pol-slide counts $n0: the admitted and the portions taken for them");
+        cmp_ok($n0, '<=', 5 * $lim, '  which are small');
+        my $t0 = Time::HiRes::time();
+        while (Time::HiRes::time() - $t0 < 3) {
+            $c{ $get->() }++;
+            Time::HiRes::sleep(0.05);
+        }
+        is($c{200} // 0, $lim, "  then 3 s of requests, all refused (" . join(' ', map { "$_ x$c{$_}" } sort keys %c) . ')');
+        is($slide->(), $n0, '  and lease-pol-slide counts no more: the refused took nothing of it, past its lease too');
+    }
+
+    # the 10 s policy asked first, the hour's second: a refusal waits
+    # for the longest of those that refuse
+    my $u = uid('lease-polwait');
+    my @r = map { $ua->get("http://$srv[0]{hp}/lease/polwait", { headers => { 'X-User' => $u } }) } 1 .. 3;
+    is(join(' ', map { $_->{status} } @r), '200 429 429', 'one policy of 10 s (lease-pol-10s) and one of an hour: one admitted');
+    for my $k (1, 2) {
+        my $ra = $r[$k]{headers}{'retry-after'} // 0;
+        ok($ra > 3500 && $ra <= 3600, "  refusal $k: Retry-After is the longer wait, the hour's ($ra s): every policy was asked");
+    }
+
+    # the section's last units held here when Redis has none left, and
+    # the other policy's portion over (it lasts 200 ms): the section's
+    # units are spent here while the other policy takes a new portion, so
+    # the 20 are admitted one after another, then no more
+    wait_fixed_window(86_400_000, 30_000);
+    my $uh = uid('lease-held');
+    my @codes = map {
+        my $c = $ua->get("http://$srv[0]{hp}/lease/held", { headers => { 'X-User' => $uh } })->{status};
+        Time::HiRes::sleep(0.3);
+        $c;
+    } 1 .. 21;
+    is("@codes", join(' ', (200) x 20, 429),
+        'fixed 20 a day and a policy of 2 s, 21 requests 0.3 s apart on one server: 20 admitted, then refused');
+
+    # three policies: a lease's reply of 12 verdicts
+    my $u3 = uid('lease-three');
+    my $get3 = sub { $ua->get("http://$srv[0]{hp}/lease/three", { headers => { 'X-User' => $u3 } })->{status} };
+    my $e3 = evalsha_calls();
+    my @c3 = map { $get3->() } 1 .. 100;
+    my $calls3 = evalsha_calls() - $e3;
+    is("@c3", join(' ', (200) x 100), 'three policies (gcra 100 a day and two of RLaaSApply), 100 requests one after another: all admitted');
+    cmp_ok($calls3, '<', 75, "  in $calls3 EVALSHA calls (one each without leases): portions of all three");
+    @c3 = map { $get3->() } 1 .. 5;
+    is("@c3", join(' ', (429) x 5), '  then 5 more: refused');
 }
 
 # ---------------------------------------- most requests take no round trip
@@ -430,6 +538,10 @@ sub start_server {
     }
     return private_httpd(<<"EOC", docroot => $docs, one_child => 0, loglevel => 'notice');
 RLaaSRedis 127.0.0.1:$ENV{RLAAS_TEST_REDIS_PORT}
+RLaaSPolicy lease-pol-big 1000000 1h strategy=token key="header:X-User"
+RLaaSPolicy lease-pol-slide 1000 1h strategy=sliding key="header:X-User"
+RLaaSPolicy lease-pol-10s 1 10s strategy=fixed key="header:X-User"
+RLaaSPolicy lease-pol-fast 1000000 2s strategy=token key="header:X-User"
 RLaaSRedisTimeout 2s
 RLaaSLocalSize 1M
 KeepAliveTimeout 30

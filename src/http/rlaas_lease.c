@@ -15,6 +15,7 @@
 #include "rlaas_outcome.h"
 #include "rlaas_redis.h"
 #include "rlaas_shm.h"
+#include "rlaas_slot.h"
 #include "rlaas_target.h"
 
 APLOG_USE_MODULE(rlaas);
@@ -25,8 +26,9 @@ APLOG_USE_MODULE(rlaas);
  * (rlaas_lease_fallbacks_total). Under auto nothing is said: the operator
  * asked for a lease only where one applies. */
 static const char *const whys[RLAAS_LEASE_NOT_COUNT] = {
-    "the request meets several policies (RLaaSApply, RLaaSEnforce), "
-    "decided together",
+    "the request meets several policies (RLaaSApply, RLaaSEnforce) whose "
+    "keys lie in different Redis Cluster slots (a lease's policies are "
+    "decided together, in one script)",
     "the sliding log (sliding_log) keeps no count to share out",
     "a dry run (RLaaSDryRun on)",
     "bans (RLaaSBan, or a ban of its zone honoured): a ban is read with "
@@ -204,133 +206,373 @@ int rlaas_lease_refund(request_rec *r, const rlaas_dir_conf_t *d,
     return 1;
 }
 
-rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
-                                 rlaas_item_t *it, int n, int with,
-                                 rlaas_rerr_e *e, char *detail)
+/* Why a policy takes no portion (a RLAAS_LEASE_NOT_* reason); -1: it may. */
+static int why_not(const rlaas_dir_conf_t *d, const rlaas_item_t *it, int with)
 {
-    const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
-    rlaas_local_t *table = rlaas_backend_table();
-    /* the request's verdict, the grant, the units given back, Redis'
-     * time (in remaining) */
-    rlaas_verdict_t v[4] = {
-        {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}};
-    rlaas_grant_back_t back;
-    rlaas_grant_from_t from = {0, 0};
     rlaas_ban_conf_t ban;
-    seen_t sn = {NULL, 0, 0};
-    rlaas_grant_ask_t a;
-    rlaas_grant_e what;
-    rlaas_call_t call;
-    int64_t want = 0, sent, granted, now_us, lapsed = 0;
 
-    it->lease_at_ms = it->lease_at_us = 0;
-    /* a tenant's lease is its own limit's alone */
-    /* a slot in flight is no quota to take a portion of */
-    if (d == NULL || d->use.lease == RLAAS_LEASE_MODE_OFF || n < 1 ||
-        it->conc || (it->p != NULL && (d->by_tenant & RLAAS_T_LEASE)))
-        return RLAAS_LEASE_NO;
-    if (n > 1)
-        return not_here(r, d, it, RLAAS_LEASE_NOT_POLICIES);
     if (it->call.strategy == RLAAS_STRATEGY_SLIDING_LOG)
-        return not_here(r, d, it, RLAAS_LEASE_NOT_LOG);
+        return RLAAS_LEASE_NOT_LOG;
     if (it->cal != NULL)
-        return not_here(r, d, it, RLAAS_LEASE_NOT_CALENDAR);
+        return RLAAS_LEASE_NOT_CALENDAR;
     if (it->dry_run || (it->call.mode & RLAAS_MODE_DRY_RUN))
-        return not_here(r, d, it, RLAAS_LEASE_NOT_DRY_RUN);
+        return RLAAS_LEASE_NOT_DRY_RUN;
     /* a limit read per request (RLaaSLimit expr=, the only mode left
      * here) is leased per limit: the record is made for one
      * (rlaas_grant_take), and a request of another takes a portion of
      * its own */
     if (rlaas_outcome_ban(d, &ban) || (with & RLAAS_LEASE_WITH_BAN))
-        return not_here(r, d, it, RLAAS_LEASE_NOT_BAN);
+        return RLAAS_LEASE_NOT_BAN;
     if (it->bytes_unit > 0)
-        return not_here(r, d, it, RLAAS_LEASE_NOT_BYTES);
+        return RLAAS_LEASE_NOT_BYTES;
+    return -1;
+}
+
+/* A lease's policies are decided in one script: on a Cluster, their keys
+ * must share a slot (one identity's do: its hash tag). */
+static int one_slot(const rlaas_server_conf_t *sc, const rlaas_item_t *it,
+                    int n)
+{
+    int i;
+
+    for (i = 1; i < n && rlaas_target_cluster(sc->target); i++) {
+        if (rlaas_slot(it[i].call.key, it[i].call.key_len) !=
+            rlaas_slot(it[0].call.key, it[0].call.key_len))
+            return 0;
+    }
+    return 1;
+}
+
+/* The request's records, as its policies' turns left them. */
+typedef struct {
+    rlaas_grant_ask_t a[RLAAS_POLICIES_MAX];
+    rlaas_grant_e what[RLAAS_POLICIES_MAX];
+    int64_t want[RLAAS_POLICIES_MAX];
+    rlaas_grant_back_t back[RLAAS_POLICIES_MAX];
+    rlaas_grant_from_t from[RLAAS_POLICIES_MAX];
+    seen_t sn[RLAAS_POLICIES_MAX];
+} turns_t;
+
+/* Each policy's turn at its record; returns how many took one (fewer
+ * than n: the table failed). */
+static int take_all(rlaas_local_t *table, rlaas_item_t *it, int n, turns_t *t,
+                    int64_t now_us)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (rlaas_grant_spend(table, it[i].call.key, it[i].call.key_len,
+                              &t->a[i], rlaas_local_now_ms(), now_us,
+                              RLAAS_LOCAL_LOCK_WAIT_US, 0, &t->what[i],
+                              &t->want[i], &t->back[i], &t->from[i],
+                              &it[i].v) != RLAAS_TABLE_OK)
+            return i;
+        if (t->sn[i].slot != NULL && t->what[i] != RLAAS_GRANT_PLAIN)
+            seen_holds(&t->sn[i], t->what[i] != RLAAS_GRANT_QUIET);
+    }
+    return n;
+}
+
+/* The units spent of the first n records go back into their portions
+ * (the request is refused, or decided elsewhere: all or nothing); a
+ * lease that ended in the meantime (a round trip's time) keeps its unit:
+ * one fewer admitted, never one more. */
+static void unspend_all(rlaas_local_t *table, const rlaas_item_t *it, int n,
+                        const turns_t *t)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (t->what[i] == RLAAS_GRANT_SPENT)
+            rlaas_grant_unspend(table, it[i].call.key, it[i].call.key_len,
+                                &t->a[i], &t->from[i], rlaas_local_now_ms(),
+                                rlaas_clock_us(), RLAAS_LOCAL_LOCK_WAIT_US);
+    }
+}
+
+/* A policy's units held here, spent (never a fetch): 1 if so, its
+ * verdict then in it->v. */
+static int spend_held(rlaas_local_t *table, rlaas_item_t *it,
+                      const rlaas_grant_ask_t *a, rlaas_grant_from_t *from)
+{
+    rlaas_grant_e what;
+    int64_t want;
+
+    return rlaas_grant_spend(table, it->call.key, it->call.key_len, a,
+                             rlaas_local_now_ms(), rlaas_clock_us(),
+                             RLAAS_LOCAL_LOCK_WAIT_US, 1, &what, &want, NULL,
+                             from, &it->v) == RLAAS_TABLE_OK &&
+           what == RLAAS_GRANT_SPENT;
+}
+
+/* Every policy decided from the portions held here. */
+static rlaas_lease_e spent_here(request_rec *r, rlaas_item_t *it, int n,
+                                const turns_t *t, const char *how)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        spent_from(&it[i], &t->from[i]);
+        trace(r, &it[i], how, it[i].v.remaining);
+    }
+    rlaas_metrics_outcome(RLAAS_METRIC_LEASE_SPENDS);
+    return RLAAS_LEASE_DECIDED;
+}
+
+/* One round trip for the policies it[sub[0..m)] not decided here: a
+ * portion for each whose turn was a fetch (with what its last portion
+ * left to lapse), its cost alone for the others, all or nothing (a lease
+ * call if one asks a portion, else an ordinary one); each fetch's answer
+ * into its record. Their verdicts into it[sub[j]].v, what each was
+ * granted into granted[j]. */
+static rlaas_rerr_e fetch(request_rec *r, rlaas_local_t *table,
+                          rlaas_item_t *it, const int *sub, int m,
+                          const turns_t *t, int64_t *granted, char *detail)
+{
+    const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
+    rlaas_call_t calls[RLAAS_POLICIES_MAX];
+    /* for each policy: its verdict, the grant, the units given back,
+     * Redis' time (in remaining) */
+    rlaas_verdict_t v[4 * RLAAS_POLICIES_MAX];
+    int64_t sent, lapsed;
+    rlaas_rerr_e e;
+    int j, lease;
+
+    for (j = 0; j < m; j++) {
+        int i = sub[j], f = t->what[i] == RLAAS_GRANT_FETCH;
+
+        calls[j] = it[i].call;
+        calls[j].lease_want = f ? t->want[i] : 0;
+        calls[j].lease_back = f ? t->back[i].units : 0;
+        calls[j].lease_back_at = f ? t->back[i].at_ms : 0;
+    }
+    lease = rlaas_call_lease(calls, m);
+    memset(v, 0, sizeof(v));
+    sent = rlaas_clock_us();
+    e = rlaas_redis_eval(sc->target->redis, calls, m, v, detail);
+    for (j = 0; j < m; j++) {
+        int i = sub[j];
+        rlaas_verdict_t *w = &v[lease ? 4 * j : j];
+
+        granted[j] = 0;
+        it[i].v = w[0];
+        if (t->what[i] != RLAAS_GRANT_FETCH)
+            continue;
+        if (e != RLAAS_RERR_NONE) {
+            /* no answer: the fetch ends, nothing is known of a refusal,
+             * nor of a give-back (lapsed, as far as anyone here knows) */
+            w[0].allowed = 1;
+            w[1].allowed = 0;
+            w[2].remaining = 0;
+        }
+        returned(t->back[i].units, w[2].remaining);
+        granted[j] = w[1].allowed ? w[1].remaining : 0;
+        lapsed = 0;
+        if (rlaas_grant_put(table, it[i].call.key, it[i].call.key_len, &t->a[i],
+                            rlaas_local_now_ms(), sent, granted[j],
+                            granted[j] > 0 ? w[1].reset_ms : 0,
+                            granted[j] > 0 ? w[1].retry_ms : 0, w[3].remaining,
+                            &w[0], RLAAS_LOCAL_LOCK_WAIT_US,
+                            &lapsed) == RLAAS_TABLE_OK &&
+            lapsed > 0)
+            rlaas_metrics_outcome_add(RLAAS_METRIC_LEASE_UNITS_LAPSED,
+                                      (apr_uint64_t)lapsed);
+        if (granted[j] > 0) {
+            rlaas_metrics_outcome(RLAAS_METRIC_LEASE_GRANTS);
+            rlaas_metrics_outcome_add(RLAAS_METRIC_LEASE_UNITS_GRANTED,
+                                      (apr_uint64_t)granted[j]);
+            trace(r, &it[i], "taken, asked for", t->want[i]);
+            trace(r, &it[i], "taken, granted", granted[j]);
+        }
+    }
+    return e;
+}
+
+/* The table failed at a record (took of n had their turn): the units
+ * spent go back, a fetch begun ends with nothing, and what its last
+ * portion left lapses. */
+static void abandon(rlaas_local_t *table, rlaas_item_t *it, int took,
+                    const turns_t *t)
+{
+    const rlaas_verdict_t none = {1, 0, 0, 0};
+    int i;
+
+    unspend_all(table, it, took, t);
+    for (i = 0; i < took; i++) {
+        if (t->what[i] != RLAAS_GRANT_FETCH)
+            continue;
+        rlaas_grant_put(table, it[i].call.key, it[i].call.key_len, &t->a[i],
+                        rlaas_local_now_ms(), rlaas_clock_us(), 0, 0, 0, 0,
+                        &none, RLAAS_LOCAL_LOCK_WAIT_US, NULL);
+        returned(t->back[i].units, 0);
+    }
+}
+
+/* Where the policies spent from portions held here spent (RLaaSCountIf's
+ * refunds go back there). */
+static void spent_some(rlaas_item_t *it, int n, const turns_t *t)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (t->what[i] == RLAAS_GRANT_SPENT)
+            spent_from(&it[i], &t->from[i]);
+    }
+}
+
+/* Redis refused the policies it[sub[0..m)] (nothing was charged there).
+ * Early fetches may have left units here, taken before: each policy
+ * spends them if it has some; those Redis allowed that have none are
+ * asked once more, exactly (a second round trip, only where Redis ran
+ * out of what this server holds); if one that Redis refused has none,
+ * every unit spent goes back (all or nothing) and Redis' verdicts
+ * stand. */
+static rlaas_lease_e after_refusal(request_rec *r, rlaas_local_t *table,
+                                   rlaas_item_t *it, int n, const int *sub,
+                                   int m, turns_t *t, rlaas_rerr_e *e,
+                                   char *detail)
+{
+    rlaas_verdict_t said[RLAAS_POLICIES_MAX];
+    int64_t granted[RLAAS_POLICIES_MAX];
+    int rest[RLAAS_POLICIES_MAX];
+    int i, j, k = 0, held = 1;
+
+    for (j = 0; j < m; j++)
+        said[j] = it[sub[j]].v;
+    for (j = 0; j < m && held; j++) {
+        i = sub[j];
+        if (spend_held(table, &it[i], &t->a[i], &t->from[i]))
+            t->what[i] = RLAAS_GRANT_SPENT;
+        else if (said[j].allowed) {
+            t->what[i] = RLAAS_GRANT_PLAIN; /* its fetch, if any, is over */
+            rest[k++] = i;
+        }
+        else
+            held = 0;
+    }
+    if (held && k == 0)
+        return spent_here(r, it, n, t, "refused by Redis, spent here; left");
+    if (held) {
+        if ((*e = fetch(r, table, it, rest, k, t, granted, detail)) !=
+            RLAAS_RERR_NONE) {
+            unspend_all(table, it, n, t);
+            return RLAAS_LEASE_FAILED;
+        }
+        for (j = 0; j < k && it[rest[j]].v.allowed; j++)
+            ;
+        if (j == k) {
+            spent_some(it, n, t);
+            return RLAAS_LEASE_DECIDED;
+        }
+        /* refused again: the second answer stands */
+        unspend_all(table, it, n, t);
+        return RLAAS_LEASE_DECIDED;
+    }
+    for (j = 0; j < m; j++)
+        it[sub[j]].v = said[j];
+    unspend_all(table, it, n, t);
+    return RLAAS_LEASE_DECIDED;
+}
+
+/* Whether the policies of it[0..n) may take portions; NO (and why, where
+ * one is said) if not. */
+static rlaas_lease_e leasable(request_rec *r, const rlaas_dir_conf_t *d,
+                              const rlaas_local_t *table, rlaas_item_t *it,
+                              int n, int with)
+{
+    const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
+    int i, why;
+
+    /* nothing spent from a portion yet (RLaaSCountIf's refunds) */
+    for (i = 0; i < n && i < RLAAS_POLICIES_MAX; i++)
+        it[i].lease_at_ms = it[i].lease_at_us = 0;
+    if (d == NULL || d->use.lease == RLAAS_LEASE_MODE_OFF || n < 1 ||
+        n > RLAAS_POLICIES_MAX)
+        return RLAAS_LEASE_NO;
+    for (i = 0; i < n; i++) {
+        /* a slot in flight is no quota to take a portion of; a tenant's
+         * lease is its own limit's alone */
+        if (it[i].conc || (it[i].p != NULL && (d->by_tenant & RLAAS_T_LEASE)))
+            return RLAAS_LEASE_NO;
+    }
+    for (i = 0; i < n; i++) {
+        if ((why = why_not(d, &it[i], with)) >= 0)
+            return not_here(r, d, &it[i], (rlaas_lease_not_e)why);
+    }
     if (table == NULL || sc->target->redis == NULL)
         return RLAAS_LEASE_NO;
-    ask_of(d, it, &a);
-    if (a.cost < 1)
-        return RLAAS_LEASE_NO; /* a check (cost 0) is asked of Redis */
+    if (!one_slot(sc, it, n))
+        return not_here(r, d, it, RLAAS_LEASE_NOT_POLICIES);
+    return RLAAS_LEASE_DECIDED;
+}
+
+rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
+                                 rlaas_item_t *it, int n, int with,
+                                 rlaas_rerr_e *e, char *detail)
+{
+    rlaas_local_t *table = rlaas_backend_table();
+    int64_t granted[RLAAS_POLICIES_MAX], now_us;
+    int sub[RLAAS_POLICIES_MAX];
+    int i, j, m, took, fetches, plain, quiet = 0, refused = 0;
+    turns_t t;
+
+    if (leasable(r, d, table, it, n, with) != RLAAS_LEASE_DECIDED)
+        return RLAAS_LEASE_NO;
     now_us = rlaas_clock_us();
-    if (a.adaptive && seen != NULL &&
-        !seen_lately(&sn, it->call.key, it->call.key_len, now_us / 1000,
-                     rlaas_grant_lease_ms(a.window_ms, -1), a.window_ms)) {
+    for (i = 0; i < n; i++) {
+        ask_of(d, &it[i], &t.a[i]);
+        if (t.a[i].cost < 1)
+            return RLAAS_LEASE_NO; /* a check (cost 0) is asked of Redis */
+        t.sn[i].slot = NULL;
+    }
+    /* auto: a quiet identity costs the table nothing (each key noted) */
+    for (i = 0; i < n && t.a[0].adaptive && seen != NULL; i++)
+        quiet |= !seen_lately(
+            &t.sn[i], it[i].call.key, it[i].call.key_len, now_us / 1000,
+            rlaas_grant_lease_ms(t.a[i].window_ms, -1), t.a[i].window_ms);
+    if (quiet) {
         rlaas_metrics_lease_fallback(RLAAS_LEASE_NOT_QUIET);
         return RLAAS_LEASE_NO;
     }
-    if (rlaas_grant_spend(table, it->call.key, it->call.key_len, &a,
-                          rlaas_local_now_ms(), now_us,
-                          RLAAS_LOCAL_LOCK_WAIT_US, 0, &what, &want, &back,
-                          &from, &it->v) != RLAAS_TABLE_OK) {
+    if ((took = take_all(table, it, n, &t, now_us)) < n) {
+        abandon(table, it, took, &t);
         rlaas_metrics_lease_fallback(RLAAS_LEASE_NOT_TABLE);
         return RLAAS_LEASE_NO;
     }
-    if (sn.slot != NULL && what != RLAAS_GRANT_PLAIN)
-        seen_holds(&sn, what != RLAAS_GRANT_QUIET);
-    if (what == RLAAS_GRANT_SPENT) {
-        spent_from(it, &from);
-        rlaas_metrics_outcome(RLAAS_METRIC_LEASE_SPENDS);
-        trace(r, it, "spent, units left and Redis' remaining", it->v.remaining);
-        return RLAAS_LEASE_DECIDED;
+    for (i = m = fetches = plain = 0; i < n; i++) {
+        if (t.what[i] == RLAAS_GRANT_SPENT)
+            continue;
+        sub[m++] = i;
+        fetches += t.what[i] == RLAAS_GRANT_FETCH;
+        plain += t.what[i] == RLAAS_GRANT_PLAIN;
     }
-    if (what == RLAAS_GRANT_PLAIN || what == RLAAS_GRANT_QUIET) {
+    if (m == 0)
+        return spent_here(r, it, n, &t,
+                          "spent, units left and Redis' remaining");
+    if (m == n && fetches == 0) {
         /* a fetch in flight, or (auto) an identity too quiet for a
          * portion: one exact call of its own */
-        rlaas_metrics_lease_fallback(what == RLAAS_GRANT_PLAIN
-                                         ? RLAAS_LEASE_NOT_IN_FLIGHT
-                                         : RLAAS_LEASE_NOT_QUIET);
+        rlaas_metrics_lease_fallback(plain ? RLAAS_LEASE_NOT_IN_FLIGHT
+                                           : RLAAS_LEASE_NOT_QUIET);
         return RLAAS_LEASE_NO;
     }
-    /* one round trip takes the request's verdict and a new lease */
-    call = it->call;
-    call.lease_want = want;
-    /* and gives back what the last portion left to lapse */
-    call.lease_back = back.units;
-    call.lease_back_at = back.at_ms;
-    sent = rlaas_clock_us();
-    *e = rlaas_redis_eval(sc->target->redis, &call, 1, v, detail);
-    if (*e != RLAAS_RERR_NONE) {
-        /* no answer: the fetch ends, nothing is known of a refusal, nor
-         * of a give-back (lapsed, as far as anyone here knows) */
-        v[0].allowed = 1;
-        v[0].retry_ms = 0;
-        v[1].allowed = 0;
-        v[2].remaining = 0;
-    }
-    returned(back.units, v[2].remaining);
-    granted = v[1].allowed ? v[1].remaining : 0;
-    if (rlaas_grant_put(table, it->call.key, it->call.key_len, &a,
-                        rlaas_local_now_ms(), sent, granted,
-                        granted > 0 ? v[1].reset_ms : 0,
-                        granted > 0 ? v[1].retry_ms : 0, v[3].remaining, &v[0],
-                        RLAAS_LOCAL_LOCK_WAIT_US, &lapsed) == RLAAS_TABLE_OK &&
-        lapsed > 0)
-        rlaas_metrics_outcome_add(RLAAS_METRIC_LEASE_UNITS_LAPSED,
-                                  (apr_uint64_t)lapsed);
-    if (granted > 0) {
-        rlaas_metrics_outcome(RLAAS_METRIC_LEASE_GRANTS);
-        rlaas_metrics_outcome_add(RLAAS_METRIC_LEASE_UNITS_GRANTED,
-                                  (apr_uint64_t)granted);
-    }
-    if (*e != RLAAS_RERR_NONE)
+    /* the policies with units here spend them; one round trip decides
+     * the others (and takes new portions) */
+    if ((*e = fetch(r, table, it, sub, m, &t, granted, detail)) !=
+        RLAAS_RERR_NONE) {
+        unspend_all(table, it, n, &t);
         return RLAAS_LEASE_FAILED;
-    /* Redis has nothing left, but an early fetch may have left units
-     * here, taken before: spent rather than refused */
-    if (!v[0].allowed &&
-        rlaas_grant_spend(table, it->call.key, it->call.key_len, &a,
-                          rlaas_local_now_ms(), rlaas_clock_us(),
-                          RLAAS_LOCAL_LOCK_WAIT_US, 1, &what, &want, NULL,
-                          &from, &it->v) == RLAAS_TABLE_OK &&
-        what == RLAAS_GRANT_SPENT) {
-        spent_from(it, &from);
-        rlaas_metrics_outcome(RLAAS_METRIC_LEASE_SPENDS);
-        trace(r, it, "refused by Redis, spent here; left", it->v.remaining);
-        return RLAAS_LEASE_DECIDED;
     }
-    it->v = v[0];
-    /* what this server now holds is the client's too */
-    if (granted > a.cost)
-        it->v.remaining += granted - a.cost;
-    trace(r, it, "taken, asked for", want);
-    trace(r, it, "taken, granted", granted);
+    for (j = 0; j < m; j++)
+        refused |= !it[sub[j]].v.allowed;
+    if (refused)
+        return after_refusal(r, table, it, n, sub, m, &t, e, detail);
+    for (j = 0; j < m; j++) {
+        i = sub[j];
+        /* what this server now holds is the client's too */
+        if (granted[j] > t.a[i].cost)
+            it[i].v.remaining += granted[j] - t.a[i].cost;
+    }
+    spent_some(it, n, &t);
     return RLAAS_LEASE_DECIDED;
 }

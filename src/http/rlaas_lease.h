@@ -3,9 +3,12 @@
  * portions and spent in this server's shared memory
  * (src/local/rlaas_grant.h), so that most of its requests are decided
  * with no round trip, and a request that takes a new portion makes
- * exactly one. A quiet identity asks for its own cost each time: one
- * round trip per request, nothing held. Where a lease cannot apply (the
- * local backend, several policies at once, a sliding log, a dry run, a
+ * one. A quiet identity asks for its own cost each time: one round trip
+ * per request, nothing held. A request of several policies spends from
+ * a portion of each that has one, and makes one round trip for the
+ * others (all or nothing, as without leases; a second, exact, only where
+ * Redis refused a policy whose last units this server holds). Where a
+ * lease cannot apply (the local backend, a sliding log, a dry run, a
  * ban, ...) the request is decided as without it; under on, each child
  * says why once (RLAAS0081). RLaaSCountIf's refund of a unit spent here
  * goes back into the portion it came from (rlaas_lease_refund).
@@ -21,7 +24,7 @@
 
 typedef enum {
     RLAAS_LEASE_NO = 0,  /* no lease here: decide as usual */
-    RLAAS_LEASE_DECIDED, /* it[0].v holds the verdict */
+    RLAAS_LEASE_DECIDED, /* it[0..n).v hold the verdicts */
     RLAAS_LEASE_FAILED   /* Redis could not decide: *e, detail say why */
 } rlaas_lease_e;
 

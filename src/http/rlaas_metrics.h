@@ -110,7 +110,7 @@ void rlaas_metrics_outcome_add(rlaas_metric_outcome_e m, apr_uint64_t n);
 /* Why a request of a section with RLaaSLease on or auto went one round
  * trip of its own (rlaas_lease_fallbacks_total{reason}). */
 typedef enum {
-    RLAAS_LEASE_NOT_POLICIES = 0, /* several policies, decided together */
+    RLAAS_LEASE_NOT_POLICIES = 0, /* several, on different Cluster slots */
     RLAAS_LEASE_NOT_LOG,          /* the sliding log */
     RLAAS_LEASE_NOT_DRY_RUN,      /* RLaaSDryRun on */
     RLAAS_LEASE_NOT_BAN,          /* RLaaSBan */

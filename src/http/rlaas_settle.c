@@ -150,18 +150,16 @@ static int settled(request_rec *r, const rlaas_settle_t *pd,
 static void refund(request_rec *r, const rlaas_settle_t *pd,
                    const rlaas_item_t *it, int n)
 {
-    const rlaas_item_t *held = NULL;
     rlaas_item_t rest[RLAAS_POLICIES_MAX];
     int i, m = 0, ok = 1;
 
     for (i = 0; i < n; i++) {
-        if (it[i].lease_at_ms > 0 && held == NULL)
-            held = &it[i];
-        else
+        if (it[i].lease_at_ms <= 0)
             rest[m++] = it[i];
+        else if (!rlaas_lease_refund(r, pd->d, &it[i]) &&
+                 !settled(r, pd, &it[i], 1, NULL, it[i].lease_at_us))
+            ok = 0;
     }
-    if (held != NULL && !rlaas_lease_refund(r, pd->d, held))
-        ok = settled(r, pd, held, 1, NULL, held->lease_at_us);
     if (m > 0 && !settled(r, pd, rest, m, NULL, pd->t0_us))
         ok = 0;
     rlaas_metrics_outcome(ok ? RLAAS_METRIC_COUNTIF_REFUNDS

@@ -464,10 +464,21 @@ rlaas_rerr_e rlaas_cluster_eval(rlaas_cluster_t *cl, const rlaas_call_t *calls,
         apr_cpystrn(detail, "1 to 8 policies per call", RLAAS_DETAIL_MAX);
         return RLAAS_RERR_REPLY;
     }
-    /* a lease is one identity's key, one slot: its reply (the verdict,
-     * the grant, what it gave back, Redis' time) straight into v */
-    if (n == 1 && calls[0].lease_want > 0)
-        return one_slot(cl, calls, 1, v, detail);
+    /* a lease is all or nothing in one script, so its keys share a slot
+     * (rlaas_lease.c asks none other): its reply (for each policy the
+     * verdict, the grant, what it gave back, Redis' time) straight into
+     * v */
+    if (rlaas_call_lease(calls, n)) {
+        for (i = 1; i < n; i++) {
+            if (rlaas_slot(calls[i].key, calls[i].key_len) !=
+                rlaas_slot(calls[0].key, calls[0].key_len)) {
+                apr_cpystrn(detail, "a lease's keys in several slots",
+                            RLAAS_DETAIL_MAX);
+                return RLAAS_RERR_REPLY;
+            }
+        }
+        return one_slot(cl, calls, n, v, detail);
+    }
     for (i = 0; i < n; i++) {
         int slot = rlaas_slot(calls[i].key, calls[i].key_len);
         rlaas_rerr_e e;

@@ -48,7 +48,7 @@ int rlaas_job_script(const rlaas_job_t *j)
         return RLAAS_SCRIPT_RELEASE;
     if (j->calls[0].forget)
         return RLAAS_SCRIPT_FORGET;
-    if (j->n == 1 && j->calls[0].lease_want > 0)
+    if (rlaas_call_lease(j->calls, j->n))
         return RLAAS_SCRIPT_LEASE;
     return j->n == 1 && j->calls[0].strategy < RLAAS_STRATEGY_COUNT
                ? (int)j->calls[0].strategy
@@ -100,9 +100,9 @@ static int other_window(rlaas_job_t *j, const char *err, size_t len)
 static void take_reply(rlaas_job_t *j, const rlaas_reply_sink_t *rep,
                        rlaas_outcome_t *out)
 {
-    /* a lease's reply holds the grant as a second verdict, what it gave
-     * back as a third, Redis' time as a fourth */
-    int nv = rlaas_job_script(j) == RLAAS_SCRIPT_LEASE ? 4 : j->n;
+    /* a lease's reply holds, for each policy, the grant as a second
+     * verdict, what it gave back as a third, Redis' time as a fourth */
+    int nv = rlaas_job_script(j) == RLAAS_SCRIPT_LEASE ? 4 * j->n : j->n;
     rlaas_errc_e c;
 
     switch (rlaas_reply_verdicts(rep, nv, j->v)) {

@@ -38,12 +38,13 @@ typedef enum {
 #define RLAAS_HOSTPORT_MAX 72
 
 /* One request's call (its policies, decided together: one strategy's
- * script for one, the multi script for several; with Redis Cluster, keys
- * of one slot) and its outcome. */
+ * script for one, the multi script for several, the lease script for a
+ * lease (rlaas_call_lease); with Redis Cluster, keys of one slot) and its
+ * outcome. */
 typedef struct {
     const rlaas_call_t *calls;
     int n;
-    rlaas_verdict_t *v; /* n of them */
+    rlaas_verdict_t *v; /* n of them; 4 n for a lease */
     rlaas_rerr_e e;
     int noscript;
     char detail[RLAAS_DETAIL_MAX];

@@ -402,10 +402,11 @@ static int allowed(rlaas_node_t *rd, int64_t deadline)
 /* What the scripts accept, checked before anything is sent. */
 static const char *call_error(const rlaas_call_t *calls, int n)
 {
-    int i;
+    int i, lease;
 
     if (n < 1 || n > RLAAS_CALL_POLICIES_MAX)
         return "1 to 8 policies per call";
+    lease = rlaas_call_lease(calls, n);
     for (i = 0; i < n; i++) {
         if (calls[i].key_len > RLAAS_CALL_KEY_MAX)
             return "key too long";
@@ -418,9 +419,10 @@ static const char *call_error(const rlaas_call_t *calls, int n)
             (calls[i].token == NULL || calls[i].lease_want > 0 ||
              calls[i].credit))
             return "a concurrency limit takes a token, no lease or credit";
-        if (calls[i].lease_want > 0 &&
-            (n != 1 || calls[i].strategy == RLAAS_STRATEGY_SLIDING_LOG))
-            return "a lease is for one policy, not a sliding log";
+        if (lease && (calls[i].lease_want < 0 || calls[i].token != NULL ||
+                      calls[i].strategy >= RLAAS_STRATEGY_COUNT ||
+                      calls[i].strategy == RLAAS_STRATEGY_SLIDING_LOG))
+            return "a lease's policies: no sliding log, ban or concurrency";
         if ((calls[i].lease_back != 0 || calls[i].lease_back_at != 0) &&
             (calls[i].lease_want <= 0 || calls[i].lease_back < 0 ||
              calls[i].lease_back_at < 0))

@@ -46,9 +46,11 @@ rlaas_rerr_e rlaas_redis_warm(rlaas_redis_t *rd, int64_t not_after,
  * identities (per IP and per API key) are called slot by slot, in order,
  * and all or nothing holds within each call only.
  *
- * A lease (calls[0].lease_want > 0, n = 1, not a sliding log; on a
- * Cluster, to the node of its slot): v has room for 4; v[1] tells the
- * grant, v[2] what was given back, v[3] Redis' time (see rlaas_call_t). */
+ * A lease (rlaas_call_lease: a policy asks for a portion; no sliding
+ * log; on a Cluster, its keys in one slot, sent to that slot's node): v
+ * has room for 4 per policy; v[4i] is policy i's verdict, v[4i+1] its
+ * grant, v[4i+2] what was given back, v[4i+3] Redis' time (see
+ * rlaas_call_t). */
 rlaas_rerr_e rlaas_redis_eval(rlaas_redis_t *rd, const rlaas_call_t *calls,
                               int n, rlaas_verdict_t *v, char *detail);
 

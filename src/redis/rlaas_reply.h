@@ -28,8 +28,9 @@
 /* Room kept for an error reply's text (longer ones are cut). */
 #define RLAAS_REPLY_ERR_MAX 160
 
-/* Integers of the longest reply: four per policy, eight policies. */
-#define RLAAS_REPLY_INTS_MAX 32
+/* Integers of the longest reply: a lease's, 16 per policy (four
+ * verdicts), eight policies. */
+#define RLAAS_REPLY_INTS_MAX 128
 
 /* What one reply carried, as far as the verdicts need it. */
 typedef struct {

@@ -73,27 +73,56 @@ static size_t window(char *p, const rlaas_call_t *c)
  * (the bytes of a plain request are those of a single strategy call). */
 static size_t one(char *buf, const char *sha1, const rlaas_call_t *c)
 {
-    int lease = c->lease_want > 0;
-    int extra = lease ? 6 : c->mode != 0 ? 2 : c->cost != 1;
+    int extra = c->mode != 0 ? 2 : c->cost != 1;
     size_t n = head(buf, 6 + extra);
 
     n += bulk(buf + n, sha1, 40);
     n += bulk_int(buf + n, 1);
     n += bulk(buf + n, c->key, c->key_len);
-    if (lease)
-        n += bulk_int(buf + n, c->strategy);
     n += bulk_int(buf + n, c->limit);
     n += window(buf + n, c);
     if (extra >= 1)
         n += bulk_int(buf + n, c->cost);
     if (extra >= 2)
         n += bulk_int(buf + n, c->mode);
-    if (lease) {
-        n += bulk_int(buf + n, c->lease_want);
-        n += bulk_int(buf + n, c->lease_back);
-        n += bulk_int(buf + n, c->lease_back_at);
-    }
     return n;
+}
+
+/* A lease (lua/lease.lua): the keys, then 8 words a policy. */
+static size_t lease(char *buf, const char *sha1, const rlaas_call_t *calls,
+                    int n)
+{
+    size_t len = head(buf, 3 + 9 * (int64_t)n);
+    int i;
+
+    len += bulk(buf + len, sha1, 40);
+    len += bulk_int(buf + len, n);
+    for (i = 0; i < n; i++)
+        len += bulk(buf + len, calls[i].key, calls[i].key_len);
+    for (i = 0; i < n; i++) {
+        const rlaas_call_t *c = &calls[i];
+
+        len += bulk_int(buf + len, c->strategy);
+        len += bulk_int(buf + len, c->limit);
+        len += window(buf + len, c);
+        len += bulk_int(buf + len, c->cost);
+        len += bulk_int(buf + len, c->mode);
+        len += bulk_int(buf + len, c->lease_want);
+        len += bulk_int(buf + len, c->lease_back);
+        len += bulk_int(buf + len, c->lease_back_at);
+    }
+    return len;
+}
+
+int rlaas_call_lease(const rlaas_call_t *calls, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (calls[i].lease_want > 0)
+            return 1;
+    }
+    return 0;
 }
 
 /* A policy's words in a call of several (lua/multi.lua): strategy,
@@ -140,6 +169,8 @@ size_t rlaas_resp_call(char *buf, const char *sha1, const rlaas_call_t *calls,
 
     if (calls[0].release || calls[0].forget)
         return keys_only(buf, sha1, calls, n);
+    if (rlaas_call_lease(calls, n))
+        return lease(buf, sha1, calls, n);
     /* a concurrency limit is decided by the multi script, even alone */
     if (n == 1 && !calls[0].credit && calls[0].strategy < RLAAS_STRATEGY_COUNT)
         return one(buf, sha1, calls);

@@ -9,8 +9,9 @@
  *              of a plain request are those of a single strategy call)
  * Several:     EVALSHA <sha1> <n> <key>... then, for each policy,
  *              <strategy id> <limit> <window> <cost> <mode>
- * A lease:     EVALSHA <sha1> 1 <key> <strategy id> <limit> <window> <cost>
- *              <mode> <want> <back> <at>
+ * A lease:     EVALSHA <sha1> <n> <key>... then, for each policy,
+ *              <strategy id> <limit> <window> <cost> <mode> <want> <back>
+ *              <at>
  * A concurrency limit goes as a policy of the several form, even alone,
  * its token in place of the cost; its release:
  *              EVALSHA <sha1> <n> <key>... <token>...
@@ -64,9 +65,10 @@ typedef struct {
      * it starts at this offset. 0: none. */
     size_t window_at;
     /* RLaaSLease: > 0 asks for a lease of up to this many units
-     * (lua/lease.lua, one policy alone): the reply holds a second verdict,
-     * {granted > 0, units granted, lease ms, ms to the end of the window
-     * for fixed and sliding, else 0}. 0: an ordinary call. */
+     * (lua/lease.lua): the reply holds a second verdict, {granted > 0,
+     * units granted, lease ms, ms to the end of the window for fixed and
+     * sliding, else 0}. 0: an ordinary call, or, beside a policy that
+     * asks for one, its cost alone (rlaas_call_lease). */
     int64_t lease_want;
     /* with lease_want: units of this server's last portion that lapsed
      * unspent, given back first (0: none), and the Redis time (ms) they
@@ -92,6 +94,11 @@ typedef struct {
      * there, 0, 0} each. */
     int forget;
 } rlaas_call_t;
+
+/* Whether calls[0..n) are a lease (lua/lease.lua): one of them asks for a
+ * portion (lease_want > 0); the others (lease_want 0) are charged their
+ * cost alone, all or nothing with it. */
+int rlaas_call_lease(const rlaas_call_t *calls, int n);
 
 /* Room for a call of n policies (or credits) whose keys hold keys_len
  * bytes together. */

@@ -22,7 +22,8 @@ typedef struct {
 
 /* The multi script's index, after the strategies' own. */
 #define RLAAS_SCRIPT_MULTI RLAAS_STRATEGY_COUNT
-/* RLaaSLease: one policy's portion taken at once (lua/lease.lua). */
+/* RLaaSLease: portions of a request's policies taken at once
+ * (lua/lease.lua). */
 #define RLAAS_SCRIPT_LEASE (RLAAS_STRATEGY_COUNT + 1)
 /* Credits: units given back to one or more keys (lua/credit.lua). */
 #define RLAAS_SCRIPT_CREDIT (RLAAS_STRATEGY_COUNT + 2)

@@ -2,7 +2,8 @@
 # strategy decides it and, if allowed, a portion of min(want, max(cost,
 # remaining / 8)) units charged at once; the lease lasts min(W / 10, 1 s),
 # for fixed and sliding no longer than the window. The units are the
-# strategy's own: its script sees them spent. At a fake clock.
+# strategy's own: its script sees them spent. Several policies in one
+# call: all or nothing, a portion for each that asks one. At a fake clock.
 use strict;
 use warnings;
 use Test::More;
@@ -151,6 +152,73 @@ subtest 'a limit read per request (RLaaSLimit expr=, mode 1)' => sub {
     $x = lease('gcra', $K, 300, 86_400_000, 1, 1_000_000, T0 + 3000, 1, 30, T0 + 1000);
     is $x->[9], 29, 'gcra, mode 1: 29 of 30 lapsed units given back (a unit refilled in 2 s)';
     is $x->[1], 263 + 29 - $x->[5], '  and the quota holds them again (less the new portion)';
+};
+
+# leases(ms, [strategy, K, L, W, cost, want, back, at], ...): 16 integers
+# for each, or the error
+sub leases {
+    my ($ms, @p) = @_;
+    my $sec = int($ms / 1000);
+    return $r->cmd('EVALSHA', $lease, scalar(@p), (map { key_arg($_->[0], $_->[1]) } @p),
+        (map { my ($s, undef, $L, $W, $c, $want, $back, $at) = @$_;
+               (STRATEGY_ID($s), $L, $W, $c, 0, $want, $back // 0, $at // 0) } @p),
+        $sec, ($ms - $sec * 1000) * 1000);
+}
+
+subtest 'several policies: all or nothing, a portion for each that asks' => sub {
+    my ($A, $B) = (K(), K());
+    my $x = leases(T0 + 1000, ['gcra', $A, 300, 86_400_000, 1, 1_000_000],
+        ['fixed', $B, 10, 86_400_000, 1, 1_000_000]);
+    is scalar(@$x), 32, '16 integers a policy';
+    is_deeply [@$x[0, 1, 4, 5]], [1, 263, 1, 37], 'gcra 300: a portion of 37';
+    is_deeply [@$x[16, 17, 20, 21]], [1, 9, 1, 1], 'fixed 10: a portion of 1 (max(cost, 10 / 8))';
+    is $x->[29], T0 + 1000, "each says Redis' time";
+    # want 0: the request's cost alone (this server holds units of it)
+    $x = leases(T0 + 1001, ['gcra', $A, 300, 86_400_000, 1, 0],
+        ['fixed', $B, 10, 86_400_000, 1, 8]);
+    is_deeply [@$x[0, 1, 4, 5]], [1, 262, 0, 0], 'want 0: its cost charged, no portion';
+    is_deeply [@$x[16, 17, 20, 21]], [1, 8, 1, 1], '  the other its portion';
+    # the fixed window spent: a refusal charges none of the others
+    leases(T0 + 1002 + $_, ['fixed', $B, 10, 86_400_000, 1, 1]) for 1 .. 8;
+    my $before = $h->run('gcra', $A, 300, 86_400_000, T0 + 1100, 0, cost => 0)->[1];
+    $x = leases(T0 + 1100, ['gcra', $A, 300, 86_400_000, 1, 1_000_000],
+        ['fixed', $B, 10, 86_400_000, 1, 1_000_000, 0, 0]);
+    is_deeply [@$x[0, 4, 5]], [1, 0, 0], 'the other refuses: gcra allowed alone, nothing granted';
+    is_deeply [@$x[16, 20, 21]], [0, 0, 0], '  fixed refused';
+    cmp_ok $x->[19], '>', 0, '  and told when to come back';
+    is $h->run('gcra', $A, 300, 86_400_000, T0 + 1100, 0, cost => 0)->[1], $before, '  gcra charged nothing';
+    # a refused call still gives back what lapsed
+    $x = leases(T0 + 3000, ['gcra', $A, 300, 86_400_000, 1, 1_000_000, 30, T0 + 1000],
+        ['fixed', $B, 10, 86_400_000, 1, 1]);
+    is $x->[9], 29, '  a refused call gives back what lapsed (29 of 30: a unit refilled)';
+    is $x->[16], 0, '  (refused)';
+    is $h->run('gcra', $A, 300, 86_400_000, T0 + 3000, 0, cost => 0)->[1], $before + 29,
+        '  and charges nothing: the quota holds the 29 again';
+    # Redis Cluster: a fixed window declared in its key (the module's
+    # clock) that is not Redis' one: RLAASWINDOW, and nothing written
+    # before it, the other policy's give-back included (the module calls
+    # again with the same give-back)
+    my $C = 'rlaas:rate_limit:{dave}';
+    leases(T0 + 4000, ['gcra', "$C:g", 300, 86_400_000, 1, 1_000_000]);
+    my $g0 = $h->run('gcra', "$C:g", 300, 86_400_000, T0 + 5000, 0, cost => 0)->[1];
+    my $stale = int((T0 + 5000) / 60_000) - 1;
+    my $e = $r->cmd('EVALSHA', $lease, 2, key_arg('gcra', "$C:g"), "$C:f:$stale",
+        STRATEGY_ID('gcra'), 300, 86_400_000, 1, 0, 10, 30, T0 + 4000,
+        STRATEGY_ID('fixed'), 10, 60_000, 1, 0, 10, 0, 0,
+        int((T0 + 5000) / 1000), 0);
+    like "$e", qr/^RLAASWINDOW \d+ @{[ T0 + 5000 ]}$/, 'a stale declared fixed window: RLAASWINDOW';
+    is $h->run('gcra', "$C:g", 300, 86_400_000, T0 + 5000, 0, cost => 0)->[1], $g0,
+        '  and the gcra policy was given nothing back before it';
+    ok !$r->cmd('EXISTS', "$C:f:$stale"), '  nor the stale window written';
+    my $sec = int(T0 / 1000);
+    like '' . leases(T0, ['gcra', K(), 300, 60_000, 1, 0], ['gcra', K(), 300, 60_000, 1, 0]),
+        qr/bad lease/, 'no portion asked: an error';
+    like '' . leases(T0, ['gcra', K(), 300, 60_000, 1, 0, 5, T0 - 10], ['gcra', K(), 300, 60_000, 1, 1]),
+        qr/bad lease/, 'units given back without a portion: an error';
+    my $K = K();
+    like '' . leases(T0, ['gcra', $K, 300, 60_000, 1, 1], ['gcra', $K, 300, 60_000, 1, 1]),
+        qr/bad lease/, 'one key twice: an error';
+    like '' . leases(T0, ['gcra', K(), 300, 60_000, 1, 0]), qr/bad lease/, 'one policy asks a portion';
 };
 
 subtest 'refused: the sliding log, a mode, bad arguments' => sub {

@@ -193,6 +193,33 @@ static void several_policies(void **state)
                      RLAAS_REPLY_NOSCRIPT);
 }
 
+/* A lease's reply (lua/lease.lua): four verdicts a policy, eight
+ * policies: 128 integers, every one read. */
+static void a_lease_of_eight_policies(void **state)
+{
+    char resp[4096];
+    rlaas_verdict_t v[4 * RLAAS_CALL_POLICIES_MAX + 1];
+    size_t n = 0;
+    int i;
+
+    (void)state;
+    n += (size_t)snprintf(resp, sizeof(resp), "*128\r\n");
+    for (i = 0; i < 32; i++)
+        n += (size_t)snprintf(resp + n, sizeof(resp) - n,
+                              ":%d\r\n:%d\r\n:%d\r\n:%d\r\n", 1, i, 2000 + i,
+                              i % 4 == 1 ? 1000 : 0);
+    assert_int_equal(verdicts(resp, 32, v), RLAAS_REPLY_OK);
+    for (i = 0; i < 32; i++) {
+        assert_int_equal(v[i].remaining, i);
+        assert_int_equal(v[i].reset_ms, 2000 + i);
+    }
+    /* the last policy's grant and Redis' time, the reply's last integers */
+    assert_int_equal(v[29].retry_ms, 1000);
+    assert_int_equal(v[31].remaining, 31);
+    /* more than that is no reply of ours */
+    assert_int_equal(verdicts(resp, 33, v), RLAAS_REPLY_BAD);
+}
+
 static void retry_after_rounding(void **state)
 {
     (void)state;
@@ -214,6 +241,7 @@ int main(void)
         cmocka_unit_test(noscript_and_errors),
         cmocka_unit_test(wrong_shapes),
         cmocka_unit_test(several_policies),
+        cmocka_unit_test(a_lease_of_eight_policies),
         cmocka_unit_test(retry_after_rounding),
         cmocka_unit_test(replies_in_a_row),
         cmocka_unit_test(long_error_is_cut),

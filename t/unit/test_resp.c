@@ -1,6 +1,7 @@
 /* The hand-written EVALSHA commands are byte for byte what hiredis' own
  * formatter produces from the same numbers printed: one policy (cost and
  * mode left out at 1 and 0) and several. */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,12 +54,12 @@ static void matches_hiredis(void **state)
 static void call_same_as_hiredis(const rlaas_call_t *c, int n)
 {
     static const char sha[] = "89abcdef0123456789abcdef0123456789abcdef";
-    const char *argv[3 + 6 * RLAAS_CALL_POLICIES_MAX];
-    size_t lens[3 + 6 * RLAAS_CALL_POLICIES_MAX];
-    char num[6 * RLAAS_CALL_POLICIES_MAX][24];
+    const char *argv[3 + 9 * RLAAS_CALL_POLICIES_MAX];
+    size_t lens[3 + 9 * RLAAS_CALL_POLICIES_MAX];
+    char num[9 * RLAAS_CALL_POLICIES_MAX][24];
     char *expect = NULL, *buf;
     size_t keys = 0, len;
-    int argc = 0, i, elen, k = 0;
+    int argc = 0, i, elen, k = 0, lease = 0;
 
 #define WORD(s, l) (argv[argc] = (s), lens[argc++] = (l))
 #define NUM(v)                                                                 \
@@ -74,8 +75,10 @@ static void call_same_as_hiredis(const rlaas_call_t *c, int n)
         WORD(c[i].key, c[i].key_len);
         keys += c[i].key_len;
     }
+    for (i = 0; i < n; i++)
+        lease |= c[i].lease_want > 0;
     for (i = 0; i < n; i++) {
-        if (n == 1 && c[i].lease_want > 0) {
+        if (lease) {
             /* a lease: every argument, and what it asks for */
             NUM(c[i].strategy);
             NUM(c[i].limit);
@@ -155,6 +158,21 @@ static void calls_match_hiredis(void **state)
     c[0].lease_back = 30;
     c[0].lease_back_at = 2000;
     call_same_as_hiredis(c, 1);
+    /* several policies: the lease form for each, one of them asking
+     * (want 0: its cost alone), then all asking, at the largest numbers */
+    for (i = 2; i <= RLAAS_CALL_POLICIES_MAX; i++)
+        call_same_as_hiredis(c, i);
+    for (i = 0; i < RLAAS_CALL_POLICIES_MAX; i++) {
+        c[i].cost = c[i].lease_want = INT64_MAX;
+        c[i].mode = INT_MAX;
+        c[i].lease_back = c[i].lease_back_at = INT64_MAX;
+        c[i].key = bigkey;
+        c[i].key_len = sizeof(bigkey) - (size_t)i;
+    }
+    call_same_as_hiredis(c, RLAAS_CALL_POLICIES_MAX);
+    assert_true(rlaas_call_lease(c, 1));
+    c[0].lease_want = 0;
+    assert_false(rlaas_call_lease(c, 1));
 }
 
 /* A concurrency limit goes in the several form even alone (the multi
