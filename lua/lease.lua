@@ -5,7 +5,8 @@
 -- fixed, 2 sliding, 3 token, 4 leaky, 5 gcra: never the sliding log),
 -- limit, window ms, cost (>= 1), mode (0, or 1: a limit read per request,
 -- RLaaSLimit expr=, which the server leases per limit: a portion is spent
--- only by requests of the limit it was taken for), want, back, at. want
+-- only by requests of the limit it was taken for), want, back, at; fixed's
+-- window may be a calendar's periods (its lease ends with the period). want
 -- 0 (one policy of several only): no portion, the request's cost alone
 -- is charged (the server holds units of it, or another request is taking
 -- them). The server's last portion of K lapsed with back units
@@ -56,11 +57,10 @@ for i = 1, n do
   local L, W, c, m = args(f, ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], ARGV[j + 5])
   local want = int(ARGV[j + 6], n == 1 and 1 or 0, 1e9)
   local b, at = int(ARGV[j + 7], 0, 1e9), int(ARGV[j + 8], 0, 2^52)
-  -- a calendar's periods, a limit over 1e9: never leased (the module asks
-  -- none); one key twice would be charged twice; units go back only with
-  -- a portion
+  -- a limit over 1e9: never leased (the module asks none); one key twice
+  -- would be charged twice; units go back only with a portion
   if not (f and L and want and b and at) or (m ~= 0 and m ~= 1) or c < 1 or
-      type(W) == 'table' or L > 1e9 or seen[KEYS[i]] or
+      L > 1e9 or seen[KEYS[i]] or
       (want == 0 and (b > 0 or at > 0)) then
     return redis.error_reply('ERR rlaas: bad lease')
   end
@@ -119,11 +119,16 @@ for i, p in ipairs(P) do
   local o = out[i]
   o[1], o[2], o[3], o[4] = v[1], v[2], v[3], v[4]
   if p.want > 0 then
-    local ms, left = math.max(1, math.min(math.floor(p.W / 10), 1000)), 0
-    if p.s == 0 or p.s == 2 then
+    -- a calendar's period (fixed only): its own length and end
+    local from, to = 0, p.W
+    if type(p.W) == 'table' then from, to = span(p.W, now) end
+    local ms, left = math.max(1, math.min(math.floor((to - from) / 10), 1000)), 0
+    if type(p.W) == 'table' then
+      left = to - now
+    elseif p.s == 0 or p.s == 2 then
       left = (math.floor(now / p.W) + 1) * p.W - now
-      ms = math.max(1, math.min(ms, left))
     end
+    if left > 0 then ms = math.max(1, math.min(ms, left)) end
     o[5], o[6], o[7], o[8] = 1, g, ms, left
   end
 end

@@ -73,6 +73,9 @@ my @cases = (
     [undo9    => 'gcra',        9,       '1d', 'on',      'RLaaSApply lease-pol-slide'],
     [polwait  => 'gcra',        1,       '1h', 'on',      'RLaaSApply lease-pol-10s'],
     [held     => 'fixed',       20,      '1d', 'on',      'RLaaSApply lease-pol-fast'],
+    # a calendar window (a day from midnight UTC): its periods leased as
+    # fixed's windows
+    [cal      => 'fixed',       300,     '1d calendar', 'on'],
     [three    => 'gcra',        100,     '1d', 'on',      'RLaaSApply lease-pol-big lease-pol-slide'],
 );
 
@@ -153,11 +156,15 @@ load('/lease/big', uid('lease-warm'), 400, 40);
 
 # ---------------------------------------- never more than the limit
 # (auto: RLaaSLease auto, the same guarantees)
-for my $c (qw(gcra fixed auto)) {
-    # fixed counts in days of Redis' clock: not across midnight
-    wait_fixed_window(86_400_000, 60_000) if $c eq 'fixed';
+for my $c (qw(gcra fixed auto cal)) {
+    # fixed counts in days of Redis' clock, a calendar in days from
+    # midnight UTC: not across midnight
+    wait_fixed_window(86_400_000, 60_000) if $c eq 'fixed' || $c eq 'cal';
     my $u = uid("lease-$c");
+    my $m0 = lease_metrics();
     my %n = load("/lease/$c", $u, 1000, 40);
+    cmp_ok(delta($m0, lease_metrics(), 'rlaas_lease_grants_total'), '>', 0, "$c: portions taken")
+        if $c eq 'cal';
     my $ok = $n{200} // 0;
     note("$c: " . join(' ', map { "$_ x$n{$_}" } sort keys %n));
     cmp_ok($ok, '<=', 300, "$c: 1000 requests of one identity on two servers, limit 300: at most 300 admitted ($ok)");

@@ -33,8 +33,6 @@ static const char *const whys[RLAAS_LEASE_NOT_COUNT] = {
     "a dry run (RLaaSDryRun on)",
     "bans (RLaaSBan, or a ban of its zone honoured): a ban is read with "
     "every decision",
-    "a calendar window (RLaaSWindow N calendar): its periods are Redis' "
-    "to pick",
     "it counts bytes (RLaaSCost bytes, cost=bytes): they are charged after "
     "the response, when httpd knows them",
     "another request of its identity is taking a portion",
@@ -213,8 +211,6 @@ static int why_not(const rlaas_dir_conf_t *d, const rlaas_item_t *it, int with)
 
     if (it->call.strategy == RLAAS_STRATEGY_SLIDING_LOG)
         return RLAAS_LEASE_NOT_LOG;
-    if (it->cal != NULL)
-        return RLAAS_LEASE_NOT_CALENDAR;
     if (it->dry_run || (it->call.mode & RLAAS_MODE_DRY_RUN))
         return RLAAS_LEASE_NOT_DRY_RUN;
     /* a limit read per request (RLaaSLimit expr=, the only mode left

@@ -97,7 +97,7 @@ static rlaas_node_t *nodes; /* RLAAS_METRICS_NODES of them */
 static rlaas_slot_t *my_slot;
 
 static const char *const lease_not_names[RLAAS_LEASE_NOT_COUNT] = {
-    "policies", "sliding_log", "dry_run", "ban",  "calendar",
+    "policies", "sliding_log", "dry_run", "ban",
     "bytes",    "in_flight",   "table",   "quiet"};
 
 static const char *const outcome_names[RLAAS_OUT_COUNT] = {

@@ -114,7 +114,6 @@ typedef enum {
     RLAAS_LEASE_NOT_LOG,          /* the sliding log */
     RLAAS_LEASE_NOT_DRY_RUN,      /* RLaaSDryRun on */
     RLAAS_LEASE_NOT_BAN,          /* RLaaSBan */
-    RLAAS_LEASE_NOT_CALENDAR,     /* a calendar window */
     RLAAS_LEASE_NOT_BYTES,        /* RLaaSCost bytes, cost=bytes */
     RLAAS_LEASE_NOT_IN_FLIGHT,    /* another request's fetch in flight */
     RLAAS_LEASE_NOT_TABLE,        /* the table: busy, or no room */

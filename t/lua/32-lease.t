@@ -221,6 +221,33 @@ subtest 'several policies: all or nothing, a portion for each that asks' => sub 
     like '' . leases(T0, ['gcra', K(), 300, 60_000, 1, 0]), qr/bad lease/, 'one policy asks a portion';
 };
 
+subtest 'a calendar window (fixed): portions of the period, a lease ending with it' => sub {
+    my $D = 86_400_000;
+    # UTC days around T0 (src/core/rlaas_cal.h's "<tag>/<b0>/<b1>/<b2>/<b3>")
+    my $W = join '/', '1d', T0 - $D, T0, T0 + $D, T0 + 2 * $D;
+    my $K = K();
+    my ($sum, $x) = (0);
+    for my $i (1 .. 200) {
+        $x = lease('fixed', $K, 300, $W, 1, 1_000_000, T0 + 1000 + $i);
+        last unless $x->[0];
+        $sum += $x->[5];
+    }
+    is $sum, 300, 'the grants add up to the limit exactly';
+    is $r->cmd('GET', key_arg('fixed', $K) . '1d+' . T0), 300, "counted in the period's own key";
+    $x = lease('fixed', K(), 300, $W, 1, 10, T0 + 1000);
+    is_deeply [@$x[6, 7]], [1000, $D - 1000], 'a lease of 1 s, and the period ends in a day less 1 s';
+    $x = lease('fixed', K(), 300, $W, 1, 10, T0 + $D - 300);
+    is_deeply [@$x[6, 7]], [300, 300], 'no longer than the period (300 ms left)';
+    # what lapsed goes back to the period that charged it, never the next
+    my $K2 = K();
+    lease('fixed', $K2, 300, $W, 1, 1_000_000, T0 + 1000);
+    $x = lease('fixed', $K2, 300, $W, 1, 1_000_000, T0 + 3000, 0, 30, T0 + 1000);
+    is $x->[9], 30, 'lapsed units given back to their period';
+    $x = lease('fixed', $K2, 300, $W, 1, 1, T0 + $D + 10, 0, 5, T0 + 3000);
+    is $x->[9], 0, '  not to the next one';
+    is $x->[1], 299, '  which starts afresh';
+};
+
 subtest 'refused: the sliding log, a mode, bad arguments' => sub {
     for my $bad ([1, 0], [1, 1], [5, 2], [5, 3], [5, 4], [9, 0]) {
         my ($id, $mode) = @$bad;
