@@ -109,7 +109,9 @@ my $g1 = metrics();    # every circuit of step 0 open, none probed yet
 my $mcb2 = log_mark('rlaas_cb_error_log');
 unstalled();
 after_last($h->{tag}, 3 * 7 + 5, 2000 + 300);    # the cool-down
-stall(800);
+# (long enough for a client that starts its request late; the probes'
+# cool-down below is waited for anyway)
+stall(1500);
 release_clients($h);
 is(wait_step($h), 4, 'step 1 done');
 my $mcb3 = log_mark('rlaas_cb_error_log');
@@ -183,7 +185,9 @@ is(mdelta($g0, $g1, 'rlaas_circuit_opened_total'), $pids0, 'rlaas_circuit_opened
         or diag(join ' ', map { ($_->{status} // '-') . '/' . pid($_) } @s2);
     my %tries;
     $tries{ $_->{client} }++ for @s2;
-    ok(!grep({ $_ > 3 } values %tries), 'every client is allowed within 3 tries, 100ms apart ('
+    # (the probe reconnects to Redis: a loaded machine's margin; a probe
+    # that failed would keep the circuit open for its 2s cool-down)
+    ok(!grep({ $_ > 5 } values %tries), 'every client is allowed within 5 tries, 100ms apart ('
         . join(' ', map { $tries{$_} } sort keys %tries) . ')');
     my $l2 = substr($cblog, $mcb3 - $mcb);
     is_deeply(log_pids($l2, qr/RLAAS0042: circuit closed/), ones(pids(@s2)), 'RLAAS0042 (circuit closed) once per child');
@@ -302,7 +306,9 @@ is(mdelta($g0, $g1, 'rlaas_circuit_opened_total'), $pids0, 'rlaas_circuit_opened
         { vhost => 'rlaas_cb', path => '/hd/cb/open/x', %H, at => $T3 + 0.1, n => 4 },
     ] } 1 .. 3 ]);
     sleep $T3 - time if $T3 > time;
-    stall(1200);
+    # (3 time-outs of 200ms each must fit in it, for a client that starts
+    # late too)
+    stall(2500);
     my @r3 = collect($h3);
     unstalled();
     my $pids = keys %{ pids(@r3) };

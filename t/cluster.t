@@ -177,7 +177,9 @@ sub evalsha_calls {
         map { [{ path => '/cl/lease-auto/x', vhost => 'rlaas_cluster', h => { 'X-User' => $u }, n => 50 }] } 1 .. 20 ]);
     my $calls = evalsha_calls() - $e0;
     is(scalar(grep { $_->{code} == 200 } @r), 1000, 'no RLaaSLease (auto), a limit never reached: all 1000 admitted');
-    cmp_ok($calls, '<', 200, "  a busy identity's 1000 requests made $calls EVALSHA calls on the cluster (fewer than 200)");
+    # (a request that comes while a portion is fetched goes to Redis alone:
+    # more of them on a slow machine; without leases 1000 calls)
+    cmp_ok($calls, '<', 500, "  a busy identity's 1000 requests made $calls EVALSHA calls on the cluster (fewer than 500)");
 }
 
 # ---- the console, on the cluster (every slot served, none moving)
@@ -294,7 +296,11 @@ migrate_under_load('/cl/move-fixed/x');
     $from->cmd('MIGRATE', '127.0.0.1', $to->port, '', 0, 5000, 'KEYS', $k[0]);
     my $h = start_clients(tag => uid('pcl-half-t'), clients => [
         [{ path => '/pcl/one', vhost => 'rlaas_pol_cluster', h => { 'X-User' => $u }, at => time, n => 1 }] ]);
-    sleep 0.25;    # the request meets the half-moved slot, and waits
+    # the request meets the half-moved slot, and waits: the rest of the
+    # move follows the old owner's first TRYAGAIN at once (a fixed sleep
+    # could outlast the budget on a loaded machine, or come too soon)
+    my $ta = time;
+    sleep 0.005 until stat_of($from, 'errorstats', 'errorstat_TRYAGAIN') > $again0 || time - $ta > 3;
     $from->cmd('MIGRATE', '127.0.0.1', $to->port, '', 0, 5000, 'KEYS', $k[1]);
     $_->cmd('CLUSTER', 'SETSLOT', $s, 'NODE', $ID{ $to->port }) for $to, $from, grep { $_ != $to && $_ != $from } @N;
     my @r = wait_clients($h);

@@ -135,14 +135,21 @@ ok(synced(), 'B replicates A');
     my $u = uid('trickle');
     is(status(get('/relay/x', $u)), '200 allowed', 'before: allowed');
     $relay->mode('trickle', 40);
-    my @r = run_clients(tag => uid('trickle-tid'), keepalive => 0, clients => [
+    my $tag = uid('trickle-tid');
+    my @r = run_clients(tag => $tag, keepalive => 0, clients => [
         map { [{ path => ($_ % 2 ? '/relay/x' : '/relay/open/x'), vhost => $VH,
                  h => { 'X-User' => $u }, n => 2 }] } 1 .. 6 ]);
     $relay->mode('pass');
-    my @slow = grep { $_->{dt} > 0.65 } @r;
     is(scalar(@r), 12, '12 requests while replies trickle');
-    is_deeply([map { sprintf '%.2fs', $_->{dt} } @slow], [],
-        'each answered within the budget (150ms) and a margin: none over 0.65s');
+    # the server's own time (%D in rlaas_sig_log): a loaded machine's
+    # client also waits for its connection to be accepted, which no budget
+    # bounds (a whole reply trickles in over a second); the client's is
+    # reported
+    my %srv = map { $_->{id} => $_ } wait_sig_log("$tag-", scalar(@r), 5);
+    my @slow = grep { !$srv{ $_->{id} } || $srv{ $_->{id} }{us} > 650_000 } @r;
+    my ($dt) = sort { $b <=> $a } map { $_->{dt} } @r;
+    is_deeply([map { $srv{ $_->{id} } ? sprintf('%.2fs', $srv{ $_->{id} }{us} / 1e6) : "$_->{id} not logged" } @slow], [],
+        sprintf('each answered within the budget (150ms) and a margin: none over 0.65s on the server (%.2fs at most at the client)', $dt // 0));
     is(count_by(map { "$_->{code} " . ($_->{status} // '-') } @r), '200 fail_open x6 500 error x6',
         'answered by the policy: 500 fail closed, fail_open when open');
     sleep 0.35;    # a circuit those time-outs opened has cooled down
@@ -249,7 +256,8 @@ ok(synced(), 'B replicates A');
         'requests refused while it is open: the log line names NOAUTH too');
     $B->cmd('CONFIG', 'SET', 'requirepass', '');
     my $ok;
-    for (1 .. 40) { $ok = status(get('/relay1/x', uid('noauth-after'), %v1)); last if $ok eq '200 allowed'; sleep 0.1 }
+    # (10 s: a probe that failed late re-arms a child's 3 s cool-down)
+    for (1 .. 100) { $ok = status(get('/relay1/x', uid('noauth-after'), %v1)); last if $ok eq '200 allowed'; sleep 0.1 }
     is($ok, '200 allowed', 'password removed: allowed again once the cool-down is over');
 }
 

@@ -154,11 +154,13 @@ SKIP: {
     my $m = error_log_mark();
     my $u = uid('rs-stop');
     my $tag = uid('rs-stop-tid');
+    # (the load goes on 1.5 s past the stop: a listener left open still
+    # answers requests well after the margin below)
     my $t0 = time + 0.3;
     my $h = start_clients(tag => $tag, keepalive => 0, clients => [ map { [
-        { path => '/hd/restart/x', h => { 'X-User' => $u }, at => $t0, until => $t0 + 1.2, gap => 0.01 },
+        { path => '/hd/restart/x', h => { 'X-User' => $u }, at => $t0, until => $t0 + 2.0, gap => 0.01 },
     ] } 1 .. 6 ]);
-    sleep $t0 + 0.5 - time;
+    sleep $t0 + 0.5 - time if $t0 + 0.5 > time;    # never negative (dies)
     my $t_stop = time;
     ok(kill('WINCH', $ppid), "graceful stop (SIGWINCH to $ppid) under load");
     my $gone = wait_for(sub { !kill 0, $ppid }, 20, 0.05);
@@ -171,7 +173,9 @@ SKIP: {
         . join(', ', map { "$_ x$codes{$_}" } sort keys %codes) . ')');
     my @before = grep { $_->{t1} < $t_stop && $_->{code} != 599 } @r;
     ok(@before > 10, scalar(@before) . ' requests answered before the stop');
-    my @after = grep { $_->{t0} > $t_stop + 0.05 && $_->{code} != 599 } @r;
+    # a child still holding the listener accepts until it has noticed the
+    # stop: a loaded machine's margin
+    my @after = grep { $_->{t0} > $t_stop + 0.3 && $_->{code} != 599 } @r;
     is(scalar(@after), 0, 'none after it (the listener is closed)');
 
     # the same command line and environment: a fresh server (new counters)
