@@ -119,15 +119,17 @@ for i, p in ipairs(P) do
   local o = out[i]
   o[1], o[2], o[3], o[4] = v[1], v[2], v[3], v[4]
   if p.want > 0 then
-    -- a calendar's period (fixed only): its own length and end
-    local from, to = 0, p.W
-    if type(p.W) == 'table' then from, to = span(p.W, now) end
-    local ms, left = math.max(1, math.min(math.floor((to - from) / 10), 1000)), 0
+    -- a tenth of the window, a calendar's period (fixed only) its own
+    -- length; no longer than the window or the period left (fixed,
+    -- sliding)
+    local from, to, left = 0, p.W, 0
     if type(p.W) == 'table' then
+      from, to = span(p.W, now)
       left = to - now
     elseif p.s == 0 or p.s == 2 then
       left = (math.floor(now / p.W) + 1) * p.W - now
     end
+    local ms = math.max(1, math.min(math.floor((to - from) / 10), 1000))
     if left > 0 then ms = math.max(1, math.min(ms, left)) end
     o[5], o[6], o[7], o[8] = 1, g, ms, left
   end

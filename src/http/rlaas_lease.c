@@ -204,7 +204,11 @@ int rlaas_lease_refund(request_rec *r, const rlaas_dir_conf_t *d,
     return 1;
 }
 
-/* Why a policy takes no portion (a RLAAS_LEASE_NOT_* reason); -1: it may. */
+/* Why a policy takes no portion (a RLAAS_LEASE_NOT_* reason); -1: it may.
+ * A limit read per request (RLaaSLimit expr=, the only mode left) is no
+ * reason: it is leased per limit (the record is made for one,
+ * rlaas_grant_take, and a request of another takes a portion of its
+ * own). */
 static int why_not(const rlaas_dir_conf_t *d, const rlaas_item_t *it, int with)
 {
     rlaas_ban_conf_t ban;
@@ -213,10 +217,6 @@ static int why_not(const rlaas_dir_conf_t *d, const rlaas_item_t *it, int with)
         return RLAAS_LEASE_NOT_LOG;
     if (it->dry_run || (it->call.mode & RLAAS_MODE_DRY_RUN))
         return RLAAS_LEASE_NOT_DRY_RUN;
-    /* a limit read per request (RLaaSLimit expr=, the only mode left
-     * here) is leased per limit: the record is made for one
-     * (rlaas_grant_take), and a request of another takes a portion of
-     * its own */
     if (rlaas_outcome_ban(d, &ban) || (with & RLAAS_LEASE_WITH_BAN))
         return RLAAS_LEASE_NOT_BAN;
     if (it->bytes_unit > 0)
@@ -231,7 +231,9 @@ static int one_slot(const rlaas_server_conf_t *sc, const rlaas_item_t *it,
 {
     int i;
 
-    for (i = 1; i < n && rlaas_target_cluster(sc->target); i++) {
+    if (!rlaas_target_cluster(sc->target))
+        return 1;
+    for (i = 1; i < n; i++) {
         if (rlaas_slot(it[i].call.key, it[i].call.key_len) !=
             rlaas_slot(it[0].call.key, it[0].call.key_len))
             return 0;
@@ -254,14 +256,14 @@ typedef struct {
 static int take_all(rlaas_local_t *table, rlaas_item_t *it, int n, turns_t *t,
                     int64_t now_us)
 {
+    int64_t now_ms = rlaas_local_now_ms();
     int i;
 
     for (i = 0; i < n; i++) {
-        if (rlaas_grant_spend(table, it[i].call.key, it[i].call.key_len,
-                              &t->a[i], rlaas_local_now_ms(), now_us,
-                              RLAAS_LOCAL_LOCK_WAIT_US, 0, &t->what[i],
-                              &t->want[i], &t->back[i], &t->from[i],
-                              &it[i].v) != RLAAS_TABLE_OK)
+        if (rlaas_grant_spend(
+                table, it[i].call.key, it[i].call.key_len, &t->a[i], now_ms,
+                now_us, RLAAS_LOCAL_LOCK_WAIT_US, 0, &t->what[i], &t->want[i],
+                &t->back[i], &t->from[i], &it[i].v) != RLAAS_TABLE_OK)
             return i;
         if (t->sn[i].slot != NULL && t->what[i] != RLAAS_GRANT_PLAIN)
             seen_holds(&t->sn[i], t->what[i] != RLAAS_GRANT_QUIET);
@@ -319,18 +321,18 @@ static rlaas_lease_e spent_here(request_rec *r, rlaas_item_t *it, int n,
  * portion for each whose turn was a fetch (with what its last portion
  * left to lapse), its cost alone for the others, all or nothing (a lease
  * call if one asks a portion, else an ordinary one); each fetch's answer
- * into its record. Their verdicts into it[sub[j]].v, what each was
- * granted into granted[j]. */
+ * into its record. Their verdicts into it[sub[j]].v (a refusal grants
+ * nothing). */
 static rlaas_rerr_e fetch(request_rec *r, rlaas_local_t *table,
                           rlaas_item_t *it, const int *sub, int m,
-                          const turns_t *t, int64_t *granted, char *detail)
+                          const turns_t *t, char *detail)
 {
     const rlaas_server_conf_t *sc = rlaas_server_conf(r->server);
     rlaas_call_t calls[RLAAS_POLICIES_MAX];
     /* for each policy: its verdict, the grant, the units given back,
      * Redis' time (in remaining) */
     rlaas_verdict_t v[4 * RLAAS_POLICIES_MAX];
-    int64_t sent, lapsed;
+    int64_t sent, lapsed, granted;
     rlaas_rerr_e e;
     int j, lease;
 
@@ -350,7 +352,6 @@ static rlaas_rerr_e fetch(request_rec *r, rlaas_local_t *table,
         int i = sub[j];
         rlaas_verdict_t *w = &v[lease ? 4 * j : j];
 
-        granted[j] = 0;
         it[i].v = w[0];
         if (t->what[i] != RLAAS_GRANT_FETCH)
             continue;
@@ -362,24 +363,27 @@ static rlaas_rerr_e fetch(request_rec *r, rlaas_local_t *table,
             w[2].remaining = 0;
         }
         returned(t->back[i].units, w[2].remaining);
-        granted[j] = w[1].allowed ? w[1].remaining : 0;
+        granted = w[1].allowed ? w[1].remaining : 0;
         lapsed = 0;
         if (rlaas_grant_put(table, it[i].call.key, it[i].call.key_len, &t->a[i],
-                            rlaas_local_now_ms(), sent, granted[j],
-                            granted[j] > 0 ? w[1].reset_ms : 0,
-                            granted[j] > 0 ? w[1].retry_ms : 0, w[3].remaining,
+                            rlaas_local_now_ms(), sent, granted,
+                            granted > 0 ? w[1].reset_ms : 0,
+                            granted > 0 ? w[1].retry_ms : 0, w[3].remaining,
                             &w[0], RLAAS_LOCAL_LOCK_WAIT_US,
                             &lapsed) == RLAAS_TABLE_OK &&
             lapsed > 0)
             rlaas_metrics_outcome_add(RLAAS_METRIC_LEASE_UNITS_LAPSED,
                                       (apr_uint64_t)lapsed);
-        if (granted[j] > 0) {
+        if (granted > 0) {
             rlaas_metrics_outcome(RLAAS_METRIC_LEASE_GRANTS);
             rlaas_metrics_outcome_add(RLAAS_METRIC_LEASE_UNITS_GRANTED,
-                                      (apr_uint64_t)granted[j]);
+                                      (apr_uint64_t)granted);
             trace(r, &it[i], "taken, asked for", t->want[i]);
-            trace(r, &it[i], "taken, granted", granted[j]);
+            trace(r, &it[i], "taken, granted", granted);
         }
+        /* what this server now holds is the client's too */
+        if (granted > t->a[i].cost)
+            it[i].v.remaining += granted - t->a[i].cost;
     }
     return e;
 }
@@ -402,6 +406,24 @@ static void abandon(rlaas_local_t *table, rlaas_item_t *it, int took,
                         &none, RLAAS_LOCAL_LOCK_WAIT_US, NULL);
         returned(t->back[i].units, 0);
     }
+}
+
+/* fetch() for it[sub[0..m)]: 1 if Redis allowed them all, 0 if it
+ * refused one (nothing was charged there), -1 if it could not answer
+ * (*e, detail): every unit spent here then goes back. */
+static int ask_redis(request_rec *r, rlaas_local_t *table, rlaas_item_t *it,
+                     int n, const int *sub, int m, turns_t *t, rlaas_rerr_e *e,
+                     char *detail)
+{
+    int j;
+
+    if ((*e = fetch(r, table, it, sub, m, t, detail)) != RLAAS_RERR_NONE) {
+        unspend_all(table, it, n, t);
+        return -1;
+    }
+    for (j = 0; j < m && it[sub[j]].v.allowed; j++)
+        ;
+    return j == m;
 }
 
 /* Where the policies spent from portions held here spent (RLaaSCountIf's
@@ -429,7 +451,6 @@ static rlaas_lease_e after_refusal(request_rec *r, rlaas_local_t *table,
                                    char *detail)
 {
     rlaas_verdict_t said[RLAAS_POLICIES_MAX];
-    int64_t granted[RLAAS_POLICIES_MAX];
     int rest[RLAAS_POLICIES_MAX];
     int i, j, k = 0, held = 1;
 
@@ -449,14 +470,10 @@ static rlaas_lease_e after_refusal(request_rec *r, rlaas_local_t *table,
     if (held && k == 0)
         return spent_here(r, it, n, t, "refused by Redis, spent here; left");
     if (held) {
-        if ((*e = fetch(r, table, it, rest, k, t, granted, detail)) !=
-            RLAAS_RERR_NONE) {
-            unspend_all(table, it, n, t);
+        switch (ask_redis(r, table, it, n, rest, k, t, e, detail)) {
+        case -1:
             return RLAAS_LEASE_FAILED;
-        }
-        for (j = 0; j < k && it[rest[j]].v.allowed; j++)
-            ;
-        if (j == k) {
+        case 1:
             spent_some(it, n, t);
             return RLAAS_LEASE_DECIDED;
         }
@@ -507,9 +524,9 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
                                  rlaas_rerr_e *e, char *detail)
 {
     rlaas_local_t *table = rlaas_backend_table();
-    int64_t granted[RLAAS_POLICIES_MAX], now_us;
+    int64_t now_us;
     int sub[RLAAS_POLICIES_MAX];
-    int i, j, m, took, fetches, plain, quiet = 0, refused = 0;
+    int i, m, took, fetches, plain, quiet = 0;
     turns_t t;
 
     if (leasable(r, d, table, it, n, with) != RLAAS_LEASE_DECIDED)
@@ -554,20 +571,11 @@ rlaas_lease_e rlaas_lease_decide(request_rec *r, const rlaas_dir_conf_t *d,
     }
     /* the policies with units here spend them; one round trip decides
      * the others (and takes new portions) */
-    if ((*e = fetch(r, table, it, sub, m, &t, granted, detail)) !=
-        RLAAS_RERR_NONE) {
-        unspend_all(table, it, n, &t);
+    switch (ask_redis(r, table, it, n, sub, m, &t, e, detail)) {
+    case -1:
         return RLAAS_LEASE_FAILED;
-    }
-    for (j = 0; j < m; j++)
-        refused |= !it[sub[j]].v.allowed;
-    if (refused)
+    case 0:
         return after_refusal(r, table, it, n, sub, m, &t, e, detail);
-    for (j = 0; j < m; j++) {
-        i = sub[j];
-        /* what this server now holds is the client's too */
-        if (granted[j] > t.a[i].cost)
-            it[i].v.remaining += granted[j] - t.a[i].cost;
     }
     spent_some(it, n, &t);
     return RLAAS_LEASE_DECIDED;
