@@ -77,6 +77,10 @@ my @cases = (
     # fixed's windows
     [cal      => 'fixed',       300,     '1d calendar', 'on'],
     [three    => 'gcra',        100,     '1d', 'on',      'RLaaSApply lease-pol-big lease-pol-slide'],
+    # one policy applied by two sections (one on, one auto), each section's
+    # own limit far above it
+    [share1   => 'gcra',        1000000, '1h', 'on',      'RLaaSApply lease-pol-share'],
+    [share2   => 'token',       1000000, '1h', 'auto',    'RLaaSApply lease-pol-share'],
 );
 
 my @srv = map { start_server() } 1, 2;
@@ -305,6 +309,30 @@ for my $c (qw(gcra fixed auto cal)) {
     } 1 .. 21;
     is("@codes", join(' ', (200) x 20, 429),
         'fixed 20 a day and a policy of 2 s, 21 requests 0.3 s apart on one server: 20 admitted, then refused');
+
+    # crossing: a second identity on the server holding the first one's
+    # portions gets its own 20, no more, and the first none of them
+    my ($ua1, $ub1) = (uid('lease-held-a'), uid('lease-held-b'));
+    my %got;
+    for my $k (1 .. 25) {
+        for my $u ($ua1, $ub1) {
+            $got{$u}{ $ua->get("http://$srv[0]{hp}/lease/held", { headers => { 'X-User' => $u } })->{status} }++;
+        }
+    }
+    is(join(' ', map { $got{$_}{200} // 0 } $ua1, $ub1), '20 20',
+        'two identities interleaved on one server, 25 requests each: 20 admitted each');
+    # a policy applied by two sections (RLaaSLease on in one, auto in the
+    # other), one identity alternating between them and the servers: the
+    # policy's 20, whatever section or server holds a portion of it
+    my $us = uid('lease-share');
+    my %sh;
+    for my $k (0 .. 59) {
+        my $s = $srv[ $k % 2 ];
+        my $path = $k % 4 < 2 ? '/lease/share1' : '/lease/share2';
+        $sh{ $ua->get("http://$s->{hp}$path", { headers => { 'X-User' => $us } })->{status} }++;
+    }
+    is(join(' ', map { "$_ x$sh{$_}" } sort keys %sh), '200 x20 429 x40',
+        'one policy (fixed 20 a day) applied by two sections, one identity across both and both servers: 20 admitted');
 
     # three policies: a lease's reply of 12 verdicts
     my $u3 = uid('lease-three');
@@ -551,6 +579,7 @@ RLaaSPolicy lease-pol-big 1000000 1h strategy=token key="header:X-User"
 RLaaSPolicy lease-pol-slide 1000 1h strategy=sliding key="header:X-User"
 RLaaSPolicy lease-pol-10s 1 10s strategy=fixed key="header:X-User"
 RLaaSPolicy lease-pol-fast 1000000 2s strategy=token key="header:X-User"
+RLaaSPolicy lease-pol-share 20 1d strategy=fixed key="header:X-User"
 RLaaSRedisTimeout 2s
 RLaaSLocalSize 1M
 KeepAliveTimeout 30
