@@ -364,6 +364,12 @@ static int lock_wait(rlaas_tally_t *t)
     return lock_within(t, LOCK_READER_US);
 }
 
+void rlaas_tally_set_claiming(rlaas_tally_t *t, int row, int on)
+{
+    __atomic_store_n(&t->row[row].state, on ? ROW_CLAIMING : ROW_USED,
+                     __ATOMIC_RELEASE);
+}
+
 void rlaas_tally_set_holder(rlaas_tally_t *t, uint32_t pid)
 {
     __atomic_store_n(&t->lock, pid, __ATOMIC_RELEASE);
@@ -428,6 +434,43 @@ void rlaas_tally_top_add(rlaas_tally_t *t, int row, const char *id, size_t len,
     unlock(t);
 }
 
+/* Whether rows a and b count the same name for the same host: the same
+ * row, or twins (two processes claimed a row for one name at the same
+ * instant, rlaas_tally_row()). */
+static int same_row(const rlaas_tally_t *t, int a, int b)
+{
+    if (a == b)
+        return 1;
+    if (!rlaas_tally_row_used(t, a) || !rlaas_tally_row_used(t, b))
+        return 0;
+    return t->row[a].hash == t->row[b].hash &&
+           row_is(&t->row[b], t->row[a].host, t->row[a].hash, t->row[a].name);
+}
+
+/* An identity denied under twin rows is listed once, its counts added
+ * up (the refusals of one burst may land in both); returns how many
+ * entries are left. */
+static int merge_twins(const rlaas_tally_t *t, rlaas_tally_top_t *out, int n)
+{
+    int i, j, m = 0;
+
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < m; j++)
+            if (strcmp(out[j].id, out[i].id) == 0 &&
+                same_row(t, out[j].row, out[i].row))
+                break;
+        if (j == m) {
+            out[m++] = out[i];
+            continue;
+        }
+        out[j].count += out[i].count;
+        out[j].error += out[i].error;
+        if (out[i].last_s > out[j].last_s)
+            out[j].last_s = out[i].last_s;
+    }
+    return m;
+}
+
 int rlaas_tally_top(const rlaas_tally_t *t, int64_t now_s, int64_t max_age_s,
                     rlaas_tally_top_t *out, int max)
 {
@@ -449,6 +492,7 @@ int rlaas_tally_top(const rlaas_tally_t *t, int64_t now_s, int64_t max_age_s,
         n++;
     }
     unlock(w);
+    n = merge_twins(t, out, n);
     /* most denied first (insertion sort: 32 at most) */
     for (i = 1; i < n; i++) {
         rlaas_tally_top_t x = out[i];
@@ -463,19 +507,18 @@ int rlaas_tally_top(const rlaas_tally_t *t, int64_t now_s, int64_t max_age_s,
 int rlaas_tally_top_forget(rlaas_tally_t *t, int row, const char *id,
                            size_t len)
 {
-    uint64_t h;
     int i, found = 0;
 
     if (len > RLAAS_TALLY_ID_MAX)
         len = RLAAS_TALLY_ID_MAX;
-    h = hash_of(row, id, len);
     if (!lock_wait(t))
         return 0;
     for (i = 0; i < RLAAS_TALLY_TOP; i++) {
         slot_t *s = &t->top[i];
 
-        if (s->hash == h && s->row == row && strncmp(s->id, id, len) == 0 &&
-            s->id[len] == '\0') {
+        /* under row or a twin of it */
+        if (s->hash != 0 && strncmp(s->id, id, len) == 0 &&
+            s->id[len] == '\0' && same_row(t, row, s->row)) {
             memset(s, 0, sizeof(*s));
             found = 1;
         }

@@ -105,15 +105,20 @@ void rlaas_tally_top_add(rlaas_tally_t *t, int row, const char *id, size_t len,
                          int64_t now_s);
 
 /* The listed identities denied within the last max_age_s seconds, most
- * denied first; returns how many were written (at most max). */
+ * denied first, an identity denied under twin rows (one name claimed
+ * twice at the same instant) once with their counts added up; returns
+ * how many were written (at most max). */
 int rlaas_tally_top(const rlaas_tally_t *t, int64_t now_s, int64_t max_age_s,
                     rlaas_tally_top_t *out, int max);
 
-/* Takes an identity off the list (after an operator's reset); returns 1
- * if it was listed. */
+/* Takes an identity off the list (after an operator's reset), under row
+ * and any twin of it; returns 1 if it was listed. */
 int rlaas_tally_top_forget(rlaas_tally_t *t, int row, const char *id,
                            size_t len);
 
+/* For tests: as if another process were claiming row (on 1), or had
+ * claimed it (0). */
+void rlaas_tally_set_claiming(rlaas_tally_t *t, int row, int on);
 /* For tests: as if process pid held the top list's lock. */
 void rlaas_tally_set_holder(rlaas_tally_t *t, uint32_t pid);
 

@@ -377,6 +377,44 @@ static void top_stale_and_forget(void **state)
     free(mem);
 }
 
+/* One name claimed twice at the same instant (the first request of a
+ * burst in two children): an identity whose refusals landed in both rows
+ * is listed once with both counted, and forgotten from both; another
+ * host's row of the same name stays apart. Fails if the reader lists
+ * each row's slot on its own. */
+static void top_adds_up_twin_rows(void **state)
+{
+    void *mem;
+    rlaas_tally_t *t = fresh(&mem);
+    rlaas_tally_top_t top[RLAAS_TALLY_TOP];
+    int a, b, other, n;
+
+    (void)state;
+    a = rlaas_tally_row(t, 0xa, "con:concurrency");
+    rlaas_tally_set_claiming(t, a, 1); /* another child is still at it */
+    b = rlaas_tally_row(t, 0xa, "con:concurrency");
+    rlaas_tally_set_claiming(t, a, 0);
+    assert_int_not_equal(a, b);
+    assert_true(rlaas_tally_row_is(t, b, 0xa, "con:concurrency"));
+    other = rlaas_tally_row(t, 0xb, "con:concurrency");
+    rlaas_tally_top_add(t, a, "10.0.0.1", 8, T0);
+    rlaas_tally_top_add(t, b, "10.0.0.1", 8, T0 + 1);
+    rlaas_tally_top_add(t, other, "10.0.0.1", 8, T0);
+    n = rlaas_tally_top(t, T0 + 1, 60, top, RLAAS_TALLY_TOP);
+    assert_int_equal(n, 2);
+    assert_int_equal(top[0].count, 2);
+    assert_int_equal(top[0].error, 0);
+    assert_int_equal(top[0].last_s, T0 + 1);
+    assert_true(top[0].row == a || top[0].row == b);
+    assert_int_equal(top[1].row, other);
+    assert_int_equal(top[1].count, 1);
+    assert_int_equal(rlaas_tally_top_forget(t, b, "10.0.0.1", 8), 1);
+    n = rlaas_tally_top(t, T0 + 1, 60, top, RLAAS_TALLY_TOP);
+    assert_int_equal(n, 1);
+    assert_int_equal(top[0].row, other);
+    free(mem);
+}
+
 /* A child killed while it held the top list's lock: the next reader, or
  * denial, takes the lock over, so the list is not frozen until a full
  * restart; a live holder's lock is never taken. */
@@ -419,6 +457,7 @@ int main(void)
         cmocka_unit_test(top_keeps_heavy_hitters),
         cmocka_unit_test(top_counts_a_burst),
         cmocka_unit_test(top_stale_and_forget),
+        cmocka_unit_test(top_adds_up_twin_rows),
         cmocka_unit_test(lock_of_a_dead_holder),
     };
 
