@@ -93,6 +93,9 @@ for my $c (['/ci/lease', 'one policy'], ['/ci/lease2', 'two policies']) {
         my $m0 = metrics();
         my $e0 = $evalsha->();
         my @ok = map { req("$path/ok", %h)->code } 1 .. 200;
+        # the last refund is made once its response is done
+        # (log_transaction): waited for, then counted exactly
+        Apache::TestRLaaS::wait_for(sub { mdelta($m0, metrics(), 'rlaas_countif_refunds_total') >= 200 }, 5);
         my $calls = $evalsha->() - $e0;
         my $m1 = metrics();
         is scalar(grep { $_ == 200 } @ok), 200, '200 successes, limit 40: none refused (' . tally(@ok) . ')';

@@ -37,7 +37,7 @@ sub num { my ($res, $h, $re) = @_; my $v = $res->header($h) // ''; $v =~ $re ? $
 my $m0 = metrics();
 for my $s (@ST) {
     # both engines in the same 10 s wall-clock window
-    wait_fixed_window(10_000, 4000) if $s eq 'fixed';
+    wait_fixed_window(10_000, 4000) if $s eq 'fixed' || $s eq 'sliding';
     my $u = uid("lo-$s");
     my @lo = map { req("/lo/st/$s", vhost => $LV, h => { 'X-User' => $u }) } 1 .. 4;
     my @re = map { req("/lo/redis/$s", h => { 'X-User' => $u }) } 1 .. 4;

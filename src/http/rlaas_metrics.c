@@ -401,7 +401,7 @@ static rlaas_node_t *node_slot(const char *name)
             return nd;
         }
         /* state 1: another child is naming it, maybe this very node: a
-         * second slot for it is harmless (the exposition sums them) */
+         * second slot for it is harmless (write_nodes() adds twins up) */
     }
     return NULL;
 }
@@ -631,6 +631,37 @@ void rlaas_metrics_outcome_add(rlaas_metric_outcome_e m, apr_uint64_t n)
         apr_atomic_add64(&counters->outcome[m], n);
 }
 
+/* Whether slot i is named and the first slot of its node's name: a node
+ * named by two children at once holds twin slots, written as one series
+ * (a series twice in one exposition is malformed, and a scraper would
+ * keep one of them). */
+static int node_first(int i)
+{
+    int j;
+
+    if (apr_atomic_read32(&nodes[i].state) != 2)
+        return 0;
+    for (j = 0; j < i; j++)
+        if (apr_atomic_read32(&nodes[j].state) == 2 &&
+            strcmp(nodes[j].name, nodes[i].name) == 0)
+            return 0;
+    return 1;
+}
+
+/* Counter e of node i's name (RLAAS_RERR_NONE: its calls), twins added. */
+static apr_uint64_t node_sum(int i, int e)
+{
+    apr_uint64_t n = 0;
+    int j;
+
+    for (j = i; j < RLAAS_METRICS_NODES; j++)
+        if (apr_atomic_read32(&nodes[j].state) == 2 &&
+            strcmp(nodes[j].name, nodes[i].name) == 0)
+            n += e == RLAAS_RERR_NONE ? rd(&nodes[j].calls)
+                                      : rd(&nodes[j].failures[e]);
+    return n;
+}
+
 /* Per node: calls, and the groups that failed by kind. */
 static void write_nodes(request_rec *r)
 {
@@ -639,19 +670,19 @@ static void write_nodes(request_rec *r)
     help(r, "rlaas_redis_node_calls_total", "counter",
          "Script calls sent to each Redis node.");
     for (i = 0; nodes != NULL && i < RLAAS_METRICS_NODES; i++) {
-        if (apr_atomic_read32(&nodes[i].state) == 2)
+        if (node_first(i))
             ap_rprintf(r,
                        "rlaas_redis_node_calls_total{node=\"%s\"} "
                        "%" APR_UINT64_T_FMT "\n",
-                       nodes[i].name, rd(&nodes[i].calls));
+                       nodes[i].name, node_sum(i, RLAAS_RERR_NONE));
     }
     help(r, "rlaas_redis_node_failures_total", "counter",
          "Groups of calls a Redis node failed, by kind.");
     for (i = 0; nodes != NULL && i < RLAAS_METRICS_NODES; i++) {
-        if (apr_atomic_read32(&nodes[i].state) != 2)
+        if (!node_first(i))
             continue;
         for (e = 1; e < RLAAS_RERR_COUNT; e++) {
-            apr_uint64_t n = rd(&nodes[i].failures[e]);
+            apr_uint64_t n = node_sum(i, e);
 
             if (n > 0)
                 ap_rprintf(r,

@@ -267,7 +267,10 @@ sub metrics {
     my %m;
     for (split /\n/, $res->content) {
         next if /^#/ || !/\S/;
-        $m{$1} = $2 if /^(\S+)\s+(\S+)\s*$/;
+        next unless /^(\S+)\s+(\S+)\s*$/;
+        # a series twice is a malformed exposition (a scraper keeps one)
+        die "GET /sig/metrics: series $1 twice\n" if exists $m{$1};
+        $m{$1} = $2;
     }
     return \%m;
 }
