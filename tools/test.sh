@@ -100,6 +100,18 @@ count() {
     failed=$((failed + n_fail))
 }
 
+# failures OUT: what failed in a stage's output, each failed check with
+# the diagnostics that follow it (got, expected, the test's own diag), so
+# that a failure seen only in CI's summary can be understood
+failures() {
+    awk '
+        /^(not ok|t\/[^ ]+\.t +\(Wstat|  (Failed|Parse errors|Non-zero)|\[  FAILED  \] )/ { print; more = 0; next }
+        /^#   Failed test/ { print; more = 15; next }
+        more > 0 && /^#/ { print; more--; next }
+        { more = 0 }
+    ' "$1" | head -n 120
+}
+
 # stage NAME CMD...: runs CMD with its output shown and kept for count
 stage() {
     name=$1; shift
@@ -114,7 +126,7 @@ stage() {
         # what failed, for the summary (CI shows only the end of the output)
         failed_detail="$failed_detail
 == $name:
-$(grep -E '^(not ok|#   Failed test|t/[^ ]+\.t +\(Wstat|  (Failed|Parse errors|Non-zero)|\[  FAILED  \] )' "$results.out" | head -n 40)"
+$(failures "$results.out")"
         echo "== FAILED: $name (exit $rc)"
         return 1
     fi
