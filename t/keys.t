@@ -35,7 +35,8 @@ my @secrets;
     is(redis_cmd('ZCARD', $k), 1, 'RLaaSKeyBy ip: K = prefix:zone:127.0.0.1');
     hit('/rl/keys/ip', h => { 'X-Forwarded-For' => '198.51.100.23', 'X-Real-IP' => '198.51.100.24' });
     is(redis_cmd('ZCARD', $k), 2, 'X-Forwarded-For / X-Real-IP are not read by the ip source');
-    is(scalar(keys_like('*198.51.100.2*')), 0, 'no key from a client-supplied forwarding header');
+    is(scalar(keys_like('*198.51.100.23*')) + scalar(keys_like('*198.51.100.24*')), 0,
+        'no key from a client-supplied forwarding header');
 }
 
 # ---------------------------------------------------------------- api_key

@@ -255,12 +255,19 @@ sub _save_args {
 }
 
 sub free_port {
-    my $s = IO::Socket::INET->new(
-        LocalAddr => '127.0.0.1', LocalPort => 0, Proto => 'tcp',
-        Listen => 1, ReuseAddr => 1) or croak "no free port: $!";
-    my $p = $s->sockport;
-    close $s;
-    return $p;
+    # never a port the suite set aside for later (RLAAS_TEST_*_PORT: the
+    # dead port, the relay's, the sentinels' and the cluster's), which
+    # nothing may listen on yet
+    my %kept = map { $ENV{$_} => 1 } grep { /^RLAAS_TEST_\w*PORT$/ && ($ENV{$_} // '') =~ /^\d+$/ } keys %ENV;
+    for (1 .. 100) {
+        my $s = IO::Socket::INET->new(
+            LocalAddr => '127.0.0.1', LocalPort => 0, Proto => 'tcp',
+            Listen => 1, ReuseAddr => 1) or croak "no free port: $!";
+        my $p = $s->sockport;
+        close $s;
+        return $p unless $kept{$p};
+    }
+    croak "no free port outside those set aside";
 }
 
 sub _spawn {
