@@ -443,8 +443,7 @@ static int same_row(const rlaas_tally_t *t, int a, int b)
         return 1;
     if (!rlaas_tally_row_used(t, a) || !rlaas_tally_row_used(t, b))
         return 0;
-    return t->row[a].hash == t->row[b].hash &&
-           row_is(&t->row[b], t->row[a].host, t->row[a].hash, t->row[a].name);
+    return row_is(&t->row[b], t->row[a].host, t->row[a].hash, t->row[a].name);
 }
 
 /* An identity denied under twin rows is listed once, its counts added
